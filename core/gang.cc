@@ -1,0 +1,41 @@
+// Gang summaries.
+#include "core/gang.h"
+
+#include <algorithm>
+
+namespace phalanx::core {
+
+bool Gang::Running() const {
+  if (gated || members.empty()) return false;
+  return std::any_of(members.begin(), members.end(),
+                     [](const PodInfo* p) { return p->HoldsCapacity(); });
+}
+
+Gang SummarizeGang(std::string key, std::vector<const PodInfo*> pods) {
+  Gang g;
+  g.key = std::move(key);
+  std::sort(pods.begin(), pods.end(),
+            [](const PodInfo* a, const PodInfo* b) { return a->name < b->name; });
+  bool first = true;
+  for (const PodInfo* p : pods) {
+    g.expected_size = std::max(g.expected_size, p->gang_size);
+    if (p->IsTerminal()) continue;
+    g.members.push_back(p);
+    g.priority = first ? p->priority : std::max(g.priority, p->priority);
+    g.creation_ms = first ? p->creation_ms : std::min(g.creation_ms, p->creation_ms);
+    g.queue_position = std::min(g.queue_position, p->queue_position);
+    if (p->start_ms > 0 && (g.start_ms == 0 || p->start_ms < g.start_ms)) g.start_ms = p->start_ms;
+    g.preemptible &= p->preemptible;
+    g.gated |= p->gated;
+    g.backfilled |= p->backfilled;
+    if (p->preempt_requested) {
+      g.preempt_requested = true;
+      if (g.preempted_by.empty()) g.preempted_by = p->preempted_by;
+    }
+    g.total += p->requests;
+    first = false;
+  }
+  return g;
+}
+
+}  // namespace phalanx::core

@@ -1,0 +1,40 @@
+// A gang: the pods that must run together, summarized for queue order and victim selection.
+#ifndef PHALANX_CORE_GANG_H_
+#define PHALANX_CORE_GANG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/pod.h"
+#include "core/resources.h"
+
+namespace phalanx::core {
+
+struct Gang {
+  std::string key;                      // "namespace/name".
+  std::vector<const PodInfo*> members;  // Live (non-terminal) members, sorted by pod name.
+  int32_t expected_size = 1;            // From the members' gang-size label (the largest).
+  int32_t priority = 0;                 // Highest member priority.
+  double queue_position = kNoQueuePosition;  // Lowest member position.
+  int64_t creation_ms = 0;                   // Earliest member creation.
+  int64_t start_ms = 0;                      // Earliest member start; 0 when none started.
+  bool preemptible = true;                   // Every member preemptible.
+  bool gated = false;                        // Some member still carries the admission gate.
+  bool preempt_requested = false;            // Some member is marked for preemption.
+  bool backfilled = false;                   // Some member was admitted as backfill.
+  std::string preempted_by;                  // The preemptor's gang key when marked.
+  Resources total;                           // Sum of live member requests.
+
+  // Waiting for admission: gated, not yet holding any capacity.
+  bool Pending() const { return gated; }
+  // Holding capacity (bound or planned) and not gated.
+  bool Running() const;
+};
+
+// Builds the summary of `key` from its pods; terminal pods are left out of `members`.
+Gang SummarizeGang(std::string key, std::vector<const PodInfo*> pods);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_GANG_H_

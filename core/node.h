@@ -1,0 +1,49 @@
+// Nodes as the scheduler sees them: allocatable resources, labels, taints, cordon state.
+#ifndef PHALANX_CORE_NODE_H_
+#define PHALANX_CORE_NODE_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/resources.h"
+
+namespace phalanx::core {
+
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+};
+
+struct Toleration {
+  enum class Operator { kEqual, kExists };
+  std::string key;  // Empty with kExists tolerates every taint.
+  Operator op = Operator::kEqual;
+  std::string value;
+  bool any_effect = true;  // An empty effect in the pod spec matches every effect.
+  TaintEffect effect = TaintEffect::kNoSchedule;
+
+  bool Tolerates(const Taint& t) const;
+};
+
+// Label pairs sorted by key.
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+struct Node {
+  std::string name;
+  Resources allocatable;
+  Labels labels;
+  std::vector<Taint> taints;
+  bool unschedulable = false;
+};
+
+// The value of `key` in sorted `labels`, or nullptr.
+const std::string* FindLabel(const Labels& labels, absl::string_view key);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_NODE_H_

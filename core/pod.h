@@ -1,0 +1,53 @@
+// A pod as the scheduler sees it: requests, priority, gang membership, queue data and state.
+#ifndef PHALANX_CORE_POD_H_
+#define PHALANX_CORE_POD_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "core/node.h"
+#include "core/resources.h"
+
+namespace phalanx::core {
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+// Pods without a queue position (or position 0) sort after every positioned pod.
+inline constexpr double kNoQueuePosition = std::numeric_limits<double>::infinity();
+
+struct PodInfo {
+  std::string uid;
+  std::string ns;
+  std::string name;
+  Resources requests;
+  int32_t priority = 0;
+  std::string gang;       // Gang name within the namespace; empty for a gang of one.
+  int32_t gang_size = 1;  // Members the gang expects.
+  double queue_position = kNoQueuePosition;
+  int64_t creation_ms = 0;
+  int64_t start_ms = 0;  // When it started running; 0 when unknown or not started.
+  bool preemptible = true;
+  bool gated = false;              // Carries the phalanx.io/admission scheduling gate.
+  bool preempt_requested = false;  // Labelled phalanx.io/preempt=requested.
+  std::string preempted_by;        // Gang key of the preemptor when preempt_requested.
+  bool backfilled = false;         // Admitted as backfill behind a blocked head.
+  std::string node;                // spec.nodeName once bound.
+  std::string placement;           // phalanx.io/placement: the planned node.
+  PodPhase phase = PodPhase::kPending;
+  std::vector<Toleration> tolerations;
+  Labels node_selector;
+
+  // "namespace/gang", or "namespace/name" for a gang of one.
+  std::string GangKey() const;
+  // The node whose capacity this pod holds: its bound node, else its planned node.
+  absl::string_view AssignedNode() const { return node.empty() ? placement : node; }
+  bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+  bool HoldsCapacity() const { return !IsTerminal() && !AssignedNode().empty(); }
+};
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_POD_H_

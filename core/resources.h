@@ -1,0 +1,76 @@
+// Integer resource vectors: CPU in millicores, memory in bytes, GPUs and any extended resource.
+#ifndef PHALANX_CORE_RESOURCES_H_
+#define PHALANX_CORE_RESOURCES_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+
+namespace phalanx::core {
+
+inline constexpr absl::string_view kCpu = "cpu";
+inline constexpr absl::string_view kMemory = "memory";
+inline constexpr absl::string_view kNvidiaGpu = "nvidia.com/gpu";
+
+// A named integer amount of a resource other than cpu, memory and nvidia.com/gpu.
+struct Scalar {
+  std::string name;
+  int64_t value = 0;
+  bool operator==(const Scalar&) const = default;
+};
+
+class Resources {
+ public:
+  Resources() = default;
+  Resources(int64_t milli_cpu, int64_t memory, int64_t gpu)
+      : milli_cpu_(milli_cpu), memory_(memory), gpu_(gpu) {}
+
+  // Parses a Kubernetes resource list ({"cpu": "500m", "memory": "1Gi", ...}). Errors name the
+  // resource and the value.
+  static absl::StatusOr<Resources> FromQuantities(
+      const std::vector<std::pair<std::string, std::string>>& list);
+
+  int64_t milli_cpu() const { return milli_cpu_; }
+  int64_t memory() const { return memory_; }
+  int64_t gpu() const { return gpu_; }
+  // Any resource by its Kubernetes name; "cpu" answers millicores. Absent resources are 0.
+  int64_t Get(absl::string_view name) const;
+  void Set(absl::string_view name, int64_t value);
+
+  Resources& operator+=(const Resources& o);
+  Resources& operator-=(const Resources& o);
+  friend Resources operator+(Resources a, const Resources& b) { return a += b; }
+  friend Resources operator-(Resources a, const Resources& b) { return a -= b; }
+  bool operator==(const Resources&) const = default;
+
+  // True when every amount requested here is available in `avail`.
+  bool FitsIn(const Resources& avail) const;
+  // How many copies of this request fit in `avail` (a large number for an empty request).
+  int64_t CopiesThatFit(const Resources& avail) const;
+  bool IsZero() const;
+  // True when no amount is negative.
+  bool IsNonNegative() const;
+  // Each amount as min(a, b).
+  static Resources Min(const Resources& a, const Resources& b);
+
+  // "cpu=500m memory=1073741824 nvidia.com/gpu=2".
+  std::string ToString() const;
+
+ private:
+  template <typename Op>
+  void Combine(const Resources& o, Op op);
+
+  int64_t milli_cpu_ = 0;
+  int64_t memory_ = 0;
+  int64_t gpu_ = 0;
+  absl::InlinedVector<Scalar, 1> scalars_;  // Sorted by name, no zero entries.
+};
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_RESOURCES_H_

@@ -1,0 +1,190 @@
+// Copy-on-write snapshot storage and incremental updates.
+#include "core/snapshot.h"
+
+#include <algorithm>
+
+#include "absl/hash/hash.h"
+
+namespace phalanx::core {
+namespace {
+
+template <typename T>
+T* CopyOnWrite(std::shared_ptr<const T>& slot, absl::flat_hash_set<const void*>& owned) {
+  if (!owned.contains(slot.get())) {
+    auto copy = std::make_shared<T>(*slot);
+    owned.insert(copy.get());
+    slot = std::move(copy);
+  }
+  // Safe: every owned entry was created non-const by make_shared above.
+  return const_cast<T*>(slot.get());
+}
+
+auto NodeNameLess = [](const std::shared_ptr<const ClusterSnapshot::NodeEntry>& e,
+                       absl::string_view name) { return e->node.name < name; };
+
+}  // namespace
+
+std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Empty() {
+  static const std::shared_ptr<const ClusterSnapshot> empty = [] {
+    auto s = std::make_shared<ClusterSnapshot>();
+    auto pods = std::make_shared<const PodShard>();
+    auto gangs = std::make_shared<const GangShard>();
+    s->pods_.fill(pods);
+    s->gangs_.fill(gangs);
+    return s;
+  }();
+  return empty;
+}
+
+int ClusterSnapshot::ShardOf(absl::string_view key) {
+  return static_cast<int>(absl::HashOf(key) % kSnapshotShards);
+}
+
+std::optional<int> ClusterSnapshot::NodeIndex(absl::string_view name) const {
+  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name, NodeNameLess);
+  if (it == nodes_.end() || (*it)->node.name != name) return std::nullopt;
+  return static_cast<int>(it - nodes_.begin());
+}
+
+std::vector<const PodInfo*> ClusterSnapshot::PodsOnNode(int i) const {
+  std::vector<const PodInfo*> out;
+  for (const std::string& uid : nodes_[i]->pods) out.push_back(FindPod(uid));
+  return out;
+}
+
+const PodInfo* ClusterSnapshot::FindPod(absl::string_view uid) const {
+  const PodShard& shard = *pods_[ShardOf(uid)];
+  auto it = shard.find(uid);
+  return it == shard.end() ? nullptr : it->second.get();
+}
+
+void ClusterSnapshot::ForEachPod(const std::function<void(const PodInfo&)>& fn) const {
+  for (const auto& shard : pods_) {
+    for (const auto& [uid, pod] : *shard) fn(*pod);
+  }
+}
+
+std::vector<Gang> ClusterSnapshot::Gangs() const {
+  std::vector<Gang> out;
+  for (const auto& shard : gangs_) {
+    for (const auto& [key, uids] : *shard) {
+      std::vector<const PodInfo*> pods;
+      for (const std::string& uid : uids) pods.push_back(FindPod(uid));
+      out.push_back(SummarizeGang(key, std::move(pods)));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
+  return out;
+}
+
+std::optional<Gang> ClusterSnapshot::FindGang(absl::string_view key) const {
+  const GangShard& shard = *gangs_[ShardOf(key)];
+  auto it = shard.find(key);
+  if (it == shard.end()) return std::nullopt;
+  std::vector<const PodInfo*> pods;
+  for (const std::string& uid : it->second) pods.push_back(FindPod(uid));
+  return SummarizeGang(std::string(key), std::move(pods));
+}
+
+SnapshotBuilder::SnapshotBuilder(std::shared_ptr<const ClusterSnapshot> base)
+    : next_(std::make_shared<ClusterSnapshot>(*base)) {}
+
+ClusterSnapshot::NodeEntry* SnapshotBuilder::MutableNode(int i) {
+  return CopyOnWrite(next_->nodes_[i], owned_);
+}
+
+ClusterSnapshot::PodShard& SnapshotBuilder::MutablePods(int shard) {
+  return *CopyOnWrite(next_->pods_[shard], owned_);
+}
+
+ClusterSnapshot::GangShard& SnapshotBuilder::MutableGangs(int shard) {
+  return *CopyOnWrite(next_->gangs_[shard], owned_);
+}
+
+void SnapshotBuilder::UpsertNode(Node node) {
+  auto& nodes = next_->nodes_;
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), node.name, NodeNameLess);
+  if (it != nodes.end() && (*it)->node.name == node.name) {
+    MutableNode(static_cast<int>(it - nodes.begin()))->node = std::move(node);
+    return;
+  }
+  auto entry = std::make_shared<ClusterSnapshot::NodeEntry>();
+  entry->node = std::move(node);
+  owned_.insert(entry.get());
+  int index = static_cast<int>(it - nodes.begin());
+  nodes.insert(it, std::move(entry));
+  AttachAllTo(index);
+}
+
+void SnapshotBuilder::RemoveNode(absl::string_view name) {
+  std::optional<int> i = next_->NodeIndex(name);
+  if (i) next_->nodes_.erase(next_->nodes_.begin() + *i);
+}
+
+void SnapshotBuilder::AttachAllTo(int node_index) {
+  ClusterSnapshot::NodeEntry* entry = MutableNode(node_index);
+  entry->used = Resources();
+  entry->pods.clear();
+  next_->ForEachPod([&](const PodInfo& p) {
+    if (p.HoldsCapacity() && p.AssignedNode() == entry->node.name) {
+      entry->used += p.requests;
+      entry->pods.push_back(p.uid);
+    }
+  });
+  std::sort(entry->pods.begin(), entry->pods.end());
+}
+
+void SnapshotBuilder::Attach(const PodInfo& pod) {
+  if (!pod.HoldsCapacity()) return;
+  std::optional<int> i = next_->NodeIndex(pod.AssignedNode());
+  if (!i) return;  // Attached when the node arrives.
+  ClusterSnapshot::NodeEntry* e = MutableNode(*i);
+  e->used += pod.requests;
+  e->pods.insert(std::lower_bound(e->pods.begin(), e->pods.end(), pod.uid), pod.uid);
+}
+
+void SnapshotBuilder::Detach(const PodInfo& pod) {
+  if (!pod.HoldsCapacity()) return;
+  std::optional<int> i = next_->NodeIndex(pod.AssignedNode());
+  if (!i) return;
+  ClusterSnapshot::NodeEntry* e = MutableNode(*i);
+  auto it = std::lower_bound(e->pods.begin(), e->pods.end(), pod.uid);
+  if (it == e->pods.end() || *it != pod.uid) return;
+  e->pods.erase(it);
+  e->used -= pod.requests;
+}
+
+void SnapshotBuilder::UpsertPod(PodInfo pod) {
+  RemovePod(pod.uid);
+  auto shared = std::make_shared<const PodInfo>(std::move(pod));
+  Attach(*shared);
+  std::string key = shared->GangKey();
+  std::vector<std::string>& uids = MutableGangs(ClusterSnapshot::ShardOf(key))[key];
+  uids.insert(std::lower_bound(uids.begin(), uids.end(), shared->uid), shared->uid);
+  MutablePods(ClusterSnapshot::ShardOf(shared->uid))[shared->uid] = std::move(shared);
+  ++next_->pod_count_;
+}
+
+void SnapshotBuilder::RemovePod(absl::string_view uid) {
+  const PodInfo* old = next_->FindPod(uid);
+  if (old == nullptr) return;
+  std::shared_ptr<const PodInfo> keep = next_->pods_[ClusterSnapshot::ShardOf(uid)]->at(uid);
+  Detach(*keep);
+  std::string key = keep->GangKey();
+  ClusterSnapshot::GangShard& gangs = MutableGangs(ClusterSnapshot::ShardOf(key));
+  auto git = gangs.find(key);
+  if (git != gangs.end()) {
+    std::erase(git->second, keep->uid);
+    if (git->second.empty()) gangs.erase(git);
+  }
+  MutablePods(ClusterSnapshot::ShardOf(uid)).erase(uid);
+  --next_->pod_count_;
+}
+
+std::shared_ptr<const ClusterSnapshot> SnapshotBuilder::Build() {
+  auto done = std::make_shared<ClusterSnapshot>(*next_);
+  owned_.clear();  // Everything built is now shared with `done`.
+  return done;
+}
+
+}  // namespace phalanx::core

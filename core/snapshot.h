@@ -1,0 +1,89 @@
+// ClusterSnapshot: an immutable view of nodes and pods that the pure engine decides on.
+// SnapshotBuilder derives a new snapshot from an old one by copy-on-write: only the node entries
+// and pod/gang shards that an update touches are copied; the rest is shared between versions.
+#ifndef PHALANX_CORE_SNAPSHOT_H_
+#define PHALANX_CORE_SNAPSHOT_H_
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "core/gang.h"
+#include "core/node.h"
+#include "core/pod.h"
+
+namespace phalanx::core {
+
+inline constexpr int kSnapshotShards = 64;
+
+class ClusterSnapshot {
+ public:
+  struct NodeEntry {
+    Node node;
+    Resources used;                 // Requests of the pods holding capacity here.
+    std::vector<std::string> pods;  // Uids of those pods, sorted.
+  };
+  using PodShard = absl::flat_hash_map<std::string, std::shared_ptr<const PodInfo>>;
+  using GangShard = absl::flat_hash_map<std::string, std::vector<std::string>>;  // key -> uids
+
+  static std::shared_ptr<const ClusterSnapshot> Empty();
+
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  const Node& node(int i) const { return nodes_[i]->node; }
+  const Resources& used(int i) const { return nodes_[i]->used; }
+  Resources Free(int i) const { return nodes_[i]->node.allocatable - nodes_[i]->used; }
+  // Index of the node called `name` (nodes are sorted by name).
+  std::optional<int> NodeIndex(absl::string_view name) const;
+  std::vector<const PodInfo*> PodsOnNode(int i) const;
+
+  size_t pod_count() const { return pod_count_; }
+  const PodInfo* FindPod(absl::string_view uid) const;
+  void ForEachPod(const std::function<void(const PodInfo&)>& fn) const;
+
+  // Every gang that has at least one pod, sorted by key.
+  std::vector<Gang> Gangs() const;
+  std::optional<Gang> FindGang(absl::string_view key) const;
+
+ private:
+  friend class SnapshotBuilder;
+  static int ShardOf(absl::string_view key);
+
+  std::vector<std::shared_ptr<const NodeEntry>> nodes_;
+  std::array<std::shared_ptr<const PodShard>, kSnapshotShards> pods_;
+  std::array<std::shared_ptr<const GangShard>, kSnapshotShards> gangs_;
+  size_t pod_count_ = 0;
+};
+
+class SnapshotBuilder {
+ public:
+  explicit SnapshotBuilder(std::shared_ptr<const ClusterSnapshot> base = ClusterSnapshot::Empty());
+
+  void UpsertNode(Node node);
+  void RemoveNode(absl::string_view name);
+  void UpsertPod(PodInfo pod);
+  void RemovePod(absl::string_view uid);
+
+  // The new snapshot; the builder may keep going from it.
+  std::shared_ptr<const ClusterSnapshot> Build();
+
+ private:
+  ClusterSnapshot::NodeEntry* MutableNode(int i);
+  ClusterSnapshot::PodShard& MutablePods(int shard);
+  ClusterSnapshot::GangShard& MutableGangs(int shard);
+  void Attach(const PodInfo& pod);
+  void Detach(const PodInfo& pod);
+  void AttachAllTo(int node_index);
+
+  std::shared_ptr<ClusterSnapshot> next_;
+  absl::flat_hash_set<const void*> owned_;  // Entries copied by this builder, safe to mutate.
+};
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_SNAPSHOT_H_

@@ -1,0 +1,71 @@
+// All-or-nothing gang placement onto free capacity, with slot packing.
+//
+// Algorithm: members are placed largest slot request first (ties: pod name). Each member goes to
+// the eligible node where it fits and leaves the fewest free slots, then the fewest free millicores,
+// then the least free memory; the node name (index order) breaks the last tie. This best-fit packs
+// 1-slot pods onto partially used nodes, gives maxSlotsPerPod-sized pods nodes whole (two 4-slot
+// pods share one 8-GPU node before a second node is opened), and leaves large empty nodes for large
+// gangs. If any member finds no node, the gang gets no node at all.
+#ifndef PHALANX_GANG_PLANNER_H_
+#define PHALANX_GANG_PLANNER_H_
+
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/gang.h"
+#include "core/resources.h"
+#include "core/snapshot.h"
+#include "gang/slots.h"
+
+namespace phalanx::gang {
+
+// Free resources per node index of a snapshot; mutated as a round reserves capacity.
+using Capacity = std::vector<core::Resources>;
+
+Capacity FreeCapacity(const core::ClusterSnapshot& snapshot);
+Capacity AllocatableCapacity(const core::ClusterSnapshot& snapshot);
+
+struct GangPlan {
+  enum class Outcome { kPlaced, kWait, kInfeasible };
+  Outcome outcome = Outcome::kWait;
+  std::vector<int> nodes;  // Node index per gang member (same order as Gang::members).
+  std::string reason;      // Why it waits or can never run; empty when placed.
+
+  bool placed() const { return outcome == Outcome::kPlaced; }
+};
+
+class GangPlanner {
+ public:
+  GangPlanner(const core::ClusterSnapshot& snapshot, const SlotPolicy& slots);
+
+  // Places every member of `gang` onto `free`, or none. Never reports kInfeasible.
+  GangPlan Plan(const core::Gang& gang, const Capacity& free) const;
+  // kInfeasible with a reason when `gang` can never run on this cluster (slots against
+  // maxSlotsPerPod, or too large for the whole pool), else kWait for a gang not yet complete,
+  // else kPlaced with no nodes.
+  GangPlan CheckFeasible(const core::Gang& gang) const;
+  // Eligible node indexes of the gang (by its first member's selector and tolerations), ascending.
+  const std::vector<int>& EligibleNodes(const core::Gang& gang) const;
+  // Subtracts the plan's requests from `free`.
+  static void Reserve(const core::Gang& gang, const GangPlan& plan, Capacity& free);
+
+  const core::ClusterSnapshot& snapshot() const { return snapshot_; }
+  const SlotPolicy& slots() const { return slots_; }
+
+ private:
+  // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes".
+  std::string WaitReason(const core::Gang& gang, const Capacity& free, absl::string_view what) const;
+
+  const core::ClusterSnapshot& snapshot_;
+  SlotPolicy slots_;
+  Capacity allocatable_;
+  // Eligible nodes per scheduling signature (selector + tolerations), filled lazily.
+  mutable absl::flat_hash_map<std::string, std::unique_ptr<std::vector<int>>> eligible_;
+};
+
+}  // namespace phalanx::gang
+
+#endif  // PHALANX_GANG_PLANNER_H_

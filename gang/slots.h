@@ -1,0 +1,27 @@
+// Slot accounting: what a "slot" is (a GPU, or a number of CPUs) and maxSlotsPerPod.
+#ifndef PHALANX_GANG_SLOTS_H_
+#define PHALANX_GANG_SLOTS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "core/resources.h"
+
+namespace phalanx::gang {
+
+struct SlotPolicy {
+  enum class Type { kGpu, kCpu };
+  Type type = Type::kGpu;
+  std::string gpu_resource = std::string(core::kNvidiaGpu);  // Counted when type is kGpu.
+  int64_t milli_cpu_per_slot = 1000;                           // Used when type is kCpu.
+  int32_t max_slots_per_pod = 0;                               // 0: no limit.
+
+  // Slots that `r` requests (or offers): whole GPUs, or whole multiples of milli_cpu_per_slot.
+  int64_t SlotsOf(const core::Resources& r) const;
+  // "GPUs" or "CPU slots", for reasons shown to people.
+  const char* Unit() const { return type == Type::kGpu ? "GPUs" : "CPU slots"; }
+};
+
+}  // namespace phalanx::gang
+
+#endif  // PHALANX_GANG_SLOTS_H_

@@ -1,0 +1,215 @@
+// The admission round (algorithm in admission.h).
+#include "preemption/admission.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gang/planner.h"
+#include "preemption/queue.h"
+#include "preemption/victims.h"
+
+namespace phalanx::preemption {
+namespace {
+
+using core::Gang;
+using gang::Capacity;
+using gang::GangPlan;
+
+class Round {
+ public:
+  Round(const core::ClusterSnapshot& snapshot, const AdmissionOptions& options)
+      : snap_(snapshot),
+        opt_(options),
+        planner_(snapshot, options.slots),
+        free_(gang::FreeCapacity(snapshot)),
+        gangs_(snapshot.Gangs()) {
+    for (const Gang& g : gangs_) {
+      if (!g.Running()) continue;
+      running_.push_back(&g);
+      if (g.preempt_requested && !g.preempted_by.empty()) {
+        for (const core::PodInfo* p : g.members) {
+          std::optional<int> n = snap_.NodeIndex(p->AssignedNode());
+          if (n) incoming_[g.preempted_by].push_back({*n, p->requests});
+        }
+      }
+    }
+  }
+
+  RoundResult Run() {
+    RoundResult result;
+    int position = 0;
+    for (const Gang* g : PendingQueue(gangs_)) {
+      result.decisions.push_back(Decide(*g, ++position));
+    }
+    return result;
+  }
+
+ private:
+  // Gangs waiting ahead, grouped by the node set they may use.
+  struct Block {
+    std::vector<bool> mask;
+    int32_t min_priority;
+    std::string first;  // The first waiting gang, named in reasons.
+  };
+
+  GangDecision Decide(const Gang& g, int position) {
+    GangDecision d{.gang = g.key,
+                   .position = position,
+                   .priority = g.priority,
+                   .slots = opt_.slots.SlotsOf(g.total)};
+    GangPlan feasible = planner_.CheckFeasible(g);
+    if (!feasible.placed()) {
+      d.verdict = feasible.outcome == GangPlan::Outcome::kInfeasible ? Verdict::kInfeasible
+                                                                      : Verdict::kWait;
+      d.reason = feasible.reason;
+      return d;
+    }
+    Capacity cap;  // Capacity counted on beyond `free_`, when preempting.
+    std::vector<const Gang*> victims;
+    GangPlan plan = planner_.Plan(g, free_);
+    if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
+    if (!plan.placed()) {
+      d.reason = plan.reason;
+      AddBlock(g);
+      return d;
+    }
+    if (const Block* b = Blocking(g, plan)) {
+      d.reason = absl::StrCat("waiting behind ", b->first, " (priority ", b->min_priority,
+                              "), which needs the capacity it would use");
+      return d;  // Blocked by order, not capacity: the gang ahead already guards these nodes.
+    }
+    Commit(g, plan, cap, victims, d);
+    return d;
+  }
+
+  // Plans `g` on capacity freed by its already-marked victims, or by new victims.
+  GangPlan PlanWithPreemption(const Gang& g, GangPlan plan, Capacity& cap,
+                              std::vector<const Gang*>& victims) {
+    auto inc = incoming_.find(g.key);
+    if (inc == incoming_.end() && (!opt_.preemption || KnownToFail(g))) return plan;
+    cap = free_;
+    if (inc != incoming_.end()) {
+      for (const auto& [n, r] : inc->second) cap[n] += r;
+      GangPlan waiting = planner_.Plan(g, cap);
+      if (waiting.placed()) return waiting;
+    }
+    if (!opt_.preemption || KnownToFail(g)) return plan;
+    std::optional<VictimChoice> choice =
+        ChooseVictims(planner_, g, cap, running_, opt_.now_ms);
+    if (!choice) {
+      RecordFailure(g);
+      absl::StrAppend(&plan.reason, "; no set of lower-priority preemptible gangs frees enough");
+      return plan;
+    }
+    for (const auto& [n, r] : choice->freed) cap[n] += r;
+    victims = std::move(choice->victims);
+    return choice->plan;
+  }
+
+  void Commit(const Gang& g, const GangPlan& plan, const Capacity& cap,
+              const std::vector<const Gang*>& victims, GangDecision& d) {
+    for (size_t m = 0; m < plan.nodes.size(); ++m) {
+      d.plan.push_back({g.members[m]->uid, g.members[m]->name, snap_.node(plan.nodes[m]).name});
+    }
+    if (cap.empty()) {
+      d.verdict = backfill_ahead_ ? Verdict::kBackfill : Verdict::kAdmit;
+      d.reason = backfill_ahead_ ? absl::StrCat("backfilled behind ", backfill_ahead_->first)
+                                 : "admitted";
+      gang::GangPlanner::Reserve(g, plan, free_);
+      return;
+    }
+    d.verdict = Verdict::kPreempt;
+    Capacity left = cap;
+    gang::GangPlanner::Reserve(g, plan, left);
+    for (int n : plan.nodes) free_[n] = core::Resources::Min(free_[n], left[n]);
+    for (const Gang* v : victims) {
+      d.victims.push_back(v->key);
+      std::erase(running_, v);
+    }
+    d.reason = victims.empty()
+                   ? "waiting for preempted gangs to exit; their capacity is reserved"
+                   : absl::StrCat("preempting ", absl::StrJoin(d.victims, ", "));
+  }
+
+  // The first waiting gang ahead that `g`'s plan would pass without being able to reclaim it, or
+  // nullptr. Sets backfill_ahead_ to a waiting gang the plan passes legitimately.
+  const Block* Blocking(const Gang& g, const GangPlan& plan) {
+    backfill_ahead_ = nullptr;
+    for (const Block& b : blocks_) {
+      bool overlaps = std::any_of(plan.nodes.begin(), plan.nodes.end(),
+                                  [&](int n) { return b.mask[n]; });
+      if (!overlaps) continue;
+      if (!opt_.backfill || !g.preemptible || g.priority >= b.min_priority) return &b;
+      if (backfill_ahead_ == nullptr) backfill_ahead_ = &b;
+    }
+    return nullptr;
+  }
+
+  void AddBlock(const Gang& g) {
+    const std::vector<int>* nodes = &planner_.EligibleNodes(g);
+    auto [it, added] = block_index_.try_emplace(nodes, blocks_.size());
+    if (added) {
+      Block b{std::vector<bool>(snap_.node_count(), false), g.priority, g.key};
+      for (int n : *nodes) b.mask[n] = true;
+      blocks_.push_back(std::move(b));
+    }
+    Block& b = blocks_[it->second];
+    b.min_priority = std::min(b.min_priority, g.priority);
+  }
+
+  // Victim search is monotone within a round: a gang of no higher priority, with the same nodes,
+  // unit and size as one that failed, fails too.
+  std::string FailureKey(const Gang& g) const {
+    return absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|",
+                        g.members.size(), "|", g.members.front()->requests.ToString());
+  }
+  bool KnownToFail(const Gang& g) const {
+    auto it = failed_.find(FailureKey(g));
+    return it != failed_.end() && g.priority <= it->second;
+  }
+  void RecordFailure(const Gang& g) {
+    int32_t& p = failed_.try_emplace(FailureKey(g), g.priority).first->second;
+    p = std::max(p, g.priority);
+  }
+
+  const core::ClusterSnapshot& snap_;
+  const AdmissionOptions& opt_;
+  gang::GangPlanner planner_;
+  Capacity free_;
+  std::vector<Gang> gangs_;
+  std::vector<const Gang*> running_;
+  absl::flat_hash_map<std::string, std::vector<std::pair<int, core::Resources>>> incoming_;
+  std::vector<Block> blocks_;
+  absl::flat_hash_map<const std::vector<int>*, size_t> block_index_;
+  absl::flat_hash_map<std::string, int32_t> failed_;
+  const Block* backfill_ahead_ = nullptr;
+};
+
+}  // namespace
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kAdmit:
+      return "ADMIT";
+    case Verdict::kBackfill:
+      return "BACKFILL";
+    case Verdict::kPreempt:
+      return "PREEMPT";
+    case Verdict::kWait:
+      return "WAIT";
+    case Verdict::kInfeasible:
+      return "INFEASIBLE";
+  }
+  return "UNKNOWN";
+}
+
+RoundResult RunAdmissionRound(const core::ClusterSnapshot& snapshot,
+                              const AdmissionOptions& options) {
+  return Round(snapshot, options).Run();
+}
+
+}  // namespace phalanx::preemption

@@ -1,0 +1,66 @@
+// One admission round: decides, for every pending gang in queue order, admit / backfill / preempt /
+// wait / infeasible, over a snapshot. Pure: same snapshot and options, same decisions.
+//
+// Algorithm, per pending gang G in queue order (see queue.h), with `free` the capacity left after
+// the decisions made so far this round:
+//   1. Incomplete gangs wait; gangs that can never fit are infeasible and block nobody.
+//   2. Capacity G may count on = free + capacity of victims already marked for G in earlier rounds.
+//      G is planned on `free` alone first; if that fails, on that larger capacity (it then waits for
+//      its victims: PREEMPT with no new victims); if that fails and preemption is on, victims are
+//      chosen (victims.h) and marked: PREEMPT.
+//   3. A plan is allowed only if, for every gang B that waits ahead of G and may use one of the
+//      plan's nodes, backfill is on and B could later reclaim G (G preemptible, priority < B's).
+//      Such a plan on free capacity is BACKFILL, otherwise ADMIT; a plan that is not allowed, or no
+//      plan, is WAIT; a gang that found no plan joins the waiting gangs that block later work.
+//   4. Every plan reserves its capacity: free = min(free, capacity G counted on - plan).
+// So a blocked head is never passed by lower-priority work it could not take back, and capacity
+// freed for a preemptor is held for it until its victims exit.
+#ifndef PHALANX_PREEMPTION_ADMISSION_H_
+#define PHALANX_PREEMPTION_ADMISSION_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+#include "gang/slots.h"
+
+namespace phalanx::preemption {
+
+struct AdmissionOptions {
+  gang::SlotPolicy slots;
+  bool preemption = true;
+  bool backfill = true;
+  int64_t now_ms = 0;  // The caller's clock, for lost-work costs.
+};
+
+enum class Verdict { kAdmit, kBackfill, kPreempt, kWait, kInfeasible };
+const char* VerdictName(Verdict v);
+
+struct Assignment {
+  std::string pod_uid;
+  std::string pod_name;
+  std::string node;
+};
+
+struct GangDecision {
+  std::string gang;
+  Verdict verdict = Verdict::kWait;
+  int position = 0;                  // 1-based place in the pending queue.
+  int32_t priority = 0;
+  int64_t slots = 0;                 // Slots the gang requests.
+  std::vector<Assignment> plan;      // For admit, backfill and preempt (the reserved nodes).
+  std::vector<std::string> victims;  // Gang keys newly marked for preemption.
+  std::string reason;
+};
+
+struct RoundResult {
+  std::vector<GangDecision> decisions;  // Queue order.
+};
+
+RoundResult RunAdmissionRound(const core::ClusterSnapshot& snapshot,
+                              const AdmissionOptions& options);
+
+}  // namespace phalanx::preemption
+
+#endif  // PHALANX_PREEMPTION_ADMISSION_H_

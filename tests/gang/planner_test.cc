@@ -1,0 +1,123 @@
+// Gang planning: all-or-nothing placement, best-fit packing, wait and infeasible reasons.
+#include "gang/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/fixtures.h"
+
+namespace phalanx::gang {
+namespace {
+
+using testing::GangSpec;
+using testing::GatedGang;
+using testing::GpuNode;
+
+struct Case {
+  std::string name;
+  std::vector<std::pair<std::string, int64_t>> nodes;  // name, free GPUs (all 8-GPU or 4-GPU)
+  std::vector<int64_t> used;                           // GPUs already used per node
+  GangSpec gang;
+  int32_t max_slots_per_pod;
+  GangPlan::Outcome outcome;
+  std::vector<std::string> expected_nodes;  // per member, in member (name) order
+  std::string reason_part;
+  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+};
+
+class PlannerTableTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlannerTableTest, Plans) {
+  const Case& c = GetParam();
+  core::SnapshotBuilder b;
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    b.UpsertNode(GpuNode(c.nodes[i].first, c.nodes[i].second));
+    if (i < c.used.size() && c.used[i] > 0) {
+      core::PodInfo filler;
+      filler.uid = filler.name = "filler-" + c.nodes[i].first;
+      filler.ns = "other";
+      filler.node = c.nodes[i].first;
+      filler.phase = core::PodPhase::kRunning;
+      filler.requests = core::Resources(0, 0, c.used[i]);
+      b.UpsertPod(filler);
+    }
+  }
+  for (core::PodInfo& p : GatedGang(c.gang)) b.UpsertPod(std::move(p));
+  auto snap = b.Build();
+  SlotPolicy slots;
+  slots.max_slots_per_pod = c.max_slots_per_pod;
+  GangPlanner planner(*snap, slots);
+  core::Gang g = *snap->FindGang("default/" + c.gang.name);
+  GangPlan plan = planner.CheckFeasible(g);
+  if (plan.placed()) plan = planner.Plan(g, FreeCapacity(*snap));
+  EXPECT_EQ(plan.outcome, c.outcome) << plan.reason;
+  std::vector<std::string> got;
+  for (int n : plan.nodes) got.push_back(snap->node(n).name);
+  EXPECT_EQ(got, c.expected_nodes);
+  EXPECT_NE(plan.reason.find(c.reason_part), std::string::npos) << plan.reason;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PlannerTableTest,
+    ::testing::Values(
+        // 1-slot pod: a (8 free) leaves 7, b (2 free) leaves 1 -> best fit is b.
+        Case{"OneSlotBestFitsPartialNode", {{"a", 8}, {"b", 8}}, {0, 6}, {"j", 1, 1}, 8,
+             GangPlan::Outcome::kPlaced, {"b"}, ""},
+        // Two 4-slot pods with 8-GPU nodes: the first opens a (leaves 4), the second fills a (0).
+        Case{"TwoMaxSizePodsShareAnEightGpuNode", {{"a", 8}, {"b", 8}}, {}, {"j", 2, 4}, 4,
+             GangPlan::Outcome::kPlaced, {"a", "a"}, ""},
+        // 1-slot pod with an empty 4-GPU and an empty 8-GPU node: 4-GPU leaves 3 < 7.
+        Case{"KeepsLargeEmptyNodes", {{"big", 8}, {"small", 4}}, {}, {"j", 1, 1}, 4,
+             GangPlan::Outcome::kPlaced, {"small"}, ""},
+        // 3 pods x 4 on 2 free 4-GPU nodes: the third has nowhere to go, so nothing is placed.
+        Case{"AllOrNothing", {{"a", 4}, {"b", 4}, {"c", 4}}, {0, 0, 2}, {"j", 3, 4}, 4,
+             GangPlan::Outcome::kWait, {}, "needs 12 GPUs on 3 nodes; 8 free on 2 fitting nodes"},
+        // 4 pods x 4 = 16 GPUs on 3 x 4 = 12 GPUs: can never fit.
+        Case{"LargerThanThePool", {{"a", 4}, {"b", 4}, {"c", 4}}, {}, {"j", 4, 4}, 4,
+             GangPlan::Outcome::kInfeasible, {},
+             "needs 16 GPUs on 4 nodes; 12 in the whole pool on 3 fitting nodes"},
+        // A pod of 8 slots with maxSlotsPerPod 4.
+        Case{"PodAboveMaxSlotsPerPod", {{"a", 8}}, {}, {"j", 1, 8}, 4,
+             GangPlan::Outcome::kInfeasible, {}, "maxSlotsPerPod is 4"},
+        // 3 pods x 2 = 6 slots > 4 and 6 % 4 = 2.
+        Case{"NotDivisible", {{"a", 8}}, {}, {"j", 3, 2}, 4, GangPlan::Outcome::kInfeasible, {},
+             "6 GPUs is not divisible by maxSlotsPerPod 4"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(PlannerTest, RespectsSelectorsAndTaints) {
+  core::SnapshotBuilder b;
+  core::Node tainted = GpuNode("a", 8);
+  tainted.taints = {core::Taint{"dedicated", "infra", core::TaintEffect::kNoSchedule}};
+  b.UpsertNode(tainted);
+  core::Node labelled = GpuNode("b", 8);
+  labelled.labels = {{"pool", "train"}};
+  b.UpsertNode(labelled);
+  b.UpsertNode(GpuNode("c", 8));
+  for (core::PodInfo p : GatedGang({.name = "j", .pods = 2, .gpus_per_pod = 4})) {
+    p.node_selector = {{"pool", "train"}};
+    b.UpsertPod(std::move(p));
+  }
+  auto snap = b.Build();
+  GangPlanner planner(*snap, SlotPolicy{});
+  GangPlan plan = planner.Plan(*snap->FindGang("default/j"), FreeCapacity(*snap));
+  ASSERT_TRUE(plan.placed());
+  EXPECT_EQ(plan.nodes, (std::vector<int>{1, 1}));  // only b matches the selector
+}
+
+TEST(PlannerTest, CpuSlots) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 0));  // 64 CPUs
+  for (core::PodInfo p : GatedGang({.name = "j", .pods = 2, .gpus_per_pod = 0})) {
+    p.requests = core::Resources(16'000, 1 << 20, 0);
+    b.UpsertPod(std::move(p));
+  }
+  auto snap = b.Build();
+  SlotPolicy slots{.type = SlotPolicy::Type::kCpu, .milli_cpu_per_slot = 8000, .max_slots_per_pod = 2};
+  GangPlanner planner(*snap, slots);
+  core::Gang g = *snap->FindGang("default/j");
+  EXPECT_EQ(slots.SlotsOf(g.total), 4);  // 32 CPUs / 8 per slot
+  EXPECT_TRUE(planner.CheckFeasible(g).placed());
+  EXPECT_TRUE(planner.Plan(g, FreeCapacity(*snap)).placed());
+}
+
+}  // namespace
+}  // namespace phalanx::gang

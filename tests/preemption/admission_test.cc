@@ -1,0 +1,107 @@
+// Admission rounds: queue order, backfill rules and reservations for blocked heads.
+#include "preemption/admission.h"
+
+#include <gtest/gtest.h>
+
+#include "preemption/queue.h"
+#include "tests/testing/fixtures.h"
+
+namespace phalanx::preemption {
+namespace {
+
+using testing::Cluster;
+using testing::FindDecision;
+using testing::GpuNode;
+
+TEST(QueueTest, PriorityThenPositionThenCreationThenKey) {
+  core::Gang a{.key = "ns/a", .priority = 50, .queue_position = 2, .creation_ms = 1};
+  core::Gang b{.key = "ns/b", .priority = 60, .queue_position = 9, .creation_ms = 9};
+  core::Gang c{.key = "ns/c", .priority = 50, .queue_position = 1, .creation_ms = 5};
+  core::Gang d{.key = "ns/d", .priority = 50, .queue_position = 1, .creation_ms = 5};
+  core::Gang e{.key = "ns/e", .priority = 50, .creation_ms = 0};  // no position: last
+  std::vector<core::Gang> gangs = {a, b, c, d, e};
+  for (core::Gang& g : gangs) g.gated = true;
+  std::vector<std::string> order;
+  for (const core::Gang* g : PendingQueue(gangs)) order.push_back(g->key);
+  EXPECT_EQ(order, (std::vector<std::string>{"ns/b", "ns/c", "ns/d", "ns/a", "ns/e"}));
+}
+
+TEST(AdmissionTest, NonPreemptibleLowerWorkCannotPassABlockedHead) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 8));
+  c.Submit({.name = "pinned", .gpus_per_pod = 2, .priority = 99, .preemptible = false});
+  c.Step({});
+  // head needs 8 on one node; 6 free and the pinned pod cannot be preempted: head waits.
+  c.Submit({.name = "head", .gpus_per_pod = 8, .priority = 60, .created_ms = 1});
+  c.Submit({.name = "cmd", .gpus_per_pod = 1, .priority = 40, .created_ms = 2,
+            .preemptible = false});
+  c.Submit({.name = "trial", .gpus_per_pod = 1, .priority = 40, .created_ms = 3});
+  c.Submit({.name = "peer", .gpus_per_pod = 1, .priority = 60, .created_ms = 4});
+  RoundResult r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
+  // Not preemptible: the head could never take it back.
+  EXPECT_EQ(FindDecision(r, "default/cmd")->verdict, Verdict::kWait);
+  EXPECT_EQ(FindDecision(r, "default/cmd")->reason,
+            "waiting behind default/head (priority 60), which needs the capacity it would use");
+  // Preemptible and lower: may use the idle GPUs as backfill.
+  EXPECT_EQ(FindDecision(r, "default/trial")->verdict, Verdict::kBackfill);
+  // Equal priority: the head could not reclaim it, so it keeps its place behind the head.
+  EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
+}
+
+TEST(AdmissionTest, BackfillOffMeansStrictOrder) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 4));
+  c.Submit({.name = "holder", .gpus_per_pod = 2, .priority = 99, .preemptible = false});
+  c.Step({});
+  c.Submit({.name = "head", .gpus_per_pod = 4, .priority = 60, .created_ms = 1});
+  c.Submit({.name = "small", .gpus_per_pod = 1, .priority = 10, .created_ms = 2});
+  AdmissionOptions fifo;
+  fifo.backfill = false;
+  fifo.preemption = false;
+  RoundResult r = c.Step(fifo);
+  EXPECT_EQ(FindDecision(r, "default/small")->verdict, Verdict::kWait);
+  r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/small")->verdict, Verdict::kBackfill);
+}
+
+TEST(AdmissionTest, WorkOnNodesTheHeadCannotUseIsNotBackfill) {
+  core::SnapshotBuilder b;
+  core::Node a = GpuNode("a", 4);
+  a.labels = {{"pool", "big"}};
+  b.UpsertNode(a);
+  b.UpsertNode(GpuNode("b", 4));
+  core::PodInfo holder = testing::GatedGang({.name = "holder", .priority = 99})[0];
+  holder.gated = false;
+  holder.node = "a";
+  holder.preemptible = false;
+  holder.phase = core::PodPhase::kRunning;
+  b.UpsertPod(holder);
+  // The head may only use node a (selector); the holder there cannot be preempted.
+  core::PodInfo head = testing::GatedGang({.name = "head", .gpus_per_pod = 4, .priority = 60})[0];
+  head.node_selector = {{"pool", "big"}};
+  b.UpsertPod(head);
+  // A non-preemptible lower-priority 4-GPU command fits only on b, which the head cannot use.
+  b.UpsertPod(testing::GatedGang(
+      {.name = "cmd", .gpus_per_pod = 4, .priority = 40, .created_ms = 1, .preemptible = false})[0]);
+  RoundResult r = RunAdmissionRound(*b.Build(), {});
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
+  const GangDecision* cmd = FindDecision(r, "default/cmd");
+  EXPECT_EQ(cmd->verdict, Verdict::kAdmit);
+  EXPECT_EQ(cmd->plan[0].node, "b");
+}
+
+TEST(AdmissionTest, IncompleteGangsWait) {
+  std::vector<core::PodInfo> pods = testing::GatedGang({.name = "g", .pods = 3});
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertPod(pods[0]);
+  b.UpsertPod(pods[1]);
+  RoundResult r = RunAdmissionRound(*b.Build(), {});
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].verdict, Verdict::kWait);
+  EXPECT_EQ(r.decisions[0].reason, "2 of 3 pods created; waiting for the rest");
+}
+
+}  // namespace
+}  // namespace phalanx::preemption

@@ -1,0 +1,111 @@
+// Victim selection: whole gangs only, cheapest first, strictly lower priority, preemptible only.
+#include "preemption/victims.h"
+
+#include <gtest/gtest.h>
+
+#include "preemption/admission.h"
+#include "tests/testing/fixtures.h"
+
+namespace phalanx::preemption {
+namespace {
+
+using testing::Cluster;
+using testing::FindDecision;
+using testing::GpuNode;
+
+TEST(VictimsTest, TakesWholeGangsAcrossNodes) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 4));
+  c.AddNode(GpuNode("b", 4));
+  // One low gang of 2 pods spread over both nodes (4 + 4), nothing else.
+  c.Submit({.name = "low", .pods = 2, .gpus_per_pod = 4, .priority = 10});
+  c.Step({});
+  c.Submit({.name = "high", .gpus_per_pod = 4, .priority = 90});
+  RoundResult r = c.Step({});
+  const GangDecision* d = FindDecision(r, "default/high");
+  ASSERT_EQ(d->verdict, Verdict::kPreempt);
+  EXPECT_EQ(d->victims, (std::vector<std::string>{"default/low"}));
+  // Both pods of `low` are marked, though `high` needs only one node.
+  auto snap = c.snapshot();
+  core::Gang low = *snap->FindGang("default/low");
+  for (const core::PodInfo* p : low.members) {
+    EXPECT_TRUE(p->preempt_requested);
+    EXPECT_EQ(p->preempted_by, "default/high");
+  }
+}
+
+TEST(VictimsTest, PrefersLeastLostWorkThenLowestPriorityThenNewest) {
+  // Four 1-GPU gangs on one 4-GPU node; a 2-GPU preemptor needs two of them.
+  Cluster c;
+  c.AddNode(GpuNode("a", 4));
+  c.Submit({.name = "old-long", .priority = 20, .created_ms = 1});
+  c.Step({});
+  c.now_ms += 3'600'000;  // old-long has run an hour
+  c.Submit({.name = "p30", .priority = 30, .created_ms = 2});
+  c.Submit({.name = "p20-old", .priority = 20, .created_ms = 3});
+  c.Submit({.name = "p20-new", .priority = 20, .created_ms = 4});
+  c.Step({});
+  c.now_ms += 60'000;  // the other three have run a minute each: equal lost work (60 GPU-s)
+  c.Submit({.name = "boss", .gpus_per_pod = 2, .priority = 90});
+  RoundResult r = c.Step({});
+  const GangDecision* d = FindDecision(r, "default/boss");
+  ASSERT_EQ(d->verdict, Verdict::kPreempt);
+  // Costs: old-long 3660 GPU-s; p30, p20-old, p20-new 60 each. Cheapest two by (lost, priority,
+  // newest): p20-new, p20-old.
+  EXPECT_EQ(d->victims, (std::vector<std::string>{"default/p20-new", "default/p20-old"}));
+}
+
+TEST(VictimsTest, NeverEqualOrHigherPriorityNorNonPreemptible) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 4));
+  c.Submit({.name = "same", .gpus_per_pod = 2, .priority = 50});
+  c.Submit({.name = "pinned", .gpus_per_pod = 2, .priority = 10, .preemptible = false});
+  c.Step({});
+  c.Submit({.name = "want", .gpus_per_pod = 2, .priority = 50, .created_ms = 9});
+  RoundResult r = c.Step({});
+  const GangDecision* d = FindDecision(r, "default/want");
+  EXPECT_EQ(d->verdict, Verdict::kWait);
+  EXPECT_TRUE(d->victims.empty());
+}
+
+TEST(VictimsTest, PrunesVictimsThatDoNotHelp) {
+  // Node a: a 1-GPU low gang (cheapest) beside a non-preemptible 3-GPU pod: freeing it cannot fit a
+  // 4-GPU pod there. Node b: a 4-GPU low gang, dearer. Only the one on b is taken.
+  Cluster c;
+  c.AddNode(GpuNode("a", 4));
+  c.AddNode(GpuNode("b", 4));
+  c.Submit({.name = "pinned", .gpus_per_pod = 3, .priority = 10, .preemptible = false});
+  c.Submit({.name = "small", .gpus_per_pod = 1, .priority = 10, .created_ms = 5});
+  c.Submit({.name = "wide", .gpus_per_pod = 4, .priority = 10, .created_ms = 1});
+  c.Step({});
+  ASSERT_EQ(c.NodesOf("default/small"), (std::vector<std::string>{"a"}));
+  c.now_ms += 1000;
+  c.Submit({.name = "high", .gpus_per_pod = 4, .priority = 90});
+  RoundResult r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/high")->victims, (std::vector<std::string>{"default/wide"}));
+}
+
+TEST(VictimsTest, FreedCapacityIsReservedUntilVictimsExit) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 4));
+  c.Submit({.name = "low", .gpus_per_pod = 4, .priority = 10});
+  c.Step({});
+  c.Submit({.name = "high", .gpus_per_pod = 4, .priority = 90, .created_ms = 1});
+  RoundResult r = c.Step({});
+  ASSERT_EQ(FindDecision(r, "default/high")->verdict, Verdict::kPreempt);
+  // Next round: victims still running. `high` keeps waiting for them without new victims, and a
+  // newcomer does not take the capacity.
+  c.Submit({.name = "mid", .gpus_per_pod = 1, .priority = 50, .created_ms = 2});
+  r = c.Step({});
+  const GangDecision* high = FindDecision(r, "default/high");
+  EXPECT_EQ(high->verdict, Verdict::kPreempt);
+  EXPECT_TRUE(high->victims.empty());
+  EXPECT_EQ(FindDecision(r, "default/mid")->verdict, Verdict::kWait);
+  c.RequeueMarkedVictims();
+  r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/high")->verdict, Verdict::kAdmit);
+  EXPECT_EQ(c.NodesOf("default/high"), (std::vector<std::string>{"a"}));
+}
+
+}  // namespace
+}  // namespace phalanx::preemption
