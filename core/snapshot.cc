@@ -19,6 +19,17 @@ T* CopyOnWrite(std::shared_ptr<const T>& slot, absl::flat_hash_set<const void*>&
   return const_cast<T*>(slot.get());
 }
 
+bool UidLess(const ClusterSnapshot::PodPtr& a, const ClusterSnapshot::PodPtr& b) {
+  return a->uid < b->uid;
+}
+
+Gang Summarize(const std::string& key, const ClusterSnapshot::GangEntry& entry) {
+  std::vector<const PodInfo*> pods;
+  pods.reserve(entry.pods.size());
+  for (const ClusterSnapshot::PodPtr& p : entry.pods) pods.push_back(p.get());
+  return SummarizeGang(key, std::move(pods));
+}
+
 auto NodeNameLess = [](const std::shared_ptr<const ClusterSnapshot::NodeEntry>& e,
                        absl::string_view name) { return e->node.name < name; };
 
@@ -48,7 +59,7 @@ std::optional<int> ClusterSnapshot::NodeIndex(absl::string_view name) const {
 
 std::vector<const PodInfo*> ClusterSnapshot::PodsOnNode(int i) const {
   std::vector<const PodInfo*> out;
-  for (const std::string& uid : nodes_[i]->pods) out.push_back(FindPod(uid));
+  for (const PodPtr& p : nodes_[i]->pods) out.push_back(p.get());
   return out;
 }
 
@@ -64,13 +75,18 @@ void ClusterSnapshot::ForEachPod(const std::function<void(const PodInfo&)>& fn) 
   }
 }
 
-std::vector<Gang> ClusterSnapshot::Gangs() const {
+std::vector<Gang> ClusterSnapshot::Gangs(GangFilter filter) const {
+  return Gangs([filter](const GangEntry& e) {
+    return filter == GangFilter::kAll || (filter == GangFilter::kPending && e.gated > 0) ||
+           (filter == GangFilter::kMarked && e.marked > 0);
+  });
+}
+
+std::vector<Gang> ClusterSnapshot::Gangs(const std::function<bool(const GangEntry&)>& keep) const {
   std::vector<Gang> out;
   for (const auto& shard : gangs_) {
-    for (const auto& [key, uids] : *shard) {
-      std::vector<const PodInfo*> pods;
-      for (const std::string& uid : uids) pods.push_back(FindPod(uid));
-      out.push_back(SummarizeGang(key, std::move(pods)));
+    for (const auto& [key, entry] : *shard) {
+      if (keep(entry)) out.push_back(Summarize(key, entry));
     }
   }
   std::sort(out.begin(), out.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
@@ -81,9 +97,7 @@ std::optional<Gang> ClusterSnapshot::FindGang(absl::string_view key) const {
   const GangShard& shard = *gangs_[ShardOf(key)];
   auto it = shard.find(key);
   if (it == shard.end()) return std::nullopt;
-  std::vector<const PodInfo*> pods;
-  for (const std::string& uid : it->second) pods.push_back(FindPod(uid));
-  return SummarizeGang(std::string(key), std::move(pods));
+  return Summarize(it->first, it->second);
 }
 
 SnapshotBuilder::SnapshotBuilder(std::shared_ptr<const ClusterSnapshot> base)
@@ -128,54 +142,60 @@ void SnapshotBuilder::AttachAllTo(int node_index) {
   next_->ForEachPod([&](const PodInfo& p) {
     if (p.HoldsCapacity() && p.AssignedNode() == entry->node.name) {
       entry->used += p.requests;
-      entry->pods.push_back(p.uid);
+      entry->pods.push_back(next_->pods_[ClusterSnapshot::ShardOf(p.uid)]->at(p.uid));
     }
   });
-  std::sort(entry->pods.begin(), entry->pods.end());
+  std::sort(entry->pods.begin(), entry->pods.end(), UidLess);
 }
 
-void SnapshotBuilder::Attach(const PodInfo& pod) {
-  if (!pod.HoldsCapacity()) return;
-  std::optional<int> i = next_->NodeIndex(pod.AssignedNode());
+void SnapshotBuilder::Attach(const ClusterSnapshot::PodPtr& pod) {
+  if (!pod->HoldsCapacity()) return;
+  std::optional<int> i = next_->NodeIndex(pod->AssignedNode());
   if (!i) return;  // Attached when the node arrives.
   ClusterSnapshot::NodeEntry* e = MutableNode(*i);
-  e->used += pod.requests;
-  e->pods.insert(std::lower_bound(e->pods.begin(), e->pods.end(), pod.uid), pod.uid);
+  e->used += pod->requests;
+  e->pods.insert(std::lower_bound(e->pods.begin(), e->pods.end(), pod, UidLess), pod);
 }
 
-void SnapshotBuilder::Detach(const PodInfo& pod) {
-  if (!pod.HoldsCapacity()) return;
-  std::optional<int> i = next_->NodeIndex(pod.AssignedNode());
+void SnapshotBuilder::Detach(const ClusterSnapshot::PodPtr& pod) {
+  if (!pod->HoldsCapacity()) return;
+  std::optional<int> i = next_->NodeIndex(pod->AssignedNode());
   if (!i) return;
   ClusterSnapshot::NodeEntry* e = MutableNode(*i);
-  auto it = std::lower_bound(e->pods.begin(), e->pods.end(), pod.uid);
-  if (it == e->pods.end() || *it != pod.uid) return;
+  auto it = std::lower_bound(e->pods.begin(), e->pods.end(), pod, UidLess);
+  if (it == e->pods.end() || *it != pod) return;
   e->pods.erase(it);
-  e->used -= pod.requests;
+  e->used -= pod->requests;
 }
 
 void SnapshotBuilder::UpsertPod(PodInfo pod) {
   RemovePod(pod.uid);
   auto shared = std::make_shared<const PodInfo>(std::move(pod));
-  Attach(*shared);
+  Attach(shared);
   std::string key = shared->GangKey();
-  std::vector<std::string>& uids = MutableGangs(ClusterSnapshot::ShardOf(key))[key];
-  uids.insert(std::lower_bound(uids.begin(), uids.end(), shared->uid), shared->uid);
+  ClusterSnapshot::GangEntry& gang = MutableGangs(ClusterSnapshot::ShardOf(key))[key];
+  gang.pods.insert(std::lower_bound(gang.pods.begin(), gang.pods.end(), shared, UidLess), shared);
+  gang.gated += shared->gated && !shared->IsTerminal();
+  gang.marked += shared->preempt_requested && !shared->IsTerminal();
   MutablePods(ClusterSnapshot::ShardOf(shared->uid))[shared->uid] = std::move(shared);
   ++next_->pod_count_;
 }
 
 void SnapshotBuilder::RemovePod(absl::string_view uid) {
-  const PodInfo* old = next_->FindPod(uid);
-  if (old == nullptr) return;
-  std::shared_ptr<const PodInfo> keep = next_->pods_[ClusterSnapshot::ShardOf(uid)]->at(uid);
-  Detach(*keep);
+  const ClusterSnapshot::PodShard& shard = *next_->pods_[ClusterSnapshot::ShardOf(uid)];
+  auto found = shard.find(uid);
+  if (found == shard.end()) return;
+  ClusterSnapshot::PodPtr keep = found->second;
+  Detach(keep);
   std::string key = keep->GangKey();
   ClusterSnapshot::GangShard& gangs = MutableGangs(ClusterSnapshot::ShardOf(key));
   auto git = gangs.find(key);
   if (git != gangs.end()) {
-    std::erase(git->second, keep->uid);
-    if (git->second.empty()) gangs.erase(git);
+    ClusterSnapshot::GangEntry& gang = git->second;
+    std::erase(gang.pods, keep);
+    gang.gated -= keep->gated && !keep->IsTerminal();
+    gang.marked -= keep->preempt_requested && !keep->IsTerminal();
+    if (gang.pods.empty()) gangs.erase(git);
   }
   MutablePods(ClusterSnapshot::ShardOf(uid)).erase(uid);
   --next_->pod_count_;

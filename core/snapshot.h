@@ -24,13 +24,20 @@ inline constexpr int kSnapshotShards = 64;
 
 class ClusterSnapshot {
  public:
+  using PodPtr = std::shared_ptr<const PodInfo>;
   struct NodeEntry {
     Node node;
-    Resources used;                 // Requests of the pods holding capacity here.
-    std::vector<std::string> pods;  // Uids of those pods, sorted.
+    Resources used;             // Requests of the pods holding capacity here.
+    std::vector<PodPtr> pods;   // Those pods, sorted by uid.
   };
-  using PodShard = absl::flat_hash_map<std::string, std::shared_ptr<const PodInfo>>;
-  using GangShard = absl::flat_hash_map<std::string, std::vector<std::string>>;  // key -> uids
+  struct GangEntry {
+    std::vector<PodPtr> pods;  // Sorted by uid.
+    int gated = 0;             // Members carrying the admission gate.
+    int marked = 0;            // Members marked for preemption.
+  };
+  enum class GangFilter { kAll, kPending, kMarked };
+  using PodShard = absl::flat_hash_map<std::string, PodPtr>;
+  using GangShard = absl::flat_hash_map<std::string, GangEntry>;
 
   static std::shared_ptr<const ClusterSnapshot> Empty();
 
@@ -46,8 +53,12 @@ class ClusterSnapshot {
   const PodInfo* FindPod(absl::string_view uid) const;
   void ForEachPod(const std::function<void(const PodInfo&)>& fn) const;
 
-  // Every gang that has at least one pod, sorted by key.
-  std::vector<Gang> Gangs() const;
+  // Gangs with at least one pod (kAll), a gated pod (kPending) or a pod marked for preemption
+  // (kMarked), sorted by key.
+  std::vector<Gang> Gangs(GangFilter filter = GangFilter::kAll) const;
+  // Gangs whose entry `keep` accepts, sorted by key; `keep` sees the raw entry, so a caller can
+  // skip gangs before they are summarized.
+  std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep) const;
   std::optional<Gang> FindGang(absl::string_view key) const;
 
  private:
@@ -76,8 +87,8 @@ class SnapshotBuilder {
   ClusterSnapshot::NodeEntry* MutableNode(int i);
   ClusterSnapshot::PodShard& MutablePods(int shard);
   ClusterSnapshot::GangShard& MutableGangs(int shard);
-  void Attach(const PodInfo& pod);
-  void Detach(const PodInfo& pod);
+  void Attach(const ClusterSnapshot::PodPtr& pod);
+  void Detach(const ClusterSnapshot::PodPtr& pod);
   void AttachAllTo(int node_index);
 
   std::shared_ptr<ClusterSnapshot> next_;

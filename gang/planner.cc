@@ -73,16 +73,21 @@ GangPlan GangPlanner::Plan(const core::Gang& gang, const Capacity& free) const {
   std::vector<core::Resources> taken;
   for (int m : PlacementOrder(gang, slots_)) {
     const core::Resources& req = gang.members[m]->requests;
+    const int64_t req_slots = slots_.SlotsOf(req);
     int best = -1;
     std::tuple<int64_t, int64_t, int64_t> best_key;
     for (int n : eligible) {
-      if (!req.FitsIn(free[n])) continue;
-      core::Resources left = free[n] - req;
-      if (taken_at[n] >= 0) {
-        left -= taken[taken_at[n]];
+      const core::Resources& f = free[n];
+      if (!req.FitsIn(f)) continue;
+      std::tuple<int64_t, int64_t, int64_t> key;
+      if (taken_at[n] < 0) {
+        key = {slots_.SlotsOf(f) - req_slots, f.milli_cpu() - req.milli_cpu(),
+               f.memory() - req.memory()};
+      } else {
+        core::Resources left = f - taken[taken_at[n]] - req;
         if (!left.IsNonNegative()) continue;
+        key = {slots_.SlotsOf(left), left.milli_cpu(), left.memory()};
       }
-      auto key = std::make_tuple(slots_.SlotsOf(left), left.milli_cpu(), left.memory());
       if (best < 0 || key < best_key) {
         best = n;
         best_key = key;
@@ -122,6 +127,21 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
                       fitting, fitting == 1 ? " fitting node" : " fitting nodes");
 }
 
+core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots) {
+  core::Resources unit;
+  for (const core::PodInfo* p : gang.members) {
+    if (slots.SlotsOf(p->requests) >= slots.SlotsOf(unit)) unit = p->requests;
+  }
+  return unit;
+}
+
+bool GangPlanner::FitsOnEmptyPool(const core::Gang& gang) const {
+  core::Resources unit = LargestMember(gang, slots_);
+  int64_t copies = 0;
+  for (int n : EligibleNodes(gang)) copies += unit.CopiesThatFit(allocatable_[n]);
+  return copies >= static_cast<int64_t>(gang.members.size());
+}
+
 GangPlan GangPlanner::CheckFeasible(const core::Gang& gang) const {
   GangPlan result;
   result.outcome = GangPlan::Outcome::kInfeasible;
@@ -140,7 +160,7 @@ GangPlan GangPlanner::CheckFeasible(const core::Gang& gang) const {
                                  max, ", so the gang can never be scheduled");
     return result;
   }
-  if (!Plan(gang, allocatable_).placed()) {
+  if (!FitsOnEmptyPool(gang) && !Plan(gang, allocatable_).placed()) {
     result.reason = absl::StrCat("larger than the pool: ",
                                  WaitReason(gang, allocatable_, "in the whole pool"));
     return result;
@@ -152,6 +172,14 @@ GangPlan GangPlanner::CheckFeasible(const core::Gang& gang) const {
                                  " pods created; waiting for the rest");
   }
   return result;
+}
+
+int GangPlanner::NodeIndex(absl::string_view name) const {
+  if (node_index_.empty()) {
+    for (int i = 0; i < snapshot_.node_count(); ++i) node_index_[snapshot_.node(i).name] = i;
+  }
+  auto it = node_index_.find(name);
+  return it == node_index_.end() ? -1 : it->second;
 }
 
 void GangPlanner::Reserve(const core::Gang& gang, const GangPlan& plan, Capacity& free) {

@@ -37,6 +37,9 @@ struct GangPlan {
   bool placed() const { return outcome == Outcome::kPlaced; }
 };
 
+// The member with the most slots (the last of equals), as the unit for counting copies.
+core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots);
+
 class GangPlanner {
  public:
   GangPlanner(const core::ClusterSnapshot& snapshot, const SlotPolicy& slots);
@@ -49,6 +52,8 @@ class GangPlanner {
   GangPlan CheckFeasible(const core::Gang& gang) const;
   // Eligible node indexes of the gang (by its first member's selector and tolerations), ascending.
   const std::vector<int>& EligibleNodes(const core::Gang& gang) const;
+  // Index of the node called `name`, or -1 (a hash look-up, built on first use).
+  int NodeIndex(absl::string_view name) const;
   // Subtracts the plan's requests from `free`.
   static void Reserve(const core::Gang& gang, const GangPlan& plan, Capacity& free);
 
@@ -56,6 +61,9 @@ class GangPlanner {
   const SlotPolicy& slots() const { return slots_; }
 
  private:
+  // A quick sufficient test: as many copies of the largest member fit on empty eligible nodes as
+  // the gang has members.
+  bool FitsOnEmptyPool(const core::Gang& gang) const;
   // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes".
   std::string WaitReason(const core::Gang& gang, const Capacity& free, absl::string_view what) const;
 
@@ -64,6 +72,7 @@ class GangPlanner {
   Capacity allocatable_;
   // Eligible nodes per scheduling signature (selector + tolerations), filled lazily.
   mutable absl::flat_hash_map<std::string, std::unique_ptr<std::vector<int>>> eligible_;
+  mutable absl::flat_hash_map<absl::string_view, int> node_index_;
 };
 
 }  // namespace phalanx::gang

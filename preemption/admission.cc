@@ -2,6 +2,7 @@
 #include "preemption/admission.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,15 +27,12 @@ class Round {
         opt_(options),
         planner_(snapshot, options.slots),
         free_(gang::FreeCapacity(snapshot)),
-        gangs_(snapshot.Gangs()) {
-    for (const Gang& g : gangs_) {
-      if (!g.Running()) continue;
-      running_.push_back(&g);
-      if (g.preempt_requested && !g.preempted_by.empty()) {
-        for (const core::PodInfo* p : g.members) {
-          std::optional<int> n = snap_.NodeIndex(p->AssignedNode());
-          if (n) incoming_[g.preempted_by].push_back({*n, p->requests});
-        }
+        pending_(snapshot.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
+    for (const Gang& g : snapshot.Gangs(core::ClusterSnapshot::GangFilter::kMarked)) {
+      if (!g.Running() || g.preempted_by.empty()) continue;
+      for (const core::PodInfo* p : g.members) {
+        std::optional<int> n = snap_.NodeIndex(p->AssignedNode());
+        if (n) incoming_[g.preempted_by].push_back({*n, p->requests});
       }
     }
   }
@@ -42,7 +40,7 @@ class Round {
   RoundResult Run() {
     RoundResult result;
     int position = 0;
-    for (const Gang* g : PendingQueue(gangs_)) {
+    for (const Gang* g : PendingQueue(pending_)) {
       result.decisions.push_back(Decide(*g, ++position));
     }
     return result;
@@ -99,7 +97,7 @@ class Round {
     }
     if (!opt_.preemption || KnownToFail(g)) return plan;
     std::optional<VictimChoice> choice =
-        ChooseVictims(planner_, g, cap, running_, opt_.now_ms);
+        ChooseVictims(planner_, g, cap, Running(g), opt_.now_ms);
     if (!choice) {
       RecordFailure(g);
       absl::StrAppend(&plan.reason, "; no set of lower-priority preemptible gangs frees enough");
@@ -126,13 +124,29 @@ class Round {
     Capacity left = cap;
     gang::GangPlanner::Reserve(g, plan, left);
     for (int n : plan.nodes) free_[n] = core::Resources::Min(free_[n], left[n]);
-    for (const Gang* v : victims) {
-      d.victims.push_back(v->key);
-      std::erase(running_, v);
-    }
+    absl::flat_hash_set<const Gang*> claimed(victims.begin(), victims.end());
+    std::erase_if(running_, [&](const Gang* r) { return claimed.contains(r); });
+    for (const Gang* v : victims) d.victims.push_back(v->key);
     d.reason = victims.empty()
                    ? "waiting for preempted gangs to exit; their capacity is reserved"
                    : absl::StrCat("preempting ", absl::StrJoin(d.victims, ", "));
+  }
+
+  // Possible victims of `g`: running, unmarked gangs of lower priority not yet claimed this round.
+  // Built on the first victim search, for the highest-priority preemptor (later ones rank lower).
+  std::vector<const Gang*>& Running(const Gang& g) {
+    if (all_ == nullptr) {
+      all_ = std::make_unique<std::vector<Gang>>(
+          snap_.Gangs([p = g.priority](const core::ClusterSnapshot::GangEntry& e) {
+            return e.gated == 0 && e.marked == 0 &&
+                   std::all_of(e.pods.begin(), e.pods.end(),
+                               [p](const auto& pod) { return pod->priority < p; });
+          }));
+      for (const Gang& r : *all_) {
+        if (r.Running()) running_.push_back(&r);
+      }
+    }
+    return running_;
   }
 
   // The first waiting gang ahead that `g`'s plan would pass without being able to reclaim it, or
@@ -180,7 +194,8 @@ class Round {
   const AdmissionOptions& opt_;
   gang::GangPlanner planner_;
   Capacity free_;
-  std::vector<Gang> gangs_;
+  std::vector<Gang> pending_;
+  std::unique_ptr<std::vector<Gang>> all_;
   std::vector<const Gang*> running_;
   absl::flat_hash_map<std::string, std::vector<std::pair<int, core::Resources>>> incoming_;
   std::vector<Block> blocks_;

@@ -1,4 +1,4 @@
-// Greedy-then-prune victim selection over whole gangs.
+// Node-aware greedy-then-prune victim selection over whole gangs.
 #include "preemption/victims.h"
 
 #include <algorithm>
@@ -9,8 +9,10 @@
 namespace phalanx::preemption {
 namespace {
 
+using Cost = std::tuple<bool, int64_t, int32_t, int64_t>;  // see victims.h
+
 bool CanBeVictim(const core::Gang& v, const core::Gang& preemptor) {
-  return v.Running() && v.preemptible && !v.preempt_requested && v.priority < preemptor.priority;
+  return v.preemptible && !v.preempt_requested && v.priority < preemptor.priority && v.Running();
 }
 
 // Slot-seconds of work lost if `g` stops now.
@@ -19,52 +21,75 @@ int64_t LostSlotSeconds(const core::Gang& g, const gang::SlotPolicy& slots, int6
   return slots.SlotsOf(g.total) * ((now_ms - g.start_ms) / 1000);
 }
 
+struct Candidate {
+  const core::Gang* gang;
+  Cost cost;
+  std::vector<int> nodes;  // Node index per member (-1 when unknown).
+};
+
+bool Cheaper(const Candidate* a, const Candidate* b) {
+  return std::tie(a->cost, a->gang->key) < std::tie(b->cost, b->gang->key);
+}
+
 // Tracks how many copies of `unit` fit on the eligible nodes as victims are added and removed.
 class FitCounter {
  public:
-  FitCounter(const core::Resources& unit, const gang::Capacity& cap, const std::vector<int>& nodes)
-      : unit_(unit), cap_(cap), eligible_(cap.size(), false) {
-    for (int n : nodes) {
-      eligible_[n] = true;
-      total_ += unit_.CopiesThatFit(cap_[n]);
+  FitCounter(core::Resources unit, const gang::Capacity& cap, const std::vector<bool>& eligible)
+      : unit_(std::move(unit)), cap_(cap), eligible_(eligible) {
+    for (size_t n = 0; n < cap.size(); ++n) {
+      if (eligible_[n]) total_ += unit_.CopiesThatFit(cap_[n]);
     }
   }
   int64_t total() const { return total_; }
-  bool Touches(const core::Gang& g, const core::ClusterSnapshot& s) const {
-    return std::any_of(g.members.begin(), g.members.end(), [&](const core::PodInfo* p) {
-      std::optional<int> n = s.NodeIndex(p->AssignedNode());
-      return n && eligible_[*n];
-    });
-  }
-  void Apply(const core::Gang& g, const core::ClusterSnapshot& s, bool add) {
-    for (const core::PodInfo* p : g.members) {
-      std::optional<int> n = s.NodeIndex(p->AssignedNode());
-      if (!n || !eligible_[*n]) continue;
-      core::Resources& extra = extra_[*n];
-      total_ -= unit_.CopiesThatFit(cap_[*n] + extra);
+  void Apply(const Candidate& c, bool add) {
+    for (size_t m = 0; m < c.nodes.size(); ++m) {
+      int n = c.nodes[m];
+      if (n < 0 || !eligible_[n]) continue;
+      core::Resources& extra = extra_[n];
+      total_ -= unit_.CopiesThatFit(cap_[n] + extra);
       if (add) {
-        extra += p->requests;
+        extra += c.gang->members[m]->requests;
       } else {
-        extra -= p->requests;
+        extra -= c.gang->members[m]->requests;
       }
-      total_ += unit_.CopiesThatFit(cap_[*n] + extra);
+      total_ += unit_.CopiesThatFit(cap_[n] + extra);
     }
   }
 
  private:
   core::Resources unit_;
   const gang::Capacity& cap_;
-  std::vector<bool> eligible_;
+  const std::vector<bool>& eligible_;
   absl::flat_hash_map<int, core::Resources> extra_;
   int64_t total_ = 0;
 };
 
-core::Resources LargestMember(const core::Gang& g, const gang::SlotPolicy& slots) {
-  core::Resources unit;
-  for (const core::PodInfo* p : g.members) {
-    if (slots.SlotsOf(p->requests) >= slots.SlotsOf(unit)) unit = p->requests;
+// Eligible nodes in the order to clear them: nodes whose victims are all backfilled first, then
+// lowest lost work per extra copy of the unit gained, then node index. Nodes that gain nothing are
+// left out. `on_node` lists the candidates with a pod on each node.
+std::vector<int> NodeOrder(const std::vector<std::vector<const Candidate*>>& on_node,
+                           const core::Resources& unit, const gang::Capacity& cap) {
+  std::vector<std::tuple<bool, double, int>> keyed;
+  for (size_t n = 0; n < on_node.size(); ++n) {
+    if (on_node[n].empty()) continue;
+    core::Resources freed = cap[n];
+    bool all_backfilled = true;
+    int64_t lost = 0;
+    for (const Candidate* c : on_node[n]) {
+      for (size_t m = 0; m < c->nodes.size(); ++m) {
+        if (c->nodes[m] == static_cast<int>(n)) freed += c->gang->members[m]->requests;
+      }
+      all_backfilled &= c->gang->backfilled;
+      lost += std::get<1>(c->cost);
+    }
+    int64_t gain = unit.CopiesThatFit(freed) - unit.CopiesThatFit(cap[n]);
+    if (gain <= 0) continue;
+    keyed.push_back({!all_backfilled, static_cast<double>(lost) / gain, static_cast<int>(n)});
   }
-  return unit;
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int> order;
+  for (const auto& k : keyed) order.push_back(std::get<2>(k));
+  return order;
 }
 
 }  // namespace
@@ -73,52 +98,71 @@ std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
                                           const core::Gang& preemptor, const gang::Capacity& cap,
                                           const std::vector<const core::Gang*>& candidates,
                                           int64_t now_ms) {
-  const core::ClusterSnapshot& snap = planner.snapshot();
   const gang::SlotPolicy& slots = planner.slots();
-  FitCounter fits(LargestMember(preemptor, slots), cap, planner.EligibleNodes(preemptor));
-  const int64_t need = static_cast<int64_t>(preemptor.members.size());
+  std::vector<bool> eligible(cap.size(), false);
+  for (int n : planner.EligibleNodes(preemptor)) eligible[n] = true;
+  core::Resources unit = gang::LargestMember(preemptor, slots);
 
-  std::vector<std::pair<std::tuple<bool, int64_t, int32_t, int64_t>, const core::Gang*>> ranked;
+  std::vector<Candidate> cands;
   for (const core::Gang* v : candidates) {
-    if (!CanBeVictim(*v, preemptor) || !fits.Touches(*v, snap)) continue;
-    ranked.push_back({{!v->backfilled, LostSlotSeconds(*v, slots, now_ms), v->priority,
-                       -v->creation_ms},
-                      v});
+    if (!CanBeVictim(*v, preemptor)) continue;
+    Candidate c{v, {!v->backfilled, LostSlotSeconds(*v, slots, now_ms), v->priority,
+                    -v->creation_ms}, {}};
+    bool touches = false;
+    for (const core::PodInfo* p : v->members) {
+      c.nodes.push_back(planner.NodeIndex(p->AssignedNode()));
+      touches |= c.nodes.back() >= 0 && eligible[c.nodes.back()];
+    }
+    if (touches) cands.push_back(std::move(c));
   }
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second->key) < std::tie(b.first, b.second->key);
-  });
+  std::vector<std::vector<const Candidate*>> on_node(cap.size());
+  for (const Candidate& c : cands) {
+    for (int n : c.nodes) {
+      if (n >= 0 && eligible[n] && (on_node[n].empty() || on_node[n].back() != &c)) {
+        on_node[n].push_back(&c);
+      }
+    }
+  }
 
-  std::vector<const core::Gang*> chosen;
-  for (const auto& [cost, v] : ranked) {
+  FitCounter fits(unit, cap, eligible);
+  const int64_t need = static_cast<int64_t>(preemptor.members.size());
+  std::vector<const Candidate*> chosen;
+  absl::flat_hash_map<const Candidate*, bool> taken;
+  for (int n : NodeOrder(on_node, unit, cap)) {
     if (fits.total() >= need) break;
-    fits.Apply(*v, snap, /*add=*/true);
-    chosen.push_back(v);
+    for (const Candidate* c : on_node[n]) {
+      if (!taken.try_emplace(c, true).second) continue;
+      fits.Apply(*c, /*add=*/true);
+      chosen.push_back(c);
+    }
   }
   if (fits.total() < need) return std::nullopt;
+  // Drop what is not needed, most expensive first.
+  std::sort(chosen.begin(), chosen.end(), Cheaper);
   for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
-    fits.Apply(**it, snap, /*add=*/false);
+    fits.Apply(**it, /*add=*/false);
     if (fits.total() >= need) {
       *it = nullptr;
     } else {
-      fits.Apply(**it, snap, /*add=*/true);
+      fits.Apply(**it, /*add=*/true);
     }
   }
   std::erase(chosen, nullptr);
+  if (chosen.empty()) return std::nullopt;
 
   VictimChoice choice;
   gang::Capacity with_victims = cap;
-  for (const core::Gang* v : chosen) {
-    for (const core::PodInfo* p : v->members) {
-      std::optional<int> n = snap.NodeIndex(p->AssignedNode());
-      if (!n) continue;
-      with_victims[*n] += p->requests;
-      choice.freed.push_back({*n, p->requests});
+  for (const Candidate* c : chosen) {
+    for (size_t m = 0; m < c->nodes.size(); ++m) {
+      if (c->nodes[m] < 0) continue;
+      const core::Resources& r = c->gang->members[m]->requests;
+      with_victims[c->nodes[m]] += r;
+      choice.freed.push_back({c->nodes[m], r});
     }
+    choice.victims.push_back(c->gang);
   }
   choice.plan = planner.Plan(preemptor, with_victims);
-  if (!choice.plan.placed() || chosen.empty()) return std::nullopt;
-  choice.victims = std::move(chosen);
+  if (!choice.plan.placed()) return std::nullopt;
   return choice;
 }
 

@@ -118,10 +118,10 @@ TEST(SeedScenarios, SevenStepPriorityExample) {
   c.Submit({.name = "notebook", .priority = kP3, .created_ms = 300, .preemptible = false});
   r = c.Step(Options(4));
   EXPECT_EQ(VerdictOf(r, "default/notebook"), Verdict::kWait);
-  for (int i = 0; i < 20 && !c.Running("default/notebook"); ++i) {
-    std::string trial = "default/asha-" + std::to_string(i);
-    if (!c.Running(trial)) continue;
-    c.Finish(trial);  // an ASHA trial completes; ASHA trials still queued take its GPU first
+  for (int round = 0; round < 20 && !c.Running("default/notebook"); ++round) {
+    int i = 0;
+    while (!c.Running("default/asha-" + std::to_string(i))) ++i;
+    c.Finish("default/asha-" + std::to_string(i));  // a trial completes; queued trials go first
     r = c.Step(Options(4));
     bool asha_queued = false;
     for (const GangDecision& q : r.decisions) {
