@@ -5,11 +5,23 @@
 
 namespace phalanx::core {
 
-bool Gang::Running() const {
-  if (gated || members.empty()) return false;
+namespace {
+
+bool AnyHolds(const std::vector<const PodInfo*>& members) {
   return std::any_of(members.begin(), members.end(),
                      [](const PodInfo* p) { return p->HoldsCapacity(); });
 }
+
+}  // namespace
+
+bool Gang::Pending() const { return gated && !AnyHolds(members); }
+
+bool Gang::Admitting() const {
+  return gated && std::all_of(members.begin(), members.end(),
+                              [](const PodInfo* p) { return p->HoldsCapacity(); });
+}
+
+bool Gang::Running() const { return !gated && AnyHolds(members); }
 
 Gang SummarizeGang(std::string key, std::vector<const PodInfo*> pods) {
   Gang g;

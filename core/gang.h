@@ -26,8 +26,10 @@ struct Gang {
   std::string preempted_by;                  // The preemptor's gang key when marked.
   Resources total;                           // Sum of live member requests.
 
-  // Waiting for admission: gated, not yet holding any capacity.
-  bool Pending() const { return gated; }
+  // Waiting for admission: gated, no member holding capacity yet.
+  bool Pending() const;
+  // Planned but still gated: every member holds its planned node; ungating is all that is left.
+  bool Admitting() const;
   // Holding capacity (bound or planned) and not gated.
   bool Running() const;
 };
