@@ -1,0 +1,87 @@
+// Summary metrics of one simulated policy (definitions in metrics.h).
+#include "bench/replay/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace phalanx::replay {
+namespace {
+
+constexpr double kMsPerHour = 3600.0 * 1000.0;
+
+std::vector<int64_t> Jcts(const std::vector<Job>& jobs, const SimResult& result) {
+  std::vector<int64_t> jct;
+  for (const Job& j : jobs) {
+    const JobOutcome& o = result.jobs[j.index];
+    if (j.rejected.empty() && o.end_ms >= 0) jct.push_back(o.end_ms - j.trace.submit_ms);
+  }
+  return jct;
+}
+
+}  // namespace
+
+int64_t Percentile(std::vector<int64_t> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
+  const size_t i = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size())));
+  return values[i - 1];
+}
+
+Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& r) {
+  Summary s;
+  s.policy = PolicyName(policy);
+  std::array<std::vector<int64_t>, kPriorityClasses> waits;
+  for (const Job& j : jobs) {
+    if (!j.rejected.empty()) continue;
+    ++s.accepted;
+    const JobOutcome& o = r.jobs[j.index];
+    if (o.end_ms >= 0) ++s.completed;
+    const int c = static_cast<int>(ClassOf(j.priority));
+    ++s.class_jobs[c];
+    if (o.first_start_ms >= 0) waits[c].push_back(o.first_start_ms - j.trace.submit_ms);
+  }
+  for (int c = 0; c < kPriorityClasses; ++c) {
+    s.wait_p50_ms[c] = Percentile(waits[c], 50);
+    s.wait_p95_ms[c] = Percentile(waits[c], 95);
+  }
+  std::vector<int64_t> jct = Jcts(jobs, r);
+  int64_t sum = 0;
+  for (int64_t v : jct) sum += v;
+  s.jct_mean_s = jct.empty() ? 0 : static_cast<double>(sum) / 1000.0 / jct.size();
+  s.jct_p50_ms = Percentile(jct, 50);
+  s.jct_p99_ms = Percentile(jct, 99);
+  s.unfinished = r.unfinished;
+  s.makespan_ms = r.end_ms;
+  const double capacity_ms = static_cast<double>(r.cluster_gpus) * std::max<int64_t>(r.end_ms, 1);
+  s.allocation_pct = 100.0 * r.allocated_gpu_ms / capacity_ms;
+  s.busy_pct = 100.0 * r.busy_gpu_ms / capacity_ms;
+  s.allocation_until_last_submit_pct =
+      100.0 * r.allocated_gpu_ms_until_last_submit /
+      (static_cast<double>(r.cluster_gpus) * std::max<int64_t>(r.last_submit_ms, 1));
+  s.preemptions = r.preemptions;
+  s.lost_gpu_hours = r.lost_gpu_ms / kMsPerHour;
+  s.deadlocks = r.deadlocks;
+  s.releases = r.releases;
+  s.deadlocked_gpu_hours = r.deadlocked_gpu_ms / kMsPerHour;
+  s.held_idle_gpu_hours = r.held_idle_gpu_ms / kMsPerHour;
+  s.fragmented_gpus = static_cast<double>(r.fragmented_gpu_ms) / std::max<int64_t>(r.end_ms, 1);
+  s.rounds = r.rounds;
+  return s;
+}
+
+std::vector<std::pair<double, int64_t>> JctQuantiles(const std::vector<Job>& jobs,
+                                                     const SimResult& result, int points) {
+  std::vector<int64_t> jct = Jcts(jobs, result);
+  std::sort(jct.begin(), jct.end());
+  std::vector<std::pair<double, int64_t>> out;
+  if (jct.empty()) return out;
+  for (int i = 1; i <= points; ++i) {
+    const double q = static_cast<double>(i) / points;
+    const size_t k = static_cast<size_t>(std::ceil(q * jct.size()));
+    out.emplace_back(q, jct[std::clamp<size_t>(k, 1, jct.size()) - 1]);
+  }
+  return out;
+}
+
+}  // namespace phalanx::replay

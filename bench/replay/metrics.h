@@ -1,0 +1,61 @@
+// What a replay tells a user about a policy: allocation, job completion time, queueing delay by
+// priority class, makespan, preemptions, deadlocks and fragmentation.
+//
+// Definitions (times from the trace's first submit):
+// - allocation: GPUs held by pods, time-averaged over [0, makespan] (and over [0, last submit]),
+//   as a percentage of the cluster's GPUs. `busy` counts only jobs whose pods are all placed.
+// - JCT: completion - submit. Queueing delay: first start - submit. Percentiles are nearest-rank.
+// - fragmentation: free GPUs while the pending head is blocked (it cannot be placed on them),
+//   time-averaged over [0, makespan].
+#ifndef PHALANX_BENCH_REPLAY_METRICS_H_
+#define PHALANX_BENCH_REPLAY_METRICS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/replay/priority.h"
+#include "bench/replay/simulator.h"
+#include "bench/replay/workload.h"
+
+namespace phalanx::replay {
+
+struct Summary {
+  std::string policy;
+  int64_t accepted = 0;
+  int64_t completed = 0;
+  int64_t unfinished = 0;
+  double allocation_pct = 0;
+  double allocation_until_last_submit_pct = 0;
+  double busy_pct = 0;
+  double jct_mean_s = 0;
+  int64_t jct_p50_ms = 0;
+  int64_t jct_p99_ms = 0;
+  std::array<int64_t, kPriorityClasses> class_jobs{};
+  std::array<int64_t, kPriorityClasses> wait_p50_ms{};
+  std::array<int64_t, kPriorityClasses> wait_p95_ms{};
+  int64_t makespan_ms = 0;
+  int64_t preemptions = 0;
+  double lost_gpu_hours = 0;
+  int64_t deadlocks = 0;
+  int64_t releases = 0;
+  double deadlocked_gpu_hours = 0;
+  double held_idle_gpu_hours = 0;
+  double fragmented_gpus = 0;
+  int64_t rounds = 0;
+};
+
+// Nearest-rank percentile `p` (0..100] of `values` (sorted here); 0 when empty.
+int64_t Percentile(std::vector<int64_t> values, double p);
+
+Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& result);
+
+// JCT quantiles for a CDF plot: (fraction, JCT ms) at `points` evenly spaced fractions.
+std::vector<std::pair<double, int64_t>> JctQuantiles(const std::vector<Job>& jobs,
+                                                     const SimResult& result, int points);
+
+}  // namespace phalanx::replay
+
+#endif  // PHALANX_BENCH_REPLAY_METRICS_H_

@@ -1,0 +1,144 @@
+// Markdown and CSV outputs of a replay (report.h).
+#include "bench/replay/report.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace phalanx::replay {
+namespace {
+
+double Hours(int64_t ms) { return ms / 3600000.0; }
+double Minutes(int64_t ms) { return ms / 60000.0; }
+
+}  // namespace
+
+std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
+                            const std::vector<Job>& jobs, const std::vector<PolicyRun>& runs) {
+  std::map<std::string, int64_t> rejected;
+  int64_t accepted = 0;
+  for (const Job& j : jobs) {
+    if (j.rejected.empty()) {
+      ++accepted;
+    } else {
+      ++rejected[j.rejected];
+    }
+  }
+  const SimOptions& o = setup.options;
+  std::string md = absl::StrCat("### ", setup.name, "\n\n");
+  absl::StrAppendFormat(
+      &md,
+      "Trace `%s` (%s format): %d GPU jobs, %d accepted. Cluster `%s`: %d nodes, %d GPUs; "
+      "maxSlotsPerPod %d; seed %d; checkpoint every %d min; victims exit %d s after the mark; "
+      "greedy deadlocks released after %d min.\n\n",
+      setup.trace_path, TraceFormatName(trace.format), static_cast<int64_t>(jobs.size()), accepted,
+      setup.cluster, setup.nodes, setup.cluster_gpus, o.max_slots_per_pod, setup.seed,
+      o.checkpoint_interval_ms / 60000, o.preempt_exit_ms / 1000, o.deadlock_timeout_ms / 60000);
+  if (trace.skipped_no_gpu + trace.skipped_never_ran + trace.fractional_gpu_rounded_up > 0) {
+    absl::StrAppendFormat(&md,
+                          "Left out: %d rows without GPUs, %d rows never scheduled in the original "
+                          "cluster; %d fractional-GPU pods counted as 1 GPU.\n\n",
+                          trace.skipped_no_gpu, trace.skipped_never_ran,
+                          trace.fractional_gpu_rounded_up);
+  }
+  for (const auto& [reason, count] : rejected) {
+    absl::StrAppendFormat(&md, "Rejected at submit: %d jobs: %s.\n", count, reason);
+  }
+  if (!rejected.empty()) md += "\n";
+  md +=
+      "| policy | alloc % | alloc % to last submit | JCT mean h | JCT p50 h | JCT p99 h | "
+      "wait p50/p95 min: high | medium | low | makespan h | preemptions | lost GPU-h | "
+      "deadlocks | deadlocked GPU-h | held idle GPU-h | frag GPUs |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const PolicyRun& run : runs) {
+    const Summary& s = run.summary;
+    absl::StrAppendFormat(&md, "| %s | %.1f | %.1f | %.2f | %.2f | %.1f |", s.policy,
+                          s.allocation_pct, s.allocation_until_last_submit_pct,
+                          s.jct_mean_s / 3600.0, Hours(s.jct_p50_ms), Hours(s.jct_p99_ms));
+    for (int c = 0; c < kPriorityClasses; ++c) {
+      absl::StrAppendFormat(&md, " %.1f / %.1f |", Minutes(s.wait_p50_ms[c]),
+                            Minutes(s.wait_p95_ms[c]));
+    }
+    absl::StrAppendFormat(&md, " %.1f | %d | %.1f | %d | %.1f | %.1f | %.1f |\n",
+                          Hours(s.makespan_ms), s.preemptions, s.lost_gpu_hours, s.deadlocks,
+                          s.deadlocked_gpu_hours, s.held_idle_gpu_hours, s.fragmented_gpus);
+  }
+  for (const PolicyRun& run : runs) {
+    if (run.summary.unfinished > 0) {
+      absl::StrAppendFormat(&md, "\n%s left %d jobs unfinished.\n", run.summary.policy,
+                            run.summary.unfinished);
+    }
+  }
+  return md;
+}
+
+std::string SummaryCsv(const std::vector<PolicyRun>& runs) {
+  std::string csv =
+      "policy,accepted,completed,unfinished,allocation_pct,allocation_until_last_submit_pct,"
+      "busy_pct,jct_mean_s,jct_p50_s,jct_p99_s,high_jobs,high_wait_p50_s,high_wait_p95_s,"
+      "medium_jobs,medium_wait_p50_s,medium_wait_p95_s,low_jobs,low_wait_p50_s,low_wait_p95_s,"
+      "makespan_s,preemptions,lost_gpu_h,deadlocks,releases,deadlocked_gpu_h,held_idle_gpu_h,"
+      "fragmented_gpus,rounds\n";
+  for (const PolicyRun& run : runs) {
+    const Summary& s = run.summary;
+    absl::StrAppendFormat(&csv, "%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s.policy, s.accepted,
+                          s.completed, s.unfinished, s.allocation_pct,
+                          s.allocation_until_last_submit_pct, s.busy_pct, s.jct_mean_s,
+                          s.jct_p50_ms / 1000.0, s.jct_p99_ms / 1000.0);
+    for (int c = 0; c < kPriorityClasses; ++c) {
+      absl::StrAppendFormat(&csv, ",%d,%.3f,%.3f", s.class_jobs[c], s.wait_p50_ms[c] / 1000.0,
+                            s.wait_p95_ms[c] / 1000.0);
+    }
+    absl::StrAppendFormat(&csv, ",%.3f,%d,%.3f,%d,%d,%.3f,%.3f,%.3f,%d\n", s.makespan_ms / 1000.0,
+                          s.preemptions, s.lost_gpu_hours, s.deadlocks, s.releases,
+                          s.deadlocked_gpu_hours, s.held_idle_gpu_hours, s.fragmented_gpus,
+                          s.rounds);
+  }
+  return csv;
+}
+
+std::string SeriesCsv(const std::vector<PolicyRun>& runs, int64_t bucket_ms) {
+  std::string csv = "policy,hour,allocated_pct,busy_pct,queued_mean,queued_max\n";
+  for (const PolicyRun& run : runs) {
+    const double capacity = static_cast<double>(run.result.cluster_gpus) * bucket_ms;
+    for (size_t i = 0; i < run.result.series.size(); ++i) {
+      const Bucket& b = run.result.series[i];
+      absl::StrAppendFormat(&csv, "%s,%.3f,%.3f,%.3f,%.3f,%d\n", PolicyName(run.policy),
+                            Hours(static_cast<int64_t>(i) * bucket_ms),
+                            100.0 * b.allocated_gpu_ms / capacity, 100.0 * b.busy_gpu_ms / capacity,
+                            static_cast<double>(b.queued_job_ms) / bucket_ms, b.max_queued);
+    }
+  }
+  return csv;
+}
+
+std::string JctCsv(const std::vector<Job>& jobs, const std::vector<PolicyRun>& runs) {
+  std::string csv = "policy,fraction,jct_s\n";
+  for (const PolicyRun& run : runs) {
+    for (const auto& [q, jct] : JctQuantiles(jobs, run.result, 200)) {
+      absl::StrAppendFormat(&csv, "%s,%.3f,%.3f\n", PolicyName(run.policy), q, jct / 1000.0);
+    }
+  }
+  return csv;
+}
+
+std::string JobsCsv(const std::vector<Job>& jobs, const SimResult& result) {
+  std::string csv =
+      "job,line,submit_ms,gpus,pods,gpus_per_pod,priority,status,first_start_ms,end_ms,"
+      "start_order,starts,preemptions,nodes,reason\n";
+  for (const Job& j : jobs) {
+    const JobOutcome& o = result.jobs[j.index];
+    const char* status = !j.rejected.empty() ? "rejected" : o.end_ms >= 0 ? "done" : "unfinished";
+    absl::StrAppendFormat(&csv, "%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%d,%s,%s\n", j.index,
+                          j.trace.line, j.trace.submit_ms, j.trace.gpus, j.shape.pods,
+                          j.shape.gpus_per_pod, j.priority, status, o.first_start_ms, o.end_ms,
+                          o.start_order, o.starts, o.preemptions, absl::StrJoin(o.nodes, ";"),
+                          absl::StrReplaceAll(j.rejected, {{",", ";"}}));
+  }
+  return csv;
+}
+
+}  // namespace phalanx::replay

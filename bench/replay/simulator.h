@@ -1,0 +1,93 @@
+// A deterministic discrete-event simulator that replays a job trace through the same engine the
+// extender runs: RunAdmissionRound over a ClusterSnapshot kept up to date with SnapshotBuilder.
+//
+// Algorithm: events are arrivals (trace submit times), completions, victim exits and deadlock
+// releases, in order of (time, kind: completion < exit < arrival < release, job). All events of one
+// timestamp are applied, then ONE round runs if any of them changed the cluster, and its decisions
+// are applied as the extender and master would: admitted and backfilled gangs bind and run for
+// their remaining work; victims are marked (preempt_requested, preempted_by) and exit after
+// `preempt_exit_ms`, still holding their GPUs, then come back gated with their creation time.
+// Preemption costs the victim the work done since its last checkpoint: a run started at s and
+// marked at m keeps floor((m - s) / checkpoint) checkpoints of progress; the rest, and the exit
+// time, are lost GPU time. A victim that finishes before its exit simply completes.
+//
+// Policies: `phalanx` (preemption and backfill on), `fifo-gang` (both off), `priority-no-backfill`
+// (preemption on, backfill off): the admission round with those switches. `greedy`: see greedy.h.
+// Greedy deadlock: after a pass, if no job is running and placed pods of incomplete jobs hold GPUs,
+// nothing can ever free them (arrivals only add demand): the cluster is deadlocked. The simulator
+// then counts deadlocked GPU time and, after `deadlock_timeout_ms` (an operator noticing, as the
+// Determined docs advise: kill one of the deadlocked experiments), kills the partially placed job
+// last in queue order (lowest priority, then latest submit) and resubmits it at once: its pods are
+// recreated at that time, so they queue behind everything already waiting. Repeated while the
+// deadlock lasts.
+#ifndef PHALANX_BENCH_REPLAY_SIMULATOR_H_
+#define PHALANX_BENCH_REPLAY_SIMULATOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "bench/replay/workload.h"
+#include "core/node.h"
+
+namespace phalanx::replay {
+
+enum class Policy { kPhalanx, kFifoGang, kPriorityNoBackfill, kGreedy };
+absl::StatusOr<Policy> ParsePolicy(absl::string_view name);
+const char* PolicyName(Policy p);
+
+struct SimOptions {
+  Policy policy = Policy::kPhalanx;
+  int32_t max_slots_per_pod = 8;
+  int64_t checkpoint_interval_ms = 30 * 60 * 1000;
+  int64_t preempt_exit_ms = 30 * 1000;
+  int64_t deadlock_timeout_ms = 60 * 60 * 1000;
+  int64_t bucket_ms = 60 * 60 * 1000;  // Resolution of the time series.
+};
+
+// Per job; times are ms since the trace's first submit, -1 when it never happened.
+struct JobOutcome {
+  int64_t first_start_ms = -1;
+  int64_t end_ms = -1;
+  int64_t start_order = -1;  // Rank of its first start among all jobs (0-based).
+  int starts = 0;
+  int preemptions = 0;
+  std::vector<std::string> nodes;  // Node of each pod (by pod index) in its last run.
+};
+
+// Time-weighted sums over one bucket of the time series (GPU-ms and job-ms).
+struct Bucket {
+  int64_t allocated_gpu_ms = 0;  // GPUs held by pods (running, exiting, or placed and waiting).
+  int64_t busy_gpu_ms = 0;       // GPUs of jobs that run (all pods placed).
+  int64_t queued_job_ms = 0;     // Jobs submitted and not running (greedy: partially placed too).
+  int64_t max_queued = 0;
+};
+
+struct SimResult {
+  std::vector<JobOutcome> jobs;  // Indexed like the input jobs.
+  std::vector<Bucket> series;    // Bucket i covers [i, i+1) * bucket_ms.
+  int64_t cluster_gpus = 0;
+  int64_t last_submit_ms = 0;
+  int64_t end_ms = 0;  // Last completion: the makespan, as the first submit is 0.
+  int64_t rounds = 0;
+  int64_t preemptions = 0;    // Victim exits.
+  int64_t lost_gpu_ms = 0;    // Work lost to preemption, plus victims' exit time.
+  int64_t deadlocks = 0;      // Times the cluster entered a deadlock.
+  int64_t releases = 0;       // Jobs killed and resubmitted to end one.
+  int64_t deadlocked_gpu_ms = 0;
+  int64_t held_idle_gpu_ms = 0;  // GPUs held by partially placed jobs, deadlocked or not.
+  int64_t fragmented_gpu_ms = 0;  // Free GPUs while the pending head is blocked.
+  int64_t allocated_gpu_ms = 0;   // Over [0, end_ms].
+  int64_t allocated_gpu_ms_until_last_submit = 0;
+  int64_t busy_gpu_ms = 0;
+  int64_t unfinished = 0;  // Accepted jobs that never completed (none unless something is wrong).
+};
+
+absl::StatusOr<SimResult> Simulate(const std::vector<Job>& jobs,
+                                   const std::vector<core::Node>& nodes, const SimOptions& options);
+
+}  // namespace phalanx::replay
+
+#endif  // PHALANX_BENCH_REPLAY_SIMULATOR_H_

@@ -1,0 +1,370 @@
+// libcurl transport for Client: a pool of easy handles (one per concurrent request; each keeps its
+// connections alive), bearer / client-certificate auth, paging and newline-delimited watch streams.
+#include "kube/client.h"
+
+#include <curl/curl.h>
+
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "kube/json.h"
+#include "kube/status.h"
+
+namespace phalanx::kube {
+namespace {
+
+constexpr size_t kMaxIdleHandles = 16;
+constexpr absl::Duration kTokenRefresh = absl::Minutes(1);
+constexpr int64_t kListPageSize = 500;
+// A watch whose server-side timeout passed this long ago is considered dead.
+constexpr absl::Duration kWatchSlack = absl::Seconds(30);
+
+std::string QueryEscape(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(c);
+    } else {
+      absl::StrAppend(&out, "%", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+    }
+  }
+  return out;
+}
+
+// Appends "&key=value" (or "?key=value" first) when value is not empty.
+void AddParam(std::string& url, absl::string_view key, absl::string_view value) {
+  if (value.empty()) return;
+  absl::StrAppend(&url, url.find('?') == std::string::npos ? "?" : "&", key, "=",
+                  QueryEscape(value));
+}
+
+std::string Path(const Resource& r, absl::string_view ns, absl::string_view name = "") {
+  std::string path(r.api);
+  if (r.namespaced && !ns.empty()) absl::StrAppend(&path, "/namespaces/", ns);
+  absl::StrAppend(&path, "/", r.plural);
+  if (!name.empty()) absl::StrAppend(&path, "/", name);
+  return path;
+}
+
+absl::string_view ContentType(PatchType type) {
+  switch (type) {
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+  }
+  return "";
+}
+
+// Transfer state shared with libcurl's callbacks.
+struct Transfer {
+  CURL* curl = nullptr;
+  const std::function<bool(absl::string_view)>* sink = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+  std::string body;           // The response, or the error body of a streamed request.
+  bool stopped_by_us = false;  // The sink or `stop` ended the transfer.
+};
+
+size_t OnWrite(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  long code = 0;  // NOLINT(runtime/int): libcurl's type.
+  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+  if (t->sink == nullptr || code < 200 || code >= 300) {
+    t->body.append(data, size * n);
+  } else if (!(*t->sink)(absl::string_view(data, size * n))) {
+    t->stopped_by_us = true;
+    return 0;
+  }
+  return size * n;
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->stop != nullptr && t->stop->load()) {
+    t->stopped_by_us = true;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+struct Client::State {
+  std::mutex mu;
+  std::vector<CURL*> idle;  // Guarded by mu.
+  std::string token;        // Guarded by mu.
+  absl::Time token_read = absl::InfinitePast();
+};
+
+struct Client::Request {
+  absl::string_view method;
+  std::string path;  // With the query string.
+  absl::string_view content_type;
+  absl::string_view body;
+  absl::Duration timeout;
+  // Streaming: receives the 2xx body chunk by chunk; false ends the transfer.
+  std::function<bool(absl::string_view)> sink;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+Client::Client(Config config, ClientOptions options)
+    : config_(std::move(config)), options_(std::move(options)), state_(std::make_unique<State>()) {
+  static std::once_flag curl_init;
+  std::call_once(curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  state_->token = config_.token;
+}
+
+Client::~Client() {
+  for (CURL* curl : state_->idle) curl_easy_cleanup(curl);
+}
+
+std::string Client::BearerToken() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!config_.token_file.empty() && absl::Now() - state_->token_read > kTokenRefresh) {
+    absl::StatusOr<std::string> token = ReadFile(config_.token_file);
+    if (token.ok()) state_->token = std::string(absl::StripAsciiWhitespace(*token));
+    state_->token_read = absl::Now();
+  }
+  return state_->token;
+}
+
+absl::StatusOr<std::string> Client::Send(const Request& request) {
+  CURL* curl = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->idle.empty()) {
+      curl = state_->idle.back();
+      state_->idle.pop_back();
+    }
+  }
+  if (curl == nullptr) curl = curl_easy_init();
+  if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
+
+  const std::string url = config_.server + request.path;
+  const std::string what = absl::StrCat(request.method, " ", request.path);
+  std::string token = BearerToken();
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Accept: application/json");
+  headers = curl_slist_append(headers, "Expect:");
+  if (!token.empty()) {
+    headers = curl_slist_append(headers, absl::StrCat("Authorization: Bearer ", token).c_str());
+  }
+  if (!request.content_type.empty()) {
+    headers = curl_slist_append(headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
+  }
+  auto blob = [](const std::string& pem) {
+    return curl_blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_NOCOPY};
+  };
+  curl_blob ca = blob(config_.ca_pem), cert = blob(config_.client_cert_pem),
+            key = blob(config_.client_key_pem);
+  char error[CURL_ERROR_SIZE] = "";
+  Transfer transfer{curl, request.sink ? &request.sink : nullptr, request.stop};
+
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, std::string(request.method).c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, options_.user_agent.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnWrite);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, request.stop != nullptr ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
+  if (!request.body.empty()) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  }
+  if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
+  if (!config_.client_cert_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);
+    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
+    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key);
+  }
+  if (config_.insecure_skip_tls_verify) {
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+
+  CURLcode rc = curl_easy_perform(curl);
+  long code = 0;  // NOLINT(runtime/int): libcurl's type.
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+  curl_slist_free_all(headers);
+  curl_easy_reset(curl);  // Keeps live connections for the next request.
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->idle.size() < kMaxIdleHandles) {
+      state_->idle.push_back(curl);
+      curl = nullptr;
+    }
+  }
+  if (curl != nullptr) curl_easy_cleanup(curl);
+
+  if (rc != CURLE_OK && !transfer.stopped_by_us) {
+    std::string detail = error[0] != '\0' ? error : curl_easy_strerror(rc);
+    if (rc == CURLE_OPERATION_TIMEDOUT) {
+      return absl::DeadlineExceededError(absl::StrCat(what, ": ", detail));
+    }
+    return absl::UnavailableError(absl::StrCat(what, ": ", detail));
+  }
+  if (code < 200 || code >= 300) {
+    if (code == 0) return absl::UnavailableError(absl::StrCat(what, ": no response"));
+    return ResponseError(what, static_cast<int>(code), transfer.body);
+  }
+  return std::move(transfer.body);
+}
+
+absl::StatusOr<std::string> Client::Get(const Resource& r, absl::string_view ns,
+                                        absl::string_view name) {
+  return Send({"GET", Path(r, ns, name), "", "", options_.request_timeout});
+}
+
+absl::StatusOr<std::string> Client::List(const Resource& r, absl::string_view ns,
+                                         const ListOptions& options) {
+  std::string path = Path(r, ns);
+  AddParam(path, "labelSelector", options.label_selector);
+  AddParam(path, "fieldSelector", options.field_selector);
+  AddParam(path, "resourceVersion", options.resource_version);
+  if (options.limit > 0) AddParam(path, "limit", absl::StrCat(options.limit));
+  AddParam(path, "continue", options.continue_token);
+  return Send({"GET", std::move(path), "", "", options_.request_timeout});
+}
+
+absl::StatusOr<std::string> Client::ListAll(
+    const Resource& r, absl::string_view ns, ListOptions options,
+    const std::function<absl::Status(simdjson::dom::element item)>& on_item) {
+  if (options.limit <= 0) options.limit = kListPageSize;
+  simdjson::dom::parser parser;
+  while (true) {
+    KUBE_ASSIGN_OR_RETURN(std::string page, List(r, ns, options));
+    simdjson::dom::element doc;
+    if (auto err = parser.parse(page).get(doc); err != simdjson::SUCCESS) {
+      return absl::InternalError(absl::StrCat("list ", r.plural, ": ", simdjson::error_message(err)));
+    }
+    KUBE_ASSIGN_OR_RETURN(JsonObject list, JsonObject::Of(doc, std::string(r.plural)));
+    KUBE_ASSIGN_OR_RETURN(JsonObject meta, list.Object("metadata"));
+    KUBE_ASSIGN_OR_RETURN(std::string_view version, meta.String("resourceVersion"));
+    KUBE_ASSIGN_OR_RETURN(std::string_view next, meta.String("continue"));
+    simdjson::dom::array items;
+    if (std::optional<simdjson::dom::element> e = list.Get("items")) {
+      if (e->get(items) != simdjson::SUCCESS) {
+        return absl::InternalError(absl::StrCat("list ", r.plural, ": items is not an array"));
+      }
+      for (simdjson::dom::element item : items) KUBE_RETURN_IF_ERROR(on_item(item));
+    }
+    if (next.empty()) return std::string(version);
+    options.continue_token = std::string(next);
+    options.resource_version.clear();
+  }
+}
+
+WatchResult Client::Watch(
+    const Resource& r, absl::string_view ns, const WatchOptions& options,
+    const std::function<bool(EventType type, simdjson::dom::element object)>& on_event) {
+  std::string path = Path(r, ns);
+  AddParam(path, "watch", "true");
+  AddParam(path, "allowWatchBookmarks", "true");
+  AddParam(path, "labelSelector", options.label_selector);
+  AddParam(path, "fieldSelector", options.field_selector);
+  AddParam(path, "resourceVersion", options.resource_version);
+  AddParam(path, "timeoutSeconds", absl::StrCat(options.timeout_seconds));
+
+  WatchResult result{absl::OkStatus(), options.resource_version};
+  simdjson::dom::parser parser;
+  std::string pending;  // A partial line.
+  const std::string what = absl::StrCat("watch ", r.plural);
+  // One event: true to go on. Sets result.status on a malformed event or an ERROR event.
+  auto handle = [&](absl::string_view line) {
+    simdjson::dom::element event;
+    std::string_view type;
+    simdjson::dom::element object;
+    if (parser.parse(line.data(), line.size()).get(event) != simdjson::SUCCESS ||
+        event["type"].get(type) != simdjson::SUCCESS ||
+        event["object"].get(object) != simdjson::SUCCESS) {
+      result.status = absl::InternalError(absl::StrCat(what, ": malformed event"));
+      return false;
+    }
+    if (type == "ERROR") {
+      result.status = StatusObjectError(what, object);
+      return false;
+    }
+    std::string_view version;
+    if (object["metadata"]["resourceVersion"].get(version) == simdjson::SUCCESS) {
+      result.resource_version = std::string(version);
+    }
+    if (type == "ADDED") return on_event(EventType::kAdded, object);
+    if (type == "MODIFIED") return on_event(EventType::kModified, object);
+    if (type == "DELETED") return on_event(EventType::kDeleted, object);
+    return true;  // BOOKMARK, or a type this client does not know.
+  };
+  Request request{"GET", std::move(path), "", "",
+                  absl::Seconds(options.timeout_seconds) + kWatchSlack};
+  request.stop = options.stop;
+  request.sink = [&](absl::string_view chunk) {
+    pending.append(chunk.data(), chunk.size());
+    size_t start = 0;
+    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
+      absl::string_view line(pending.data() + start, end - start);
+      if (!absl::StripAsciiWhitespace(line).empty() && !handle(line)) return false;
+    }
+    pending.erase(0, start);
+    return true;
+  };
+  absl::StatusOr<std::string> sent = Send(request);
+  if (!sent.ok()) result.status = sent.status();
+  return result;
+}
+
+absl::StatusOr<std::string> Client::Create(const Resource& r, absl::string_view ns,
+                                           absl::string_view json) {
+  return Send({"POST", Path(r, ns), "application/json", json, options_.request_timeout});
+}
+
+absl::StatusOr<std::string> Client::Patch(const Resource& r, absl::string_view ns,
+                                          absl::string_view name, PatchType type,
+                                          absl::string_view patch, absl::string_view subresource) {
+  std::string path = Path(r, ns, name);
+  if (!subresource.empty()) absl::StrAppend(&path, "/", subresource);
+  return Send({"PATCH", std::move(path), ContentType(type), patch, options_.request_timeout});
+}
+
+absl::Status Client::Delete(const Resource& r, absl::string_view ns, absl::string_view name,
+                            const DeleteOptions& options) {
+  std::string body = R"({"kind":"DeleteOptions","apiVersion":"v1")";
+  if (options.grace_period_seconds) {
+    absl::StrAppend(&body, ",\"gracePeriodSeconds\":", *options.grace_period_seconds);
+  }
+  if (!options.uid_precondition.empty()) {
+    absl::StrAppend(&body, ",\"preconditions\":{\"uid\":", EncodeJsonString(options.uid_precondition),
+                    "}");
+  }
+  body += "}";
+  return Send({"DELETE", Path(r, ns, name), "application/json", body, options_.request_timeout})
+      .status();
+}
+
+absl::Status Client::Bind(absl::string_view ns, absl::string_view pod, absl::string_view node,
+                          absl::string_view uid) {
+  std::string body = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":)", EncodeJsonString(pod),
+      ",\"namespace\":", EncodeJsonString(ns),
+      uid.empty() ? "" : absl::StrCat(",\"uid\":", EncodeJsonString(uid)),
+      R"(},"target":{"apiVersion":"v1","kind":"Node","name":)", EncodeJsonString(node), "}}");
+  std::string path = absl::StrCat(Path(kPods, ns, pod), "/binding");
+  return Send({"POST", std::move(path), "application/json", body, options_.request_timeout})
+      .status();
+}
+
+}  // namespace phalanx::kube

@@ -1,0 +1,48 @@
+// How to reach and authenticate to an API server: from a kubeconfig file or from inside a pod.
+#ifndef PHALANX_KUBE_CONFIG_H_
+#define PHALANX_KUBE_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace phalanx::kube {
+
+inline constexpr absl::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+struct Config {
+  std::string server;  // "https://host:port", no trailing slash.
+  // PEM contents (files are read when the config is loaded). An empty CA means the system trust store.
+  std::string ca_pem;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  std::string token;       // Bearer token; ignored when token_file is set.
+  std::string token_file;  // Re-read by the client from time to time (service-account tokens rotate).
+  bool insecure_skip_tls_verify = false;
+  std::string ns = "default";  // The context's namespace, or the service account's.
+};
+
+// Parses kubeconfig YAML. `context` empty means current-context. Relative file paths resolve against
+// `base_dir`. Errors name the file (`source`) and the missing or malformed field.
+absl::StatusOr<Config> ParseKubeconfig(absl::string_view yaml, absl::string_view source,
+                                       absl::string_view base_dir,
+                                       absl::string_view context = "");
+
+// Reads and parses the kubeconfig file at `path`.
+absl::StatusOr<Config> LoadKubeconfig(const std::string& path, absl::string_view context = "");
+
+// The config of a pod: token, CA and namespace from `sa_dir`, the address from
+// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
+absl::StatusOr<Config> InClusterConfig(absl::string_view sa_dir = kServiceAccountDir);
+
+// $KUBECONFIG (its first path), else in-cluster when KUBERNETES_SERVICE_HOST is set, else
+// ~/.kube/config.
+absl::StatusOr<Config> DefaultConfig();
+
+// The whole file, or an error naming it.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+}  // namespace phalanx::kube
+
+#endif  // PHALANX_KUBE_CONFIG_H_

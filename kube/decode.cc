@@ -1,0 +1,300 @@
+// Pod and Node decoding: effective requests, the phalanx pod contract, taints and tolerations.
+#include "kube/decode.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "core/resources.h"
+#include "kube/json.h"
+
+namespace phalanx::kube {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
+}
+
+std::string MetaPath(absl::string_view map, absl::string_view key) {
+  return absl::StrCat("metadata.", map, "[\"", key, "\"]");
+}
+
+// A resource list (requests, limits, allocatable, overhead); errors name the resource's field.
+absl::StatusOr<core::Resources> Quantities(const JsonObject& parent, std::string_view key,
+                                           core::Labels* names = nullptr) {
+  KUBE_ASSIGN_OR_RETURN(core::Labels list, parent.StringMap(key));
+  core::Resources total;
+  for (const auto& entry : list) {
+    absl::StatusOr<core::Resources> r = core::Resources::FromQuantities({entry});
+    if (!r.ok()) {
+      return Invalid(absl::StrCat(parent.FieldPath(key), ".", entry.first),
+                     absl::StripPrefix(r.status().message(), absl::StrCat("resource ", entry.first, ": ")));
+    }
+    total += *r;
+  }
+  if (names != nullptr) *names = std::move(list);
+  return total;
+}
+
+// Elementwise max(a, b).
+core::Resources Max(const core::Resources& a, const core::Resources& b) {
+  return a + b - core::Resources::Min(a, b);
+}
+
+// A container's requests; its limits stand in for resources it does not request (API defaulting).
+absl::StatusOr<core::Resources> ContainerRequests(const JsonObject& container) {
+  KUBE_ASSIGN_OR_RETURN(JsonObject resources, container.Object("resources"));
+  core::Labels requested;
+  core::Labels limited;
+  KUBE_ASSIGN_OR_RETURN(core::Resources requests, Quantities(resources, "requests", &requested));
+  KUBE_ASSIGN_OR_RETURN(core::Resources limits, Quantities(resources, "limits", &limited));
+  for (const auto& [name, value] : limited) {
+    if (core::FindLabel(requested, name) == nullptr) requests.Set(name, limits.Get(name));
+  }
+  return requests;
+}
+
+absl::StatusOr<core::Resources> EffectiveRequests(const JsonObject& spec) {
+  KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> containers, spec.ObjectArray("containers"));
+  KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> inits, spec.ObjectArray("initContainers"));
+  core::Resources sum;
+  for (const JsonObject& c : containers) {
+    KUBE_ASSIGN_OR_RETURN(core::Resources r, ContainerRequests(c));
+    sum += r;
+  }
+  core::Resources sidecars;  // Restartable init containers started so far.
+  core::Resources init_peak;
+  for (const JsonObject& c : inits) {
+    KUBE_ASSIGN_OR_RETURN(core::Resources r, ContainerRequests(c));
+    KUBE_ASSIGN_OR_RETURN(std::string_view restart, c.String("restartPolicy"));
+    if (restart == "Always") {
+      sum += r;
+      sidecars += r;
+      init_peak = Max(init_peak, sidecars);
+    } else {
+      init_peak = Max(init_peak, r + sidecars);
+    }
+  }
+  core::Resources total = Max(sum, init_peak);
+  KUBE_ASSIGN_OR_RETURN(JsonObject pod_level, spec.Object("resources"));
+  core::Labels pod_level_names;
+  KUBE_ASSIGN_OR_RETURN(core::Resources pod_requests,
+                        Quantities(pod_level, "requests", &pod_level_names));
+  for (const auto& [name, value] : pod_level_names) total.Set(name, pod_requests.Get(name));
+  KUBE_ASSIGN_OR_RETURN(core::Resources overhead, Quantities(spec, "overhead"));
+  return total + overhead;
+}
+
+absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key) {
+  KUBE_ASSIGN_OR_RETURN(std::string_view text, obj.String(key));
+  if (text.empty()) return 0;
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, Sv(text), &t, &err)) {
+    return Invalid(obj.FieldPath(key), absl::StrCat("invalid RFC 3339 time \"", Sv(text), "\""));
+  }
+  return absl::ToUnixMillis(t);
+}
+
+absl::StatusOr<core::PodPhase> Phase(std::string_view text) {
+  if (text.empty() || text == "Pending") return core::PodPhase::kPending;
+  if (text == "Running") return core::PodPhase::kRunning;
+  if (text == "Succeeded") return core::PodPhase::kSucceeded;
+  if (text == "Failed") return core::PodPhase::kFailed;
+  if (text == "Unknown") return core::PodPhase::kUnknown;
+  return Invalid("status.phase", absl::StrCat("unknown phase \"", Sv(text), "\""));
+}
+
+absl::StatusOr<core::TaintEffect> Effect(std::string_view text, const std::string& field) {
+  if (text == "NoSchedule") return core::TaintEffect::kNoSchedule;
+  if (text == "PreferNoSchedule") return core::TaintEffect::kPreferNoSchedule;
+  if (text == "NoExecute") return core::TaintEffect::kNoExecute;
+  return Invalid(field, absl::StrCat("unknown effect \"", Sv(text), "\""));
+}
+
+absl::StatusOr<core::Toleration> DecodeToleration(const JsonObject& t) {
+  core::Toleration out;
+  KUBE_ASSIGN_OR_RETURN(std::string_view key, t.String("key"));
+  KUBE_ASSIGN_OR_RETURN(std::string_view op, t.String("operator"));
+  KUBE_ASSIGN_OR_RETURN(std::string_view value, t.String("value"));
+  KUBE_ASSIGN_OR_RETURN(std::string_view effect, t.String("effect"));
+  out.key = std::string(key);
+  out.value = std::string(value);
+  if (op == "Exists") {
+    out.op = core::Toleration::Operator::kExists;
+  } else if (!op.empty() && op != "Equal") {
+    return Invalid(t.FieldPath("operator"), absl::StrCat("unknown operator \"", Sv(op), "\""));
+  }
+  if (!effect.empty()) {
+    out.any_effect = false;
+    KUBE_ASSIGN_OR_RETURN(out.effect, Effect(effect, t.FieldPath("effect")));
+  }
+  return out;
+}
+
+// A gang size label or annotation; 0 (min-available of CPU tasks in Determined) means 1.
+absl::StatusOr<int32_t> GangSize(const std::string* text, const std::string& field) {
+  if (text == nullptr) return 1;
+  int32_t size = 0;
+  if (!absl::SimpleAtoi(*text, &size) || size < 0) {
+    return Invalid(field, absl::StrCat("invalid gang size \"", *text, "\""));
+  }
+  return std::max(size, 1);
+}
+
+// "true" / "false" / absent (`absent`); anything else is an error.
+absl::StatusOr<bool> Flag(const std::string* text, bool absent, const std::string& field) {
+  if (text == nullptr) return absent;
+  if (*text == "true") return true;
+  if (*text == "false") return false;
+  return Invalid(field, absl::StrCat("expected \"true\" or \"false\", got \"", *text, "\""));
+}
+
+absl::Status DecodeContract(const core::Labels& labels, const core::Labels& annotations,
+                            core::PodInfo& pod) {
+  auto label = [&](absl::string_view key) {
+    const std::string* v = core::FindLabel(labels, key);
+    return v != nullptr && !v->empty() ? v : nullptr;
+  };
+  auto annotation = [&](absl::string_view key) {
+    const std::string* v = core::FindLabel(annotations, key);
+    return v != nullptr && !v->empty() ? v : nullptr;
+  };
+  if (const std::string* gang = label(kGangLabel)) {
+    pod.gang = *gang;
+    KUBE_ASSIGN_OR_RETURN(pod.gang_size,
+                          GangSize(label(kGangSizeLabel), MetaPath("labels", kGangSizeLabel)));
+  } else if (const std::string* group = label(kPodGroupNameLabel)) {
+    pod.gang = *group;
+    KUBE_ASSIGN_OR_RETURN(pod.gang_size, GangSize(label(kPodGroupMinAvailableLabel),
+                                                  MetaPath("labels", kPodGroupMinAvailableLabel)));
+  } else if (const std::string* x_group = label(kXPodGroupLabel)) {
+    pod.gang = *x_group;
+    bool labelled = label(kGangSizeLabel) != nullptr;
+    KUBE_ASSIGN_OR_RETURN(
+        pod.gang_size,
+        GangSize(labelled ? label(kGangSizeLabel) : annotation(kGangSizeLabel),
+                 MetaPath(labelled ? "labels" : "annotations", kGangSizeLabel)));
+  }
+  if (const std::string* position = label(kQueuePositionLabel)) {
+    double v = 0;
+    if (!absl::SimpleAtod(*position, &v) || !std::isfinite(v)) {
+      return Invalid(MetaPath("labels", kQueuePositionLabel),
+                     absl::StrCat("invalid decimal \"", *position, "\""));
+    }
+    pod.queue_position = v == 0 ? core::kNoQueuePosition : v;
+  }
+  KUBE_ASSIGN_OR_RETURN(pod.preemptible, Flag(label(kPreemptibleLabel), true,
+                                              MetaPath("labels", kPreemptibleLabel)));
+  const std::string* preempt = label(kPreemptLabel);
+  pod.preempt_requested = preempt != nullptr && *preempt == kPreemptRequested;
+  if (const std::string* by = annotation(kPreemptedByAnnotation)) pod.preempted_by = *by;
+  if (const std::string* placement = annotation(kPlacementAnnotation)) pod.placement = *placement;
+  KUBE_ASSIGN_OR_RETURN(pod.backfilled, Flag(annotation(kBackfilledAnnotation), false,
+                                             MetaPath("annotations", kBackfilledAnnotation)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root) {
+  core::PodInfo pod;
+  KUBE_ASSIGN_OR_RETURN(JsonObject meta, root.Object("metadata"));
+  KUBE_ASSIGN_OR_RETURN(JsonObject spec, root.Object("spec"));
+  KUBE_ASSIGN_OR_RETURN(JsonObject status, root.Object("status"));
+  KUBE_ASSIGN_OR_RETURN(std::string_view uid, meta.String("uid"));
+  if (uid.empty()) return Invalid("metadata.uid", "missing");
+  pod.uid = std::string(uid);
+  KUBE_ASSIGN_OR_RETURN(pod.creation_ms, TimeMs(meta, "creationTimestamp"));
+  KUBE_ASSIGN_OR_RETURN(pod.start_ms, TimeMs(status, "startTime"));
+  KUBE_ASSIGN_OR_RETURN(int64_t priority, spec.Int("priority"));
+  if (priority < INT32_MIN || priority > INT32_MAX) return Invalid("spec.priority", "out of range");
+  pod.priority = static_cast<int32_t>(priority);
+  KUBE_ASSIGN_OR_RETURN(std::string_view node, spec.String("nodeName"));
+  pod.node = std::string(node);
+  KUBE_ASSIGN_OR_RETURN(std::string_view phase, status.String("phase"));
+  KUBE_ASSIGN_OR_RETURN(pod.phase, Phase(phase));
+  KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> gates, spec.ObjectArray("schedulingGates"));
+  for (const JsonObject& gate : gates) {
+    KUBE_ASSIGN_OR_RETURN(std::string_view name, gate.String("name"));
+    if (name == Sv(kAdmissionGate)) pod.gated = true;
+  }
+  KUBE_ASSIGN_OR_RETURN(pod.requests, EffectiveRequests(spec));
+  KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> tolerations, spec.ObjectArray("tolerations"));
+  for (const JsonObject& t : tolerations) {
+    KUBE_ASSIGN_OR_RETURN(core::Toleration toleration, DecodeToleration(t));
+    pod.tolerations.push_back(std::move(toleration));
+  }
+  KUBE_ASSIGN_OR_RETURN(pod.node_selector, spec.StringMap("nodeSelector"));
+  KUBE_ASSIGN_OR_RETURN(core::Labels labels, meta.StringMap("labels"));
+  KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
+  KUBE_RETURN_IF_ERROR(DecodeContract(labels, annotations, pod));
+  return pod;
+}
+
+absl::StatusOr<core::Node> DecodeNodeFields(const JsonObject& root, std::string name) {
+  core::Node node;
+  node.name = std::move(name);
+  KUBE_ASSIGN_OR_RETURN(JsonObject meta, root.Object("metadata"));
+  KUBE_ASSIGN_OR_RETURN(JsonObject spec, root.Object("spec"));
+  KUBE_ASSIGN_OR_RETURN(JsonObject status, root.Object("status"));
+  KUBE_ASSIGN_OR_RETURN(node.allocatable, Quantities(status, "allocatable"));
+  KUBE_ASSIGN_OR_RETURN(node.labels, meta.StringMap("labels"));
+  KUBE_ASSIGN_OR_RETURN(node.unschedulable, spec.Bool("unschedulable"));
+  KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> taints, spec.ObjectArray("taints"));
+  for (const JsonObject& t : taints) {
+    core::Taint taint;
+    KUBE_ASSIGN_OR_RETURN(std::string_view key, t.String("key"));
+    KUBE_ASSIGN_OR_RETURN(std::string_view value, t.String("value"));
+    KUBE_ASSIGN_OR_RETURN(std::string_view effect, t.String("effect"));
+    if (key.empty()) return Invalid(t.FieldPath("key"), "missing");
+    taint.key = std::string(key);
+    taint.value = std::string(value);
+    KUBE_ASSIGN_OR_RETURN(taint.effect, Effect(effect, t.FieldPath("effect")));
+    node.taints.push_back(std::move(taint));
+  }
+  return node;
+}
+
+// The metadata string at `key`, or "" when the document is too malformed to say.
+std::string MetaString(simdjson::dom::element obj, std::string_view key) {
+  std::string_view s;
+  if (obj["metadata"][key].get(s) != simdjson::SUCCESS) return "";
+  return std::string(s);
+}
+
+absl::Status InObject(absl::string_view object, const absl::Status& status) {
+  return absl::InvalidArgumentError(absl::StrCat(object, ": ", status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod) {
+  std::string ns = MetaString(pod, "namespace");
+  std::string name = MetaString(pod, "name");
+  std::string object = absl::StrCat("pod ", ns, "/", name.empty() ? "<unnamed>" : name);
+  if (name.empty()) return InObject(object, Invalid("metadata.name", "missing"));
+  absl::StatusOr<JsonObject> root = JsonObject::Of(pod, "");
+  if (!root.ok()) return InObject(object, root.status());
+  absl::StatusOr<core::PodInfo> info = DecodePodFields(*root);
+  if (!info.ok()) return InObject(object, info.status());
+  info->ns = std::move(ns);
+  info->name = std::move(name);
+  return info;
+}
+
+absl::StatusOr<core::Node> DecodeNode(simdjson::dom::element node) {
+  std::string name = MetaString(node, "name");
+  std::string object = absl::StrCat("node ", name.empty() ? "<unnamed>" : name);
+  if (name.empty()) return InObject(object, Invalid("metadata.name", "missing"));
+  absl::StatusOr<JsonObject> root = JsonObject::Of(node, "");
+  if (!root.ok()) return InObject(object, root.status());
+  absl::StatusOr<core::Node> info = DecodeNodeFields(*root, name);
+  if (!info.ok()) return InObject(object, info.status());
+  return info;
+}
+
+}  // namespace phalanx::kube

@@ -1,0 +1,45 @@
+// Kubernetes Pod and Node JSON (simdjson DOM) decoded into core::PodInfo and core::Node, following
+// the pod contract of DESIGN.md. Errors name the object and the field, e.g.
+//   pod default/x: spec.containers[0].resources.requests.cpu: invalid quantity "abc": ...
+#ifndef PHALANX_KUBE_DECODE_H_
+#define PHALANX_KUBE_DECODE_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/node.h"
+#include "core/pod.h"
+#include "simdjson.h"
+
+namespace phalanx::kube {
+
+// The pod contract (DESIGN.md).
+inline constexpr absl::string_view kGangLabel = "phalanx.io/gang";
+inline constexpr absl::string_view kGangSizeLabel = "phalanx.io/gang-size";
+inline constexpr absl::string_view kPodGroupNameLabel = "pod-group.scheduling.sigs.k8s.io/name";
+inline constexpr absl::string_view kPodGroupMinAvailableLabel =
+    "pod-group.scheduling.sigs.k8s.io/min-available";
+inline constexpr absl::string_view kXPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr absl::string_view kQueuePositionLabel = "phalanx.io/queue-position";
+inline constexpr absl::string_view kPreemptibleLabel = "phalanx.io/preemptible";
+inline constexpr absl::string_view kPreemptLabel = "phalanx.io/preempt";
+inline constexpr absl::string_view kPreemptRequested = "requested";
+inline constexpr absl::string_view kPreemptedByAnnotation = "phalanx.io/preempted-by";
+inline constexpr absl::string_view kPlacementAnnotation = "phalanx.io/placement";
+inline constexpr absl::string_view kBackfilledAnnotation = "phalanx.io/backfilled";
+inline constexpr absl::string_view kPendingReasonAnnotation = "phalanx.io/pending-reason";
+inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
+
+// A v1 Pod. Requests are the pod's effective requests as kube-scheduler computes them:
+// max(sum of containers and sidecars, each init container plus the sidecars started before it),
+// pod-level spec.resources.requests where set, plus spec.overhead. A container's limits stand in
+// for requests it leaves out. Gang: phalanx.io/gang + gang-size labels, else the pod-group.scheduling
+// .sigs.k8s.io name + min-available labels, else scheduling.x-k8s.io/pod-group (size from a
+// phalanx.io/gang-size label or annotation, else 1).
+absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod);
+
+// A v1 Node: name, status.allocatable, labels, spec.taints, spec.unschedulable.
+absl::StatusOr<core::Node> DecodeNode(simdjson::dom::element node);
+
+}  // namespace phalanx::kube
+
+#endif  // PHALANX_KUBE_DECODE_H_

@@ -1,0 +1,246 @@
+// Informer loops: list, then watch from the list's resourceVersion; apply events to the snapshot
+// builder under one lock and publish lazily (Snapshot() builds only when something changed).
+#include "kube/informer.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kube/decode.h"
+#include "kube/status.h"
+
+namespace phalanx::kube {
+namespace {
+
+std::string MetaString(simdjson::dom::element object, std::string_view key) {
+  std::string_view s;
+  if (object["metadata"][key].get(s) != simdjson::SUCCESS) return "";
+  return std::string(s);
+}
+
+}  // namespace
+
+Informer::Informer(Client& client, InformerOptions options)
+    : client_(client), options_(std::move(options)), snapshot_(core::ClusterSnapshot::Empty()) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::Start() {
+  threads_[0] = std::thread([this] { Run(Kind::kNodes); });
+  threads_[1] = std::thread([this] { Run(Kind::kPods); });
+}
+
+void Informer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  for (auto& abort : abort_watch_) abort = true;
+  cv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void Informer::RestartWatches() {
+  for (auto& abort : abort_watch_) abort = true;
+}
+
+std::shared_ptr<const core::ClusterSnapshot> Informer::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dirty_) {
+    snapshot_ = builder_.Build();
+    dirty_ = false;
+  }
+  return snapshot_;
+}
+
+uint64_t Informer::version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
+uint64_t Informer::WaitForChange(uint64_t last_version, absl::Duration timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+               [&] { return version_ != last_version || stop_; });
+  return version_;
+}
+
+bool Informer::HasSynced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_[0] && synced_[1];
+}
+
+bool Informer::WaitForSync(absl::Duration timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+                      [&] { return (synced_[0] && synced_[1]) || stop_; }) &&
+         synced_[0] && synced_[1];
+}
+
+InformerCounters Informer::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  InformerCounters c = counters_;
+  c.nodes = static_cast<int64_t>(node_names_.size());
+  c.pods = static_cast<int64_t>(pod_uids_.size());
+  return c;
+}
+
+void Informer::Changed() {
+  dirty_ = true;
+  ++version_;
+  cv_.notify_all();
+}
+
+void Informer::Fail(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.errors;
+  counters_.last_error = std::string(status.message());
+}
+
+void Informer::Sleep(absl::Duration d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, absl::ToChronoMilliseconds(d), [&] { return stop_.load(); });
+}
+
+absl::StatusOr<std::string> Informer::Relist(Kind kind) {
+  const bool pods = kind == Kind::kPods;
+  ListOptions list;
+  list.label_selector = pods ? options_.pod_label_selector : options_.node_label_selector;
+  std::vector<core::Node> nodes;
+  std::vector<core::PodInfo> pod_infos;
+  std::vector<std::string> errors;
+  absl::StatusOr<std::string> version = client_.ListAll(
+      pods ? kPods : kNodes, pods ? options_.pod_namespace : "", list,
+      [&](simdjson::dom::element item) {
+        if (pods) {
+          absl::StatusOr<core::PodInfo> pod = DecodePod(item);
+          if (!pod.ok()) errors.emplace_back(pod.status().message());
+          if (pod.ok()) pod_infos.push_back(*std::move(pod));
+        } else {
+          absl::StatusOr<core::Node> node = DecodeNode(item);
+          if (!node.ok()) errors.emplace_back(node.status().message());
+          if (node.ok()) nodes.push_back(*std::move(node));
+        }
+        return absl::OkStatus();
+      });
+  if (!version.ok()) return version.status();
+
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.decode_errors += static_cast<int64_t>(errors.size());
+  if (!errors.empty()) counters_.last_error = errors.back();
+  if (pods) {
+    absl::flat_hash_set<std::string> listed;
+    for (const core::PodInfo& p : pod_infos) listed.insert(p.uid);
+    for (const std::string& uid : pod_uids_) {
+      if (!listed.contains(uid)) builder_.RemovePod(uid);
+    }
+    for (core::PodInfo& p : pod_infos) builder_.UpsertPod(std::move(p));
+    pod_uids_ = std::move(listed);
+  } else {
+    absl::flat_hash_set<std::string> listed;
+    for (const core::Node& n : nodes) listed.insert(n.name);
+    for (const std::string& name : node_names_) {
+      if (!listed.contains(name)) builder_.RemoveNode(name);
+    }
+    for (core::Node& n : nodes) builder_.UpsertNode(std::move(n));
+    node_names_ = std::move(listed);
+  }
+  synced_[static_cast<int>(kind)] = true;
+  Changed();
+  return version;
+}
+
+void Informer::ApplyEvent(Kind kind, EventType type, simdjson::dom::element object) {
+  const bool pods = kind == Kind::kPods;
+  if (type == EventType::kDeleted) {
+    std::string key = MetaString(object, pods ? "uid" : "name");
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.events;
+    if (pods && pod_uids_.erase(key) > 0) {
+      builder_.RemovePod(key);
+      Changed();
+    } else if (!pods && node_names_.erase(key) > 0) {
+      builder_.RemoveNode(key);
+      Changed();
+    }
+    return;
+  }
+  absl::StatusOr<core::PodInfo> pod;
+  absl::StatusOr<core::Node> node;
+  absl::Status decoded = pods ? (pod = DecodePod(object)).status()
+                              : (node = DecodeNode(object)).status();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.events;
+  if (!decoded.ok()) {
+    // The last good version (if any) stays: it is the best estimate of what the object holds.
+    ++counters_.decode_errors;
+    counters_.last_error = std::string(decoded.message());
+    return;
+  }
+  if (pods) {
+    pod_uids_.insert(pod->uid);
+    builder_.UpsertPod(*std::move(pod));
+  } else {
+    node_names_.insert(node->name);
+    builder_.UpsertNode(*std::move(node));
+  }
+  Changed();
+}
+
+void Informer::Run(Kind kind) {
+  const bool pods = kind == Kind::kPods;
+  std::atomic<bool>& abort = abort_watch_[static_cast<int>(kind)];
+  std::string version;  // Empty: list first.
+  absl::Duration backoff = options_.initial_backoff;
+  bool first_watch = true;
+  auto back_off = [&](const absl::Status& status) {
+    Fail(status);
+    Sleep(backoff);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  };
+  while (!stop_) {
+    if (version.empty()) {
+      absl::StatusOr<std::string> listed = Relist(kind);
+      if (!listed.ok()) {
+        back_off(listed.status());
+        continue;
+      }
+      version = *std::move(listed);
+    }
+    if (!first_watch) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.watch_restarts;
+    }
+    first_watch = false;
+    WatchOptions watch;
+    watch.label_selector = pods ? options_.pod_label_selector : options_.node_label_selector;
+    watch.resource_version = version;
+    watch.timeout_seconds = options_.watch_timeout_seconds;
+    watch.stop = &abort;
+    int64_t events = 0;
+    WatchResult result = client_.Watch(
+        pods ? kPods : kNodes, pods ? options_.pod_namespace : "", watch,
+        [&](EventType type, simdjson::dom::element object) {
+          ++events;
+          ApplyEvent(kind, type, object);
+          return true;
+        });
+    abort = stop_.load();
+    version = result.resource_version;
+    if (IsGone(result.status)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.relists;
+      version.clear();
+    } else if (!result.status.ok()) {
+      if (events > 0) backoff = options_.initial_backoff;
+      back_off(result.status);
+    } else {
+      backoff = options_.initial_backoff;
+    }
+  }
+}
+
+}  // namespace phalanx::kube

@@ -1,0 +1,219 @@
+// Applies admission rounds to pods (see admission_loop.h).
+#include "scheduler_extender/admission_loop.h"
+
+#include <chrono>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kube/json.h"
+
+namespace phalanx::extender {
+namespace {
+
+using kube::EncodeJsonString;
+using preemption::GangDecision;
+using preemption::Verdict;
+
+constexpr int64_t kWriteWaitMs = 5000;
+
+// Merge patch of annotations (nullopt removes one) and, optionally, the hostname selector.
+std::string AnnotationPatch(
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& annotations,
+    const std::optional<std::string>& hostname_pin, bool set_pin) {
+  std::vector<std::string> items;
+  for (const auto& [k, v] : annotations) {
+    items.push_back(absl::StrCat(EncodeJsonString(k), ":", v ? EncodeJsonString(*v) : "null"));
+  }
+  std::string out = absl::StrCat("{\"metadata\":{\"annotations\":{", absl::StrJoin(items, ","), "}}");
+  if (set_pin) {
+    absl::StrAppend(&out, ",\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":",
+                    hostname_pin ? EncodeJsonString(*hostname_pin) : "null", "}}");
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+absl::Status AdmissionLoop::MergePatch(const core::PodInfo& pod, const std::string& patch) {
+  absl::StatusOr<std::string> r =
+      deps_.client->Patch(kube::kPods, pod.ns, pod.name, kube::PatchType::kMerge, patch);
+  if (!r.ok() && !absl::IsNotFound(r.status())) return r.status();
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::Ungate(const core::PodInfo& pod) {
+  static const std::string kPatch =
+      "{\"spec\":{\"schedulingGates\":[{\"$patch\":\"delete\",\"name\":\"phalanx.io/admission\"}]}}";
+  absl::StatusOr<std::string> r = deps_.client->Patch(kube::kPods, pod.ns, pod.name,
+                                                      kube::PatchType::kStrategicMerge, kPatch);
+  if (!r.ok() && !absl::IsNotFound(r.status())) return r.status();
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangDecision& d) {
+  bool backfilled = d.verdict == Verdict::kBackfill;
+  std::vector<const core::PodInfo*> pods;
+  for (const preemption::Assignment& a : d.plan) {
+    const core::PodInfo* pod = snap.FindPod(a.pod_uid);
+    if (pod == nullptr) continue;
+    pods.push_back(pod);
+    std::string patch = AnnotationPatch({{"phalanx.io/placement", a.node},
+                                         {"phalanx.io/backfilled",
+                                          backfilled ? std::optional<std::string>("true")
+                                                     : std::nullopt},
+                                         {"phalanx.io/pending-reason", std::nullopt}},
+                                        a.node, true);
+    if (absl::Status st = MergePatch(*pod, patch); !st.ok()) return st;
+    awaited_[pod->uid] = true;
+  }
+  for (const core::PodInfo* pod : pods) {
+    if (absl::Status st = Ungate(*pod); !st.ok()) return st;
+  }
+  reasons_.erase(d.gang);
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap,
+                                        const GangDecision& d) {
+  for (const std::string& victim : d.victims) {
+    std::optional<core::Gang> g = snap.FindGang(victim);
+    if (!g) continue;
+    for (const core::PodInfo* p : g->members) {
+      std::string patch = absl::StrCat(
+          "{\"metadata\":{\"labels\":{\"phalanx.io/preempt\":\"requested\"},",
+          "\"annotations\":{\"phalanx.io/preempted-by\":", EncodeJsonString(d.gang), "}}}");
+      if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
+      awaited_[p->uid] = false;
+    }
+  }
+  if (deps_.metrics != nullptr) deps_.metrics->AddPreemptions(d.victims.size());
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap,
+                                       const GangDecision& d) {
+  std::string& last = reasons_[d.gang];
+  if (last == d.reason) return absl::OkStatus();
+  std::optional<core::Gang> g = snap.FindGang(d.gang);
+  if (!g) return absl::OkStatus();
+  for (const core::PodInfo* p : g->members) {
+    if (!p->gated) continue;
+    std::string patch = AnnotationPatch({{"phalanx.io/pending-reason", d.reason}}, std::nullopt,
+                                        false);
+    if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
+  }
+  last = d.reason;
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::Recover(const core::ClusterSnapshot& snap) {
+  for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
+    if (g.Admitting()) {
+      for (const core::PodInfo* p : g.members) {
+        if (!p->gated) continue;
+        if (absl::Status st = Ungate(*p); !st.ok()) return st;
+      }
+    } else if (!g.Pending()) {
+      for (const core::PodInfo* p : g.members) {
+        if (p->placement.empty() || !p->gated) continue;
+        std::string patch = AnnotationPatch({{"phalanx.io/placement", std::nullopt}},
+                                            std::nullopt, true);
+        if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
+  absl::erase_if(awaited_, [&](const auto& kv) {
+    const core::PodInfo* p = snap.FindPod(kv.first);
+    return p == nullptr || (kv.second ? !p->placement.empty() : p->preempt_requested);
+  });
+  if (awaited_.empty()) return false;
+  if (deps_.now_ms() - awaited_since_ms_ > kWriteWaitMs) {
+    awaited_.clear();  // The informer missed them or they failed; plan from what it shows.
+    return false;
+  }
+  return true;
+}
+
+absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {
+  if (absl::Status st = Recover(snap); !st.ok()) return st;
+  auto start = std::chrono::steady_clock::now();
+  preemption::AdmissionOptions opts = options_;
+  opts.now_ms = deps_.now_ms();
+  preemption::RoundResult r = preemption::RunAdmissionRound(snap, opts);
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  awaited_since_ms_ = opts.now_ms;
+  for (const GangDecision& d : r.decisions) {
+    absl::Status st;
+    switch (d.verdict) {
+      case Verdict::kAdmit:
+      case Verdict::kBackfill:
+        st = Admit(snap, d);
+        break;
+      case Verdict::kPreempt:
+        st = MarkVictims(snap, d);
+        if (st.ok()) st = NoteReason(snap, d);
+        break;
+      case Verdict::kWait:
+      case Verdict::kInfeasible:
+        st = NoteReason(snap, d);
+        break;
+    }
+    if (!st.ok()) return st;
+  }
+  Publish(r, took.count());
+  return r;
+}
+
+void AdmissionLoop::Run(const std::atomic<bool>& stop) {
+  uint64_t version = 0;
+  while (!stop.load()) {
+    version = deps_.wait_for_change(version, resync_ms_);
+    std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
+    if (snap == nullptr || AwaitingWrites(*snap)) continue;
+    absl::StatusOr<preemption::RoundResult> r = RunOnce(*snap);
+    if (!r.ok()) {
+      std::fprintf(stderr, "phalanx-extender: admission round: %s\n",
+                   r.status().ToString().c_str());
+    }
+  }
+}
+
+void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
+  std::vector<std::string> gangs;
+  absl::flat_hash_map<std::string, double> counts;
+  for (const GangDecision& d : r.decisions) {
+    std::vector<std::string> nodes;
+    for (const preemption::Assignment& a : d.plan) nodes.push_back(EncodeJsonString(a.node));
+    std::vector<std::string> victims;
+    for (const std::string& v : d.victims) victims.push_back(EncodeJsonString(v));
+    gangs.push_back(absl::StrCat(
+        "{\"gang\":", EncodeJsonString(d.gang), ",\"position\":", d.position,
+        ",\"state\":", EncodeJsonString(preemption::VerdictName(d.verdict)),
+        ",\"priority\":", d.priority, ",\"slots\":", d.slots, ",\"reason\":",
+        EncodeJsonString(d.reason), ",\"nodes\":[", absl::StrJoin(nodes, ","),
+        "],\"victims\":[", absl::StrJoin(victims, ","), "]}"));
+    counts[preemption::VerdictName(d.verdict)] += 1;
+  }
+  if (deps_.metrics != nullptr) {
+    deps_.metrics->ObserveRound(seconds);
+    deps_.metrics->SetGangs("pending", counts["WAIT"]);
+    deps_.metrics->SetGangs("admitted", counts["ADMIT"]);
+    deps_.metrics->SetGangs("backfilled", counts["BACKFILL"]);
+    deps_.metrics->SetGangs("preempting", counts["PREEMPT"]);
+    deps_.metrics->SetGangs("infeasible", counts["INFEASIBLE"]);
+  }
+  absl::MutexLock lock(&mu_);
+  queue_json_ = absl::StrCat("{\"gangs\":[", absl::StrJoin(gangs, ","), "]}");
+}
+
+std::string AdmissionLoop::DebugQueueJson() {
+  absl::MutexLock lock(&mu_);
+  return queue_json_;
+}
+
+}  // namespace phalanx::extender

@@ -1,0 +1,74 @@
+// The admission loop: turns admission rounds into writes on pods through the API server.
+// - ADMIT/BACKFILL: first every member gets phalanx.io/placement and a kubernetes.io/hostname
+//   nodeSelector while still gated (so the plan survives a crash as reserved capacity), then every
+//   member's phalanx.io/admission gate is removed. kube-scheduler never sees an unplanned member.
+// - PREEMPT: every pod of each victim gang gets label phalanx.io/preempt=requested and annotation
+//   phalanx.io/preempted-by; the master tears them down.
+// - WAIT/INFEASIBLE: phalanx.io/pending-reason on gated pods, written only when it changes.
+// - Recovery: gated gangs whose members all carry a placement are ungated; gated gangs with only
+//   some placed members lose those placements and queue again.
+// A round runs only once the informer shows the previous round's writes (or they time out), so
+// nothing is planned twice.
+#ifndef PHALANX_SCHEDULER_EXTENDER_ADMISSION_LOOP_H_
+#define PHALANX_SCHEDULER_EXTENDER_ADMISSION_LOOP_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "core/snapshot.h"
+#include "kube/client.h"
+#include "preemption/admission.h"
+#include "scheduler_extender/metrics.h"
+
+namespace phalanx::extender {
+
+struct LoopDeps {
+  kube::Client* client = nullptr;
+  Metrics* metrics = nullptr;
+  std::function<std::shared_ptr<const core::ClusterSnapshot>()> snapshot;
+  // Blocks until the cache changes after `version` or `timeout_ms` passes; returns the version.
+  std::function<uint64_t(uint64_t version, int64_t timeout_ms)> wait_for_change;
+  std::function<int64_t()> now_ms;
+};
+
+class AdmissionLoop {
+ public:
+  AdmissionLoop(preemption::AdmissionOptions options, int64_t resync_ms, LoopDeps deps)
+      : options_(std::move(options)), resync_ms_(resync_ms), deps_(std::move(deps)) {}
+
+  // Recovers half-done admissions, runs one round on `snap` and applies it.
+  absl::StatusOr<preemption::RoundResult> RunOnce(const core::ClusterSnapshot& snap);
+  // Rounds until `stop` is set.
+  void Run(const std::atomic<bool>& stop);
+  // The last round as JSON: queue order, each gang's state, position, reason and nodes.
+  std::string DebugQueueJson();
+
+ private:
+  absl::Status Admit(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
+  absl::Status MarkVictims(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
+  absl::Status NoteReason(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
+  absl::Status Recover(const core::ClusterSnapshot& snap);
+  absl::Status Ungate(const core::PodInfo& pod);
+  absl::Status MergePatch(const core::PodInfo& pod, const std::string& patch);
+  // True while a write of the last round is not yet visible in `snap` (and not timed out).
+  bool AwaitingWrites(const core::ClusterSnapshot& snap);
+  void Publish(const preemption::RoundResult& r, double seconds);
+
+  preemption::AdmissionOptions options_;
+  int64_t resync_ms_;
+  LoopDeps deps_;
+  absl::flat_hash_map<std::string, std::string> reasons_;  // gang -> last reason written
+  absl::flat_hash_map<std::string, bool> awaited_;  // pod uid -> expects a placement (else a mark)
+  int64_t awaited_since_ms_ = 0;
+  absl::Mutex mu_;
+  std::string queue_json_ ABSL_GUARDED_BY(mu_) = "{\"gangs\":[]}";
+};
+
+}  // namespace phalanx::extender
+
+#endif  // PHALANX_SCHEDULER_EXTENDER_ADMISSION_LOOP_H_

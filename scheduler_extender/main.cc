@@ -1,0 +1,96 @@
+// phalanx-extender: the kube-scheduler extender service. Loads its config, mirrors nodes and pods
+// through an informer, runs the admission loop, and serves the extender verbs until SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/informer.h"
+#include "scheduler_extender/admission_loop.h"
+#include "scheduler_extender/config.h"
+#include "scheduler_extender/server.h"
+
+namespace phalanx::extender {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+int Fail(const absl::Status& st) {
+  std::fprintf(stderr, "phalanx-extender: %s\n", std::string(st.message()).c_str());
+  return 1;
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<ExtenderConfig> config = LoadConfig(std::vector<std::string>(argv + 1, argv + argc));
+  if (!config.ok()) return Fail(config.status());
+  absl::StatusOr<kube::Config> kc = config->kubeconfig.empty()
+                                        ? kube::DefaultConfig()
+                                        : kube::LoadKubeconfig(config->kubeconfig);
+  if (!kc.ok()) return Fail(kc.status());
+  kube::Client client(*kc);
+  kube::Informer informer(client);
+  informer.Start();
+
+  Metrics metrics;
+  ReservationBook book;
+  Verbs verbs(config->slots, config->reservation_ttl_ms, &book);
+  preemption::AdmissionOptions admission{.slots = config->slots,
+                                         .preemption = config->preemption,
+                                         .backfill = config->backfill};
+  AdmissionLoop loop(admission, config->resync_ms,
+                     LoopDeps{.client = &client,
+                              .metrics = &metrics,
+                              .snapshot = [&] { return informer.Snapshot(); },
+                              .wait_for_change =
+                                  [&](uint64_t v, int64_t ms) {
+                                    kube::InformerCounters c = informer.counters();
+                                    metrics.SetCacheObjects("pods", c.pods);
+                                    metrics.SetCacheObjects("nodes", c.nodes);
+                                    metrics.SetWatchRestarts(c.watch_restarts);
+                                    return informer.WaitForChange(v, absl::Milliseconds(ms));
+                                  },
+                              .now_ms = NowMs});
+  ServerDeps deps{.verbs = &verbs,
+                  .metrics = &metrics,
+                  .snapshot = [&] { return informer.Snapshot(); },
+                  .ready = [&] { return informer.HasSynced(); },
+                  .debug_queue = [&] { return loop.DebugQueueJson(); },
+                  .now_ms = NowMs};
+  if (config->bind) {
+    deps.bind = [&](const BindArgs& b) {
+      return client.Bind(b.pod_namespace, b.pod_name, b.node, b.pod_uid);
+    };
+  }
+  ExtenderServer server(ServerOptions{.host = config->listen_host,
+                                      .port = config->listen_port,
+                                      .max_body_bytes = static_cast<size_t>(config->max_body_bytes),
+                                      .tls_cert_file = config->tls_cert_file,
+                                      .tls_key_file = config->tls_key_file},
+                        deps);
+  if (absl::Status st = server.Start(); !st.ok()) return Fail(st);
+  std::printf("phalanx-extender: listening on %s:%d\n", config->listen_host.c_str(), server.port());
+  std::fflush(stdout);
+
+  std::signal(SIGTERM, [](int) { g_stop = true; });
+  std::signal(SIGINT, [](int) { g_stop = true; });
+  informer.WaitForSync(absl::Minutes(5));
+  std::thread rounds([&] { loop.Run(g_stop); });
+  while (!g_stop.load()) absl::SleepFor(absl::Milliseconds(200));
+  rounds.join();
+  server.Stop();
+  informer.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace phalanx::extender
+
+int main(int argc, char** argv) { return phalanx::extender::Main(argc, argv); }

@@ -1,0 +1,48 @@
+// Prometheus metrics of phalanx-extender (prometheus-cpp registry, text exposition on /metrics).
+#ifndef PHALANX_SCHEDULER_EXTENDER_METRICS_H_
+#define PHALANX_SCHEDULER_EXTENDER_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace phalanx::extender {
+
+class Metrics {
+ public:
+  Metrics();
+
+  // One served HTTP request: its verb (path without "/"), status code and duration.
+  void ObserveRequest(absl::string_view verb, int code, double seconds);
+  void ObserveRound(double seconds);
+  // Gangs per state after a round: "pending", "admitted", "backfilled", "preempting",
+  // "infeasible".
+  void SetGangs(absl::string_view state, double count);
+  void AddPreemptions(double victim_gangs);
+  void SetCacheObjects(absl::string_view kind, double count);
+  // Raises the restart counter to the informer's running total.
+  void SetWatchRestarts(double total);
+
+  // The text exposition format (version 0.0.4).
+  std::string Serialize() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Histogram>& request_seconds_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Histogram& round_seconds_;
+  prometheus::Family<prometheus::Gauge>& gangs_;
+  prometheus::Counter& preemptions_;
+  prometheus::Family<prometheus::Gauge>& cache_objects_;
+  prometheus::Counter& watch_restarts_;
+};
+
+}  // namespace phalanx::extender
+
+#endif  // PHALANX_SCHEDULER_EXTENDER_METRICS_H_

@@ -1,0 +1,51 @@
+// Filter-time reservations for gangs that arrive ungated and unplanned (pods other tools create
+// with gang labels): the first member seen plans the whole gang, and each member then passes
+// only on its reserved node until the reservation expires. Thread-safe.
+#ifndef PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
+#define PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "core/resources.h"
+
+namespace phalanx::extender {
+
+class ReservationBook {
+ public:
+  struct Seat {
+    std::string pod_uid;
+    std::string node;
+    core::Resources requests;
+  };
+
+  // Reserves `seats` for `gang` until `expires_ms`, replacing an earlier reservation of it.
+  void Reserve(const std::string& gang, std::vector<Seat> seats, int64_t expires_ms);
+  // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms`.
+  std::optional<std::string> NodeFor(const std::string& gang, const std::string& pod_uid,
+                                     int64_t now_ms);
+  // Drops the seat of a pod that bound (its capacity is in the snapshot now) or went away.
+  void Release(const std::string& gang, const std::string& pod_uid);
+  // Live reserved requests per node, leaving out `except_gang`'s own seats.
+  absl::flat_hash_map<std::string, core::Resources> ByNode(int64_t now_ms,
+                                                           const std::string& except_gang);
+  size_t size();
+
+ private:
+  struct Entry {
+    std::vector<Seat> seats;
+    int64_t expires_ms = 0;
+  };
+  void ExpireLocked(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> gangs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace phalanx::extender
+
+#endif  // PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_

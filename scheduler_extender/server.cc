@@ -1,0 +1,117 @@
+// HTTP routing for the extender verbs, metrics and health.
+#include "scheduler_extender/server.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+
+namespace phalanx::extender {
+namespace {
+
+constexpr char kJson[] = "application/json";
+
+// Runs `handler`, then records the request in the metrics.
+template <typename Handler>
+auto Timed(Metrics* metrics, std::string verb, Handler handler) {
+  return [metrics, verb = std::move(verb), handler](const httplib::Request& req,
+                                                    httplib::Response& res) {
+    auto start = std::chrono::steady_clock::now();
+    handler(req, res);  // Leaves status -1 on success; httplib then sends 200.
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    metrics->ObserveRequest(verb, res.status == -1 ? 200 : res.status, took.count());
+  };
+}
+
+void BadRequest(httplib::Response& res, const absl::Status& st) {
+  res.status = 400;
+  res.set_content(std::string(st.message()) + "\n", "text/plain");
+}
+
+}  // namespace
+
+ExtenderServer::ExtenderServer(ServerOptions options, ServerDeps deps)
+    : options_(std::move(options)), deps_(std::move(deps)) {}
+
+ExtenderServer::~ExtenderServer() { Stop(); }
+
+void ExtenderServer::Routes() {
+  httplib::Server& s = *http_;
+  Verbs* verbs = deps_.verbs;
+  s.Post("/filter", Timed(deps_.metrics, "filter", [this, verbs](const auto& req, auto& res) {
+    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
+    if (!args.ok()) return BadRequest(res, args.status());
+    FilterOutcome out = verbs->Filter(*deps_.snapshot(), args->pod, args->nodes, deps_.now_ms());
+    res.set_content(EncodeFilterResult(*args, out), kJson);
+  }));
+  s.Post("/prioritize", Timed(deps_.metrics, "prioritize", [this, verbs](const auto& req,
+                                                                        auto& res) {
+    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
+    if (!args.ok()) return BadRequest(res, args.status());
+    res.set_content(EncodeHostPriorities(verbs->Prioritize(*deps_.snapshot(), args->pod,
+                                                           args->nodes, deps_.now_ms())),
+                    kJson);
+  }));
+  s.Post("/preempt", Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
+    absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);
+    if (!args.ok()) return BadRequest(res, args.status());
+    res.set_content(EncodePreemptResult(verbs->Preempt(*deps_.snapshot(), args->pod, args->victims)),
+                    kJson);
+  }));
+  s.Post("/bind", Timed(deps_.metrics, "bind", [this](const auto& req, auto& res) {
+    absl::StatusOr<BindArgs> args = ParseBindArgs(req.body);
+    if (!args.ok()) return BadRequest(res, args.status());
+    absl::Status st = deps_.bind ? deps_.bind(*args)
+                                 : absl::UnimplementedError("binding is not enabled");
+    res.set_content(EncodeBindResult(st.ok() ? "" : st.ToString()), kJson);
+  }));
+  s.Get("/metrics", [this](const auto&, auto& res) {
+    res.set_content(deps_.metrics->Serialize(), "text/plain; version=0.0.4");
+  });
+  s.Get("/healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); });
+  s.Get("/readyz", [this](const auto&, auto& res) {
+    bool ready = deps_.ready();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ok\n" : "informer cache not synced\n", "text/plain");
+  });
+  s.Get("/debug/queue", [this](const auto&, auto& res) {
+    res.set_content(deps_.debug_queue(), kJson);
+  });
+  s.set_error_handler([](const auto& req, auto& res) {
+    if (!res.body.empty()) return;
+    std::string why = res.status == 404   ? absl::StrCat("unknown path ", req.path)
+                      : res.status == 413 ? "request body too large"
+                                          : absl::StrCat("HTTP ", res.status);
+    res.set_content(why + "\n", "text/plain");
+  });
+}
+
+absl::Status ExtenderServer::Start() {
+  if (!options_.tls_cert_file.empty() && !options_.tls_key_file.empty()) {
+    http_ = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                 options_.tls_key_file.c_str());
+  } else {
+    http_ = std::make_unique<httplib::Server>();
+  }
+  if (!http_->is_valid()) return absl::InvalidArgumentError("TLS certificate or key is unusable");
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_keep_alive_max_count(100000);
+  Routes();
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+  } else {
+    port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  if (port_ < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":", options_.port));
+  }
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return absl::OkStatus();
+}
+
+void ExtenderServer::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace phalanx::extender

@@ -1,0 +1,66 @@
+// phalanx-extender's HTTP server (cpp-httplib, keep-alive, optional TLS):
+// POST /filter /prioritize /preempt /bind; GET /metrics /healthz /readyz /debug/queue.
+// Malformed JSON is 400 with a message, bodies over the limit 413, unknown paths 404.
+#ifndef PHALANX_SCHEDULER_EXTENDER_SERVER_H_
+#define PHALANX_SCHEDULER_EXTENDER_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "core/snapshot.h"
+#include "scheduler_extender/metrics.h"
+#include "scheduler_extender/verbs.h"
+#include "scheduler_extender/wire.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace phalanx::extender {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8888;  // 0 picks a free port.
+  size_t max_body_bytes = 64 << 20;
+  std::string tls_cert_file;  // Both set: HTTPS.
+  std::string tls_key_file;
+};
+
+// What the server reads from the rest of the extender.
+struct ServerDeps {
+  Verbs* verbs = nullptr;
+  Metrics* metrics = nullptr;
+  std::function<std::shared_ptr<const core::ClusterSnapshot>()> snapshot;
+  std::function<bool()> ready;
+  std::function<std::string()> debug_queue;  // JSON
+  std::function<absl::Status(const BindArgs&)> bind;
+  std::function<int64_t()> now_ms;
+};
+
+class ExtenderServer {
+ public:
+  ExtenderServer(ServerOptions options, ServerDeps deps);
+  ~ExtenderServer();
+
+  // Binds and starts serving on a background thread.
+  absl::Status Start();
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  void Routes();
+
+  ServerOptions options_;
+  ServerDeps deps_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace phalanx::extender
+
+#endif  // PHALANX_SCHEDULER_EXTENDER_SERVER_H_

@@ -1,0 +1,66 @@
+// The extender verbs' decisions for one pod, over the cached snapshot:
+// - Filter: a pod with a placement passes only on its planned node; an ungated gang member
+//   without one gets a filter-time all-or-nothing reservation for its whole gang; any other pod
+//   passes where free capacity minus reservations fits its requests.
+// - Prioritize: 10 on a pod's planned or reserved node, else a best-fit packing score 0..10: the
+//   share of the node's slots (CPU when it has none) in use once the pod is placed.
+// - Preempt: kube-scheduler's victims per node are widened to every pod of their gangs on that
+//   node; a node is dropped when a victim gang has a non-preemptible pod or one whose priority is
+//   not lower than the preemptor's, or when a victim is unknown.
+#ifndef PHALANX_SCHEDULER_EXTENDER_VERBS_H_
+#define PHALANX_SCHEDULER_EXTENDER_VERBS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/pod.h"
+#include "core/snapshot.h"
+#include "gang/slots.h"
+#include "scheduler_extender/reservations.h"
+
+namespace phalanx::extender {
+
+struct FilterOutcome {
+  std::vector<std::string> passed;            // In request order.
+  std::map<std::string, std::string> failed;  // FailedNodes: may pass after preemption.
+  std::map<std::string, std::string> unresolvable;  // FailedAndUnresolvableNodes.
+};
+
+struct HostScore {
+  std::string host;
+  int64_t score = 0;
+};
+
+struct NodeVictims {
+  std::vector<std::string> uids;  // Sorted.
+  int64_t pdb_violations = 0;
+};
+using VictimMap = std::map<std::string, NodeVictims>;
+
+class Verbs {
+ public:
+  Verbs(gang::SlotPolicy slots, int64_t reservation_ttl_ms, ReservationBook* book)
+      : slots_(std::move(slots)), ttl_ms_(reservation_ttl_ms), book_(book) {}
+
+  FilterOutcome Filter(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                       const std::vector<std::string>& nodes, int64_t now_ms) const;
+  std::vector<HostScore> Prioritize(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                                    const std::vector<std::string>& nodes, int64_t now_ms) const;
+  VictimMap Preempt(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                    const VictimMap& proposed) const;
+
+ private:
+  // The node reserved for `pod` (planning its gang when needed), or a reason it has none.
+  std::string ReserveGang(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                          int64_t now_ms, std::string* reason) const;
+
+  gang::SlotPolicy slots_;
+  int64_t ttl_ms_;
+  ReservationBook* book_;
+};
+
+}  // namespace phalanx::extender
+
+#endif  // PHALANX_SCHEDULER_EXTENDER_VERBS_H_

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the chart against the real test cluster (ctest fixture test_cluster):
+DryRunServer: every value combination's manifests are accepted by kube-apiserver
+  (`kubectl apply --dry-run=server`, all admission and validation, nothing stored);
+KubeSchedulerStarts: the rendered KubeSchedulerConfiguration starts the real kube-scheduler, whose
+  strict decoding rejects an unknown field in the same file.
+The cluster comes from $PHALANX_TEST_CLUSTER_DIR/env (KUBECONFIG), the binaries from
+scripts/build-cluster's cache. Run one class with `cluster_test.py ClassName`."""
+
+import datetime
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+from pathlib import Path
+
+from deploylib import REPO, REQUIRED, Rendered, combinations, run
+
+
+def cluster_env():
+    """The cluster's exported variables: from $PHALANX_TEST_CLUSTER_DIR/env, else the environment."""
+    env = {}
+    if cluster_dir := os.environ.get("PHALANX_TEST_CLUSTER_DIR"):
+        for line in (Path(cluster_dir) / "env").read_text().splitlines():
+            if m := re.fullmatch(r"export (\w+)=(.*)", line.strip()):
+                env[m[1]] = m[2]
+    elif "KUBECONFIG" in os.environ:
+        env["KUBECONFIG"] = os.environ["KUBECONFIG"]
+    if not env.get("KUBECONFIG"):
+        raise AssertionError("no test cluster: set PHALANX_TEST_CLUSTER_DIR or eval \"$(scripts/test-cluster env)\"")
+    return dict(os.environ, **env)
+
+
+def bin_dir():
+    """Where scripts/build-cluster caches kube-scheduler and kubectl, keyed by the pinned version."""
+    gomod = (REPO / "tests" / "cluster" / "tools" / "k8s" / "go.mod").read_text()
+    # As scripts/build-cluster: the line whose first field is the module.
+    (version,) = {f[1] for f in map(str.split, gomod.splitlines()) if f[:1] == ["k8s.io/kubernetes"]}
+    cache = Path(os.environ.get("PHALANX_CACHE") or Path.home() / ".cache" / "phalanx")
+    return cache / f"k8s-{version}" / "bin"
+
+
+class ClusterTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.env = cluster_env()
+        cls.kubectl = bin_dir() / "kubectl"
+        # Unique per run: the cluster is shared with the other e2e tests of the run.
+        cls.prefix = f"phalanx-deploy-{os.getpid()}-{int(time.time()) % 100000}"
+
+    def kubectl_run(self, *args, check=True, stdin=None):
+        return run([self.kubectl, *args], check=check, env=self.env, stdin=stdin)
+
+
+class DryRunServer(ClusterTest):
+    def test_every_combination_is_accepted_by_the_api_server(self):
+        namespaces = [self.prefix]
+        for name, values in combinations(self.prefix).items():
+            namespaces += [p["kubernetes_namespace"] for p in values.get("resourcePools", [])]
+        for ns in dict.fromkeys(namespaces):
+            self.kubectl_run("create", "namespace", ns)
+            self.addCleanup(self.kubectl_run, "delete", "namespace", ns, "--wait=false", check=False)
+        for name, values in combinations(self.prefix).items():
+            with self.subTest(name):
+                rendered = Rendered(values, release="e2e", namespace=self.prefix)
+                with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+                    f.write(rendered.text)
+                    f.flush()
+                    out = self.kubectl_run("apply", "--dry-run=server", "-f", f.name).stdout
+                accepted = [line for line in out.splitlines() if line.endswith("(server dry run)")]
+                self.assertEqual(len(accepted), len(rendered.objects), out)
+
+
+class KubeSchedulerStarts(ClusterTest):
+    def setUp(self):
+        self.tmp = Path(self.enterContext(tempfile.TemporaryDirectory()))
+        text = Rendered(REQUIRED).config_text("scheduler", "kube-scheduler-config.yaml")
+        # Outside a pod there is no in-cluster config: point clientConnection at the cluster, as
+        # scripts/test-cluster does with its copy of the same file.
+        self.config, count = re.subn(r"^clientConnection:\n",
+                                     f"clientConnection:\n  kubeconfig: {self.env['KUBECONFIG']}\n", text, flags=re.M)
+        self.assertEqual(count, 1, "the rendered config has no clientConnection block to extend")
+        # A lease that a (fictitious) holder keeps for an hour: this kube-scheduler stays a candidate and
+        # never schedules, so it cannot disturb the cluster's own phalanx scheduler or other tests.
+        self.lease = f"{self.prefix}-{self.id().rsplit('.', 1)[-1]}"[:63].replace("_", "-").rstrip("-")
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self.kubectl_run("create", "-f", "-", stdin=json.dumps({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": self.lease, "namespace": "kube-system"},
+            "spec": {"holderIdentity": "phalanx-deploy-test", "leaseDurationSeconds": 3600,
+                     "acquireTime": now, "renewTime": now}}))
+        self.addCleanup(self.kubectl_run, "delete", "lease", "-n", "kube-system", self.lease, check=False)
+
+    def start(self, config_text):
+        """Starts kube-scheduler on config_text; returns the process, its secure port and log path."""
+        config = self.tmp / f"config-{len(list(self.tmp.iterdir()))}.yaml"
+        config.write_text(config_text)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        log = config.with_suffix(".log")
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                [bin_dir() / "kube-scheduler", f"--config={config}", "--bind-address=127.0.0.1",
+                 f"--secure-port={port}", f"--cert-dir={self.tmp / 'certs'}",
+                 f"--authentication-kubeconfig={self.env['KUBECONFIG']}",
+                 f"--authorization-kubeconfig={self.env['KUBECONFIG']}",
+                 f"--leader-elect-resource-name={self.lease}", "--v=2"],
+                stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        self.addCleanup(self.stop, proc)
+        return proc, port, log
+
+    @staticmethod
+    def stop(proc):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def test_rendered_config_runs(self):
+        proc, port, log = self.start(self.config)
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        deadline, ready = time.monotonic() + 90, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=insecure, timeout=2) as r:
+                    ready = r.read().decode()
+                    break
+            except OSError:
+                time.sleep(0.5)
+        self.assertIsNone(proc.poll(), f"kube-scheduler exited:\n{log.read_text()[-4000:]}")
+        self.assertEqual(ready, "ok", log.read_text()[-4000:])
+        # It runs our profile and extender, and waits for the held lease: it is not the leader.
+        waiting = re.compile(rf'(?i)attempting to acquire leader lease.*kube-system/{re.escape(self.lease)}\b')
+        deadline = time.monotonic() + 30
+        while not waiting.search(log.read_text()):
+            self.assertLess(time.monotonic(), deadline, log.read_text()[-4000:])
+            time.sleep(0.5)
+        logged = log.read_text()
+        self.assertRegex(logged, r'Creating extender.*"URLPrefix":"http://127\.0\.0\.1:8888/"')
+        self.assertIn("schedulerName: phalanx", logged)
+        self.assertNotRegex(logged, "(?i)successfully acquired lease")
+
+    def test_strict_decoding_rejects_an_unknown_field(self):
+        proc, _, log = self.start(self.config + "notAField: true\n")
+        self.assertNotEqual(proc.wait(60), 0)
+        logged = log.read_text()
+        self.assertRegex(logged, r"strict decoding error.*notAField", logged[-4000:])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,188 @@
+// Golden tests of the extender wire protocol over real HTTP (keep-alive): every verb in both
+// cache modes from the reference's JSON examples, lowercase keys, malformed and oversized bodies,
+// unknown paths, health and metrics.
+#include "scheduler_extender/server.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "httplib.h"
+#include "simdjson.h"
+#include "tests/extender/cluster_fixture.h"
+
+namespace phalanx::extender {
+namespace {
+
+std::string Testdata(const std::string& name) {
+  std::ifstream in(std::string(PHALANX_EXTENDER_TESTDATA) + "/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_FALSE(s.str().empty()) << name;
+  return s.str();
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerDeps deps{.verbs = &verbs_,
+                    .metrics = &metrics_,
+                    .snapshot = [this] { return snap_; },
+                    .ready = [this] { return ready_; },
+                    .debug_queue = [] { return std::string("{\"gangs\":[]}"); },
+                    .bind =
+                        [this](const BindArgs& b) {
+                          bound_ = b;
+                          return absl::OkStatus();
+                        },
+                    .now_ms = [] { return int64_t{1000}; }};
+    server_ = std::make_unique<ExtenderServer>(
+        ServerOptions{.host = "127.0.0.1", .port = 0, .max_body_bytes = 64 * 1024}, deps);
+    ASSERT_TRUE(server_->Start().ok());
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_keep_alive(true);
+  }
+  void TearDown() override {
+    client_->stop();
+    server_->Stop();
+  }
+
+  httplib::Result Post(const std::string& path, const std::string& body) {
+    return client_->Post(path.c_str(), body, "application/json");
+  }
+
+  std::shared_ptr<const core::ClusterSnapshot> snap_ = ExtenderTestCluster();
+  ReservationBook book_;
+  Verbs verbs_{gang::SlotPolicy{}, 30'000, &book_};
+  Metrics metrics_;
+  bool ready_ = true;
+  BindArgs bound_;
+  std::unique_ptr<ExtenderServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+constexpr char kFilterNames[] =
+    "{\"Nodes\":null,\"NodeNames\":[\"gpu-node-01\",\"gpu-node-03\"],"
+    "\"FailedNodes\":{\"gpu-node-02\":\"insufficient nvidia.com/gpu: needs 2, 1 free after "
+    "reservations\"},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}";
+
+TEST_F(ServerTest, FilterNodeNames) {
+  httplib::Result r = Post("/filter", Testdata("filter_node_names.json"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, kFilterNames);
+}
+
+TEST_F(ServerTest, FilterLowercaseKeys) {
+  httplib::Result r = Post("/filter", Testdata("filter_lowercase.json"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, kFilterNames);
+}
+
+TEST_F(ServerTest, FilterNodeListReturnsNodesUnchanged) {
+  std::string request = Testdata("filter_node_list.json");
+  httplib::Result r = Post("/filter", request);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  simdjson::dom::parser parser;
+  simdjson::dom::element reply = parser.parse(r->body);
+  EXPECT_TRUE(reply["NodeNames"].is_null());
+  simdjson::dom::array items = reply["Nodes"]["items"];
+  ASSERT_EQ(items.size(), 2u);
+  simdjson::dom::parser parser2;
+  simdjson::dom::array sent = parser2.parse(request)["Nodes"]["items"];
+  // gpu-node-01 and gpu-node-03 come back byte for byte as sent (minified).
+  EXPECT_EQ(simdjson::minify(items.at(0)), simdjson::minify(sent.at(0)));
+  EXPECT_EQ(simdjson::minify(items.at(1)), simdjson::minify(sent.at(2)));
+  EXPECT_EQ(std::string_view(reply["FailedNodes"]["gpu-node-02"]),
+            "insufficient nvidia.com/gpu: needs 2, 1 free after reservations");
+}
+
+TEST_F(ServerTest, PrioritizePacks) {
+  httplib::Result r = Post("/prioritize", Testdata("filter_node_names.json"));
+  ASSERT_TRUE(r);
+  // Used GPUs after placing 2, out of 8, times 10: (0+2)*10/8 = 2; (7+2) -> 11, capped at 10;
+  // (2+2)*10/8 = 5.
+  EXPECT_EQ(r->body,
+            "[{\"Host\":\"gpu-node-01\",\"Score\":2},{\"Host\":\"gpu-node-02\",\"Score\":10},"
+            "{\"Host\":\"gpu-node-03\",\"Score\":5}]");
+  httplib::Result list = Post("/prioritize", Testdata("filter_node_list.json"));
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->body, r->body);
+}
+
+constexpr char kPreempt[] =
+    "{\"NodeNameToMetaVictims\":{\"gpu-node-02\":{\"Pods\":[{\"UID\":\"low-a-0\"},"
+    "{\"UID\":\"low-a-1\"}],\"NumPDBViolations\":0}}}";
+
+TEST_F(ServerTest, PreemptWidensToGangsAndDropsNonPreemptible) {
+  httplib::Result r = Post("/preempt", Testdata("preempt_meta.json"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, kPreempt);
+}
+
+TEST_F(ServerTest, PreemptWithFullVictimPods) {
+  httplib::Result r = Post("/preempt", Testdata("preempt_full_pods.json"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, kPreempt);
+}
+
+TEST_F(ServerTest, Bind) {
+  httplib::Result r = Post("/bind", Testdata("bind.json"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "{\"Error\":\"\"}");
+  EXPECT_EQ(bound_.pod_name, "resnet-train-0-x7k2p");
+  EXPECT_EQ(bound_.pod_namespace, "ml");
+  EXPECT_EQ(bound_.pod_uid, "4f1c2a7e-9b3d-4e2a-8f61-0c5d7a9e1b23");
+  EXPECT_EQ(bound_.node, "gpu-node-01");
+}
+
+TEST_F(ServerTest, MalformedBodiesAre400WithAMessage) {
+  httplib::Result r = Post("/filter", "{not json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("invalid JSON"), std::string::npos) << r->body;
+  r = Post("/filter", "{\"NodeNames\":[\"a\"]}");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("missing Pod"), std::string::npos) << r->body;
+  r = Post("/bind", "{\"PodName\":\"x\"}");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("PodNamespace"), std::string::npos) << r->body;
+  r = Post("/preempt", "[1,2]");
+  EXPECT_EQ(r->status, 400);
+}
+
+TEST_F(ServerTest, OversizedBodiesAre413) {
+  httplib::Result r = Post("/filter", std::string(65 * 1024, ' '));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+}
+
+TEST_F(ServerTest, UnknownVerbsAre404) {
+  httplib::Result r = Post("/schedule", "{}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(r->body, "unknown path /schedule\n");
+}
+
+TEST_F(ServerTest, HealthReadinessAndMetrics) {
+  EXPECT_EQ(client_->Get("/healthz")->status, 200);
+  EXPECT_EQ(client_->Get("/readyz")->status, 200);
+  ready_ = false;
+  EXPECT_EQ(client_->Get("/readyz")->status, 503);
+  ASSERT_EQ(Post("/filter", Testdata("filter_node_names.json"))->status, 200);
+  ASSERT_EQ(Post("/filter", "{").value().status, 400);
+  std::string metrics = client_->Get("/metrics")->body;
+  EXPECT_NE(metrics.find("phalanx_extender_requests_total{code=\"200\",verb=\"filter\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("phalanx_extender_requests_total{code=\"400\",verb=\"filter\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("phalanx_extender_request_duration_seconds_count{verb=\"filter\"} 2"),
+            std::string::npos);
+  EXPECT_EQ(client_->Get("/debug/queue")->body, "{\"gangs\":[]}");
+}
+
+}  // namespace
+}  // namespace phalanx::extender

@@ -1,0 +1,98 @@
+// Verb decisions: planned pods are pinned, foreign gangs get all-or-nothing reservations, and
+// other pods respect those reservations.
+#include "scheduler_extender/verbs.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/extender/cluster_fixture.h"
+
+namespace phalanx::extender {
+namespace {
+
+const std::vector<std::string> kNodes = {"gpu-node-01", "gpu-node-02", "gpu-node-03"};
+
+core::PodInfo PendingPod(std::string name, std::string gang, int size, int64_t gpus) {
+  core::PodInfo p = RunningPod(name, std::move(gang), size, "", gpus, true);
+  p.phase = core::PodPhase::kPending;
+  p.priority = 50;
+  return p;
+}
+
+TEST(VerbsTest, PlacedPodPassesOnlyOnItsNode) {
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  core::PodInfo pod = PendingPod("p", "g", 2, 4);
+  pod.placement = "gpu-node-03";
+  FilterOutcome out = verbs.Filter(*ExtenderTestCluster(), pod, kNodes, 0);
+  EXPECT_EQ(out.passed, (std::vector<std::string>{"gpu-node-03"}));
+  EXPECT_EQ(out.unresolvable.at("gpu-node-01"), "gang member planned for node gpu-node-03");
+  std::vector<HostScore> scores = verbs.Prioritize(*ExtenderTestCluster(), pod, kNodes, 0);
+  EXPECT_EQ(scores[2].score, 10);
+  EXPECT_EQ(scores[0].score, 0);
+}
+
+TEST(VerbsTest, ForeignGangIsReservedWholeAtFilterTime) {
+  // Two 6-GPU members: gpu-node-01 (8 free) and gpu-node-03 (6 free) take one each.
+  core::SnapshotBuilder b(ExtenderTestCluster());
+  core::PodInfo m0 = PendingPod("ext-0", "ext", 2, 6);
+  core::PodInfo m1 = PendingPod("ext-1", "ext", 2, 6);
+  b.UpsertPod(m0);
+  b.UpsertPod(m1);
+  auto snap = b.Build();
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  FilterOutcome first = verbs.Filter(*snap, m0, kNodes, 0);
+  ASSERT_EQ(first.passed.size(), 1u);
+  FilterOutcome second = verbs.Filter(*snap, m1, kNodes, 10);
+  ASSERT_EQ(second.passed.size(), 1u);
+  EXPECT_NE(first.passed[0], second.passed[0]);
+  // A 4-GPU singleton now fits nowhere: 01 and 03 are reserved down to 2 and 0, 02 has 1.
+  core::PodInfo other = PendingPod("solo", "", 1, 4);
+  FilterOutcome solo = verbs.Filter(*snap, other, kNodes, 20);
+  EXPECT_TRUE(solo.passed.empty());
+  EXPECT_EQ(solo.failed.size(), 3u);
+  // Reservations expire: after the TTL the singleton fits on gpu-node-01 again.
+  EXPECT_EQ(verbs.Filter(*snap, other, kNodes, 40'000).passed,
+            (std::vector<std::string>{"gpu-node-01", "gpu-node-03"}));
+}
+
+TEST(VerbsTest, ForeignGangThatCannotFitWholeIsRejectedEverywhere) {
+  core::SnapshotBuilder b(ExtenderTestCluster());
+  core::PodInfo m0 = PendingPod("big-0", "big", 3, 8);
+  b.UpsertPod(m0);
+  b.UpsertPod(PendingPod("big-1", "big", 3, 8));
+  b.UpsertPod(PendingPod("big-2", "big", 3, 8));
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  FilterOutcome out = verbs.Filter(*b.Build(), m0, kNodes, 0);
+  EXPECT_TRUE(out.passed.empty());
+  EXPECT_EQ(out.unresolvable.size(), 3u);
+  EXPECT_NE(out.unresolvable.at("gpu-node-01").find("cannot be placed whole"), std::string::npos);
+  EXPECT_EQ(book.size(), 0u);
+}
+
+TEST(VerbsTest, IncompleteForeignGangWaits) {
+  core::PodInfo m0 = PendingPod("part-0", "part", 4, 1);
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  FilterOutcome out = verbs.Filter(*ExtenderTestCluster(), m0, kNodes, 0);
+  EXPECT_TRUE(out.passed.empty());
+  EXPECT_EQ(out.unresolvable.at("gpu-node-02"), "gang ml/part incomplete: 1 of 4 pods exist");
+}
+
+TEST(VerbsTest, PreemptDropsNodesWithEqualPriorityVictims) {
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  core::PodInfo preemptor = PendingPod("hi", "", 1, 8);
+  preemptor.priority = 10;  // equal to the victims' priority
+  VictimMap proposed{{"gpu-node-02", NodeVictims{{"low-a-0"}, 0}}};
+  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, proposed).empty());
+  preemptor.priority = 11;
+  VictimMap out = verbs.Preempt(*ExtenderTestCluster(), preemptor, proposed);
+  EXPECT_EQ(out.at("gpu-node-02").uids, (std::vector<std::string>{"low-a-0", "low-a-1"}));
+  VictimMap unknown{{"gpu-node-01", NodeVictims{{"no-such-pod"}, 0}}};
+  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, unknown).empty());
+}
+
+}  // namespace
+}  // namespace phalanx::extender

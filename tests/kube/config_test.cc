@@ -1,0 +1,169 @@
+// Kubeconfig and in-cluster configuration: auth variants, file references, and errors that name
+// the file and the field.
+#include "kube/config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::kube {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A kubeconfig whose current context "ctx" uses cluster "c" and user "u", with the given bodies.
+std::string Kubeconfig(const std::string& cluster, const std::string& user,
+                       const std::string& context_extra = "") {
+  return absl::StrCat(R"(apiVersion: v1
+kind: Config
+current-context: ctx
+clusters:
+- name: other
+  cluster: {server: "https://other:1"}
+- name: c
+  cluster:
+)",
+                      cluster, R"(
+users:
+- name: u
+  user:
+)",
+                      user, R"(
+contexts:
+- name: ctx
+  context: {cluster: c, user: u)",
+                      context_extra, "}\n");
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("kube_config_test_", ::testing::UnitTest::GetInstance()->random_seed(), "_",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigTest, TokenAndCaData) {
+  absl::StatusOr<Config> c = ParseKubeconfig(
+      Kubeconfig("    server: https://10.0.0.1:6443/\n"
+                 "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tQ0E=",
+                 "    token: abc123",
+                 ", namespace: research"),
+      "test", "");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://10.0.0.1:6443");
+  EXPECT_EQ(c->ca_pem, "-----BEGIN CERTIFICATE-----CA");
+  EXPECT_EQ(c->token, "abc123");
+  EXPECT_EQ(c->ns, "research");
+  EXPECT_FALSE(c->insecure_skip_tls_verify);
+  EXPECT_TRUE(c->client_cert_pem.empty());
+}
+
+TEST_F(ConfigTest, ClientCertificateDataAndInsecure) {
+  absl::StatusOr<Config> c = ParseKubeconfig(
+      Kubeconfig("    server: https://api:443\n    insecure-skip-tls-verify: true",
+                 "    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ"),
+      "test", "");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->client_cert_pem, "CERT");
+  EXPECT_EQ(c->client_key_pem, "KEY");
+  EXPECT_TRUE(c->insecure_skip_tls_verify);
+  EXPECT_EQ(c->ns, "default");
+  EXPECT_TRUE(c->ca_pem.empty());
+}
+
+TEST_F(ConfigTest, FilesResolveAgainstTheKubeconfigDirectory) {
+  Write("ca.crt", "CA FILE");
+  Write("client.crt", "CERT FILE");
+  Write("client.key", "KEY FILE");
+  Write("token", "tok\n");
+  std::string path = Write(
+      "config", Kubeconfig("    server: https://api:443\n    certificate-authority: ca.crt",
+                           absl::StrCat("    client-certificate: client.crt\n"
+                                        "    client-key: ", (dir_ / "client.key").string(),
+                                        "\n    tokenFile: token")));
+  absl::StatusOr<Config> c = LoadKubeconfig(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ca_pem, "CA FILE");
+  EXPECT_EQ(c->client_cert_pem, "CERT FILE");
+  EXPECT_EQ(c->client_key_pem, "KEY FILE");
+  EXPECT_EQ(c->token_file, (dir_ / "token").string());
+}
+
+TEST_F(ConfigTest, ExplicitContext) {
+  std::string yaml = Kubeconfig("    server: https://api:443", "    token: t") +
+                     "- name: second\n  context: {cluster: other}\n";
+  absl::StatusOr<Config> c = ParseKubeconfig(yaml, "test", "", "second");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://other:1");
+  EXPECT_EQ(c->token, "");
+}
+
+TEST_F(ConfigTest, ErrorsNameFileAndField) {
+  auto error = [](const std::string& yaml) {
+    return std::string(ParseKubeconfig(yaml, "/etc/kube.yaml", "/etc").status().message());
+  };
+  const std::string ok_cluster = "    server: https://api:443";
+  EXPECT_THAT(error("clusters: []\n"), HasSubstr("kubeconfig /etc/kube.yaml: current-context: not set"));
+  EXPECT_THAT(error("current-context: nope\ncontexts: []\n"),
+              HasSubstr(R"(contexts: no entry named "nope")"));
+  EXPECT_THAT(error(Kubeconfig("    insecure-skip-tls-verify: true", "    token: t")),
+              HasSubstr(R"(clusters["c"].cluster.server: missing)"));
+  EXPECT_THAT(error(Kubeconfig("    server: api:443", "    token: t")),
+              HasSubstr(R"(clusters["c"].cluster.server: not an http(s) URL)"));
+  EXPECT_THAT(error(Kubeconfig(ok_cluster + "\n    certificate-authority-data: '!!'", "    token: t")),
+              HasSubstr(R"(clusters["c"].cluster.certificate-authority-data: invalid base64)"));
+  EXPECT_THAT(error(Kubeconfig(ok_cluster + "\n    certificate-authority: missing.crt", "    token: t")),
+              HasSubstr(R"(clusters["c"].cluster.certificate-authority: cannot read /etc/missing.crt)"));
+  EXPECT_THAT(error(Kubeconfig(ok_cluster, "    client-certificate-data: Q0VSVA==")),
+              HasSubstr(R"(users["u"].user: client-certificate and client-key must be given together)"));
+  EXPECT_THAT(error(Kubeconfig(ok_cluster, "    token: [a, b]")),
+              HasSubstr(R"(users["u"].user.token: expected a string)"));
+  EXPECT_THAT(error(Kubeconfig(ok_cluster + "\n    insecure-skip-tls-verify: maybe", "    token: t")),
+              HasSubstr("insecure-skip-tls-verify: expected true or false"));
+  EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {cluster: c}\n"),
+              HasSubstr(R"(clusters: no entry named "c")"));
+  EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {user: u}\n"),
+              HasSubstr(R"(contexts["ctx"].context.cluster: missing)"));
+  EXPECT_THAT(error("current-context: [\n"), HasSubstr("kubeconfig /etc/kube.yaml: document:"));
+  EXPECT_THAT(std::string(LoadKubeconfig("/nonexistent/kubeconfig").status().message()),
+              HasSubstr("cannot read /nonexistent/kubeconfig"));
+}
+
+TEST_F(ConfigTest, InCluster) {
+  Write("token", "sa-token\n");
+  Write("ca.crt", "SA CA");
+  Write("namespace", "phalanx\n");
+  setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  absl::StatusOr<Config> c = InClusterConfig(dir_.string());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://[fd00::1]:443");
+  EXPECT_EQ(c->token_file, (dir_ / "token").string());
+  EXPECT_EQ(c->ca_pem, "SA CA");
+  EXPECT_EQ(c->ns, "phalanx");
+
+  std::filesystem::remove(dir_ / "ca.crt");
+  EXPECT_THAT(std::string(InClusterConfig(dir_.string()).status().message()),
+              HasSubstr(absl::StrCat("in-cluster config: cannot read ", (dir_ / "ca.crt").string())));
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  EXPECT_THAT(std::string(InClusterConfig(dir_.string()).status().message()),
+              HasSubstr("KUBERNETES_SERVICE_HOST"));
+}
+
+}  // namespace
+}  // namespace phalanx::kube
