@@ -88,16 +88,18 @@ class Round {
   GangPlan PlanWithPreemption(const Gang& g, GangPlan plan, Capacity& cap,
                               std::vector<const Gang*>& victims) {
     auto inc = incoming_.find(g.key);
-    if (inc == incoming_.end() && (!opt_.preemption || KnownToFail(g))) return plan;
-    cap = free_;
     if (inc != incoming_.end()) {
+      cap = free_;
       for (const auto& [n, r] : inc->second) cap[n] += r;
       GangPlan waiting = planner_.Plan(g, cap);
       if (waiting.placed()) return waiting;
     }
-    if (!opt_.preemption || KnownToFail(g)) return plan;
-    std::optional<VictimChoice> choice =
-        ChooseVictims(planner_, g, cap, Running(g), opt_.now_ms);
+    if (!opt_.preemption) return plan;
+    std::optional<VictimChoice> choice;
+    if (!KnownToFail(g)) {
+      if (cap.empty()) cap = free_;
+      choice = ChooseVictims(planner_, g, cap, Running(g), opt_.now_ms);
+    }
     if (!choice) {
       RecordFailure(g);
       absl::StrAppend(&plan.reason, "; no set of lower-priority preemptible gangs frees enough");
