@@ -1,9 +1,9 @@
 // Micro benchmarks of the pure engine on synthetic clusters: planning a 64-pod gang, a whole
 // admission round, a preemption plan, and one incremental snapshot update, at 1k/5k/15k nodes with
 // 10k/100k pods.
-#include <random>
-
 #include <benchmark/benchmark.h>
+
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "gang/planner.h"
@@ -14,8 +14,8 @@ namespace phalanx {
 namespace {
 
 // 8-GPU nodes. Running pods: 1-GPU pods in gangs of 1, 2, 4 or 8 consecutive pods (a gang shares a
-// node, as packing puts it) fill `gpu_fill` of the GPUs; the rest of the pod count are CPU-only pods
-// (100m each, priority 1000 like system pods) spread round-robin. GPU pods are preemptible,
+// node, as packing puts it) fill `gpu_fill` of the GPUs; the rest of the pod count are CPU-only
+// pods (100m each, priority 1000 like system pods) spread round-robin. GPU pods are preemptible,
 // priority 10..40.
 core::SnapshotBuilder MakeCluster(int nodes, int pods, double gpu_fill) {
   std::mt19937 rng(42);

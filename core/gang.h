@@ -12,10 +12,10 @@
 namespace phalanx::core {
 
 struct Gang {
-  std::string key;                      // "namespace/name".
-  std::vector<const PodInfo*> members;  // Live (non-terminal) members, sorted by pod name.
-  int32_t expected_size = 1;            // From the members' gang-size label (the largest).
-  int32_t priority = 0;                 // Highest member priority.
+  std::string key;                           // "namespace/name".
+  std::vector<const PodInfo*> members;       // Live (non-terminal) members, sorted by pod name.
+  int32_t expected_size = 1;                 // From the members' gang-size label (the largest).
+  int32_t priority = 0;                      // Highest member priority.
   double queue_position = kNoQueuePosition;  // Lowest member position.
   int64_t creation_ms = 0;                   // Earliest member creation.
   int64_t start_ms = 0;                      // Earliest member start; 0 when none started.

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/node.h"
 #include "core/resources.h"
 

@@ -1,4 +1,5 @@
-// Exact Kubernetes quantity parsing: mantissa digits and a power of ten or two, in 128-bit integers.
+// Exact Kubernetes quantity parsing: mantissa digits and a power of ten or two, in 128-bit
+// integers.
 #include "core/quantity.h"
 
 #include <string>
@@ -32,11 +33,10 @@ absl::Status ApplySuffix(absl::string_view text, absl::string_view suffix, Parse
     int exp10;
     int exp2;
   };
-  static constexpr Unit kUnits[] = {
-      {"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},
-      {"M", 6, 0},   {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
-      {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50},
-      {"Ei", 0, 60}};
+  static constexpr Unit kUnits[] = {{"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},
+                                    {"k", 3, 0},   {"M", 6, 0},   {"G", 9, 0},   {"T", 12, 0},
+                                    {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
+                                    {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60}};
   for (const Unit& u : kUnits) {
     if (suffix == u.name) {
       p.exp10 += u.exp10;

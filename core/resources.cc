@@ -15,7 +15,8 @@ absl::StatusOr<Resources> Resources::FromQuantities(
   for (const auto& [name, text] : list) {
     absl::StatusOr<int64_t> v = name == kCpu ? ParseQuantityMilli(text) : ParseQuantity(text);
     if (!v.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("resource ", name, ": ", v.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("resource ", name, ": ", v.status().message()));
     }
     if (*v < 0) {
       return absl::InvalidArgumentError(
@@ -127,7 +128,8 @@ bool Resources::IsZero() const {
 
 bool Resources::IsNonNegative() const {
   if (milli_cpu_ < 0 || memory_ < 0 || gpu_ < 0) return false;
-  return std::all_of(scalars_.begin(), scalars_.end(), [](const Scalar& s) { return s.value >= 0; });
+  return std::all_of(scalars_.begin(), scalars_.end(),
+                     [](const Scalar& s) { return s.value >= 0; });
 }
 
 std::string Resources::ToString() const {

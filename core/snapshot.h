@@ -9,11 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "core/gang.h"
 #include "core/node.h"
 #include "core/pod.h"
@@ -27,8 +27,8 @@ class ClusterSnapshot {
   using PodPtr = std::shared_ptr<const PodInfo>;
   struct NodeEntry {
     Node node;
-    Resources used;             // Requests of the pods holding capacity here.
-    std::vector<PodPtr> pods;   // Those pods, sorted by uid.
+    Resources used;            // Requests of the pods holding capacity here.
+    std::vector<PodPtr> pods;  // Those pods, sorted by uid.
   };
   struct GangEntry {
     std::vector<PodPtr> pods;  // Sorted by uid.

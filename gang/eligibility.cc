@@ -14,9 +14,8 @@ bool Tolerated(const core::PodInfo& pod, const core::Taint& taint) {
 }  // namespace
 
 bool NodeEligible(const core::PodInfo& pod, const core::Node& node) {
-  if (node.unschedulable &&
-      !Tolerated(pod, core::Taint{"node.kubernetes.io/unschedulable", "",
-                                  core::TaintEffect::kNoSchedule})) {
+  if (node.unschedulable && !Tolerated(pod, core::Taint{"node.kubernetes.io/unschedulable", "",
+                                                        core::TaintEffect::kNoSchedule})) {
     return false;
   }
   for (const core::Taint& taint : node.taints) {

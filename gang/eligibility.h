@@ -8,8 +8,8 @@
 namespace phalanx::gang {
 
 // True when `pod` may be placed on `node` by Kubernetes' rules, capacity aside: the node is not
-// cordoned (or the pod tolerates node.kubernetes.io/unschedulable), every NoSchedule/NoExecute taint
-// is tolerated, and every nodeSelector pair matches a node label.
+// cordoned (or the pod tolerates node.kubernetes.io/unschedulable), every NoSchedule/NoExecute
+// taint is tolerated, and every nodeSelector pair matches a node label.
 bool NodeEligible(const core::PodInfo& pod, const core::Node& node);
 
 }  // namespace phalanx::gang

@@ -123,8 +123,8 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
     free_slots += slots_.SlotsOf(free[n]);
   }
   return absl::StrCat("needs ", need, " ", slots_.Unit(), " on ", gang.members.size(),
-                      gang.members.size() == 1 ? " node" : " nodes", "; ", free_slots, " ", what, " on ",
-                      fitting, fitting == 1 ? " fitting node" : " fitting nodes");
+                      gang.members.size() == 1 ? " node" : " nodes", "; ", free_slots, " ", what,
+                      " on ", fitting, fitting == 1 ? " fitting node" : " fitting nodes");
 }
 
 core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots) {
@@ -161,8 +161,8 @@ GangPlan GangPlanner::CheckFeasible(const core::Gang& gang) const {
     return result;
   }
   if (!FitsOnEmptyPool(gang) && !Plan(gang, allocatable_).placed()) {
-    result.reason = absl::StrCat("larger than the pool: ",
-                                 WaitReason(gang, allocatable_, "in the whole pool"));
+    result.reason =
+        absl::StrCat("larger than the pool: ", WaitReason(gang, allocatable_, "in the whole pool"));
     return result;
   }
   result.outcome = GangPlan::Outcome::kPlaced;

@@ -1,20 +1,20 @@
 // All-or-nothing gang placement onto free capacity, with slot packing.
 //
 // Algorithm: members are placed largest slot request first (ties: pod name). Each member goes to
-// the eligible node where it fits and leaves the fewest free slots, then the fewest free millicores,
-// then the least free memory; the node name (index order) breaks the last tie. This best-fit packs
-// 1-slot pods onto partially used nodes, gives maxSlotsPerPod-sized pods nodes whole (two 4-slot
-// pods share one 8-GPU node before a second node is opened), and leaves large empty nodes for large
-// gangs. If any member finds no node, the gang gets no node at all.
+// the eligible node where it fits and leaves the fewest free slots, then the fewest free
+// millicores, then the least free memory; the node name (index order) breaks the last tie. This
+// best-fit packs 1-slot pods onto partially used nodes, gives maxSlotsPerPod-sized pods nodes whole
+// (two 4-slot pods share one 8-GPU node before a second node is opened), and leaves large empty
+// nodes for large gangs. If any member finds no node, the gang gets no node at all.
 #ifndef PHALANX_GANG_PLANNER_H_
 #define PHALANX_GANG_PLANNER_H_
 
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "core/gang.h"
 #include "core/resources.h"
 #include "core/snapshot.h"
@@ -65,7 +65,8 @@ class GangPlanner {
   // the gang has members.
   bool FitsOnEmptyPool(const core::Gang& gang) const;
   // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes".
-  std::string WaitReason(const core::Gang& gang, const Capacity& free, absl::string_view what) const;
+  std::string WaitReason(const core::Gang& gang, const Capacity& free,
+                         absl::string_view what) const;
 
   const core::ClusterSnapshot& snapshot_;
   SlotPolicy slots_;

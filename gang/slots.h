@@ -13,8 +13,8 @@ struct SlotPolicy {
   enum class Type { kGpu, kCpu };
   Type type = Type::kGpu;
   std::string gpu_resource = std::string(core::kNvidiaGpu);  // Counted when type is kGpu.
-  int64_t milli_cpu_per_slot = 1000;                           // Used when type is kCpu.
-  int32_t max_slots_per_pod = 0;                               // 0: no limit.
+  int64_t milli_cpu_per_slot = 1000;                         // Used when type is kCpu.
+  int32_t max_slots_per_pod = 0;                             // 0: no limit.
 
   // Slots that `r` requests (or offers): whole GPUs, or whole multiples of milli_cpu_per_slot.
   int64_t SlotsOf(const core::Resources& r) const;

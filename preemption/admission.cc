@@ -62,7 +62,7 @@ class Round {
     GangPlan feasible = planner_.CheckFeasible(g);
     if (!feasible.placed()) {
       d.verdict = feasible.outcome == GangPlan::Outcome::kInfeasible ? Verdict::kInfeasible
-                                                                      : Verdict::kWait;
+                                                                     : Verdict::kWait;
       d.reason = feasible.reason;
       return d;
     }
@@ -117,8 +117,8 @@ class Round {
     }
     if (cap.empty()) {
       d.verdict = backfill_ahead_ ? Verdict::kBackfill : Verdict::kAdmit;
-      d.reason = backfill_ahead_ ? absl::StrCat("backfilled behind ", backfill_ahead_->first)
-                                 : "admitted";
+      d.reason =
+          backfill_ahead_ ? absl::StrCat("backfilled behind ", backfill_ahead_->first) : "admitted";
       gang::GangPlanner::Reserve(g, plan, free_);
       return;
     }
@@ -129,9 +129,8 @@ class Round {
     absl::flat_hash_set<const Gang*> claimed(victims.begin(), victims.end());
     std::erase_if(running_, [&](const Gang* r) { return claimed.contains(r); });
     for (const Gang* v : victims) d.victims.push_back(v->key);
-    d.reason = victims.empty()
-                   ? "waiting for preempted gangs to exit; their capacity is reserved"
-                   : absl::StrCat("preempting ", absl::StrJoin(d.victims, ", "));
+    d.reason = victims.empty() ? "waiting for preempted gangs to exit; their capacity is reserved"
+                               : absl::StrCat("preempting ", absl::StrJoin(d.victims, ", "));
   }
 
   // Possible victims of `g`: running, unmarked gangs of lower priority not yet claimed this round.
@@ -156,8 +155,8 @@ class Round {
   const Block* Blocking(const Gang& g, const GangPlan& plan) {
     backfill_ahead_ = nullptr;
     for (const Block& b : blocks_) {
-      bool overlaps = std::any_of(plan.nodes.begin(), plan.nodes.end(),
-                                  [&](int n) { return b.mask[n]; });
+      bool overlaps =
+          std::any_of(plan.nodes.begin(), plan.nodes.end(), [&](int n) { return b.mask[n]; });
       if (!overlaps) continue;
       if (!opt_.backfill || !g.preemptible || g.priority >= b.min_priority) return &b;
       if (backfill_ahead_ == nullptr) backfill_ahead_ = &b;

@@ -5,9 +5,9 @@
 // the decisions made so far this round:
 //   1. Incomplete gangs wait; gangs that can never fit are infeasible and block nobody.
 //   2. Capacity G may count on = free + capacity of victims already marked for G in earlier rounds.
-//      G is planned on `free` alone first; if that fails, on that larger capacity (it then waits for
-//      its victims: PREEMPT with no new victims); if that fails and preemption is on, victims are
-//      chosen (victims.h) and marked: PREEMPT.
+//      G is planned on `free` alone first; if that fails, on that larger capacity (it then waits
+//      for its victims: PREEMPT with no new victims); if that fails and preemption is on, victims
+//      are chosen (victims.h) and marked: PREEMPT.
 //   3. A plan is allowed only if, for every gang B that waits ahead of G and may use one of the
 //      plan's nodes, backfill is on and B could later reclaim G (G preemptible, priority < B's).
 //      Such a plan on free capacity is BACKFILL, otherwise ADMIT; a plan that is not allowed, or no
@@ -46,7 +46,7 @@ struct Assignment {
 struct GangDecision {
   std::string gang;
   Verdict verdict = Verdict::kWait;
-  int position = 0;                  // 1-based place in the pending queue.
+  int position = 0;  // 1-based place in the pending queue.
   int32_t priority = 0;
   int64_t slots = 0;                 // Slots the gang requests.
   std::vector<Assignment> plan;      // For admit, backfill and preempt (the reserved nodes).

@@ -106,8 +106,8 @@ std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
   std::vector<Candidate> cands;
   for (const core::Gang* v : candidates) {
     if (!CanBeVictim(*v, preemptor)) continue;
-    Candidate c{v, {!v->backfilled, LostSlotSeconds(*v, slots, now_ms), v->priority,
-                    -v->creation_ms}, {}};
+    Candidate c{
+        v, {!v->backfilled, LostSlotSeconds(*v, slots, now_ms), v->priority, -v->creation_ms}, {}};
     bool touches = false;
     for (const core::PodInfo* p : v->members) {
       c.nodes.push_back(planner.NodeIndex(p->AssignedNode()));

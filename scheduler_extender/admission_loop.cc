@@ -25,7 +25,8 @@ std::string AnnotationPatch(
   for (const auto& [k, v] : annotations) {
     items.push_back(absl::StrCat(EncodeJsonString(k), ":", v ? EncodeJsonString(*v) : "null"));
   }
-  std::string out = absl::StrCat("{\"metadata\":{\"annotations\":{", absl::StrJoin(items, ","), "}}");
+  std::string out =
+      absl::StrCat("{\"metadata\":{\"annotations\":{", absl::StrJoin(items, ","), "}}");
   if (set_pin) {
     absl::StrAppend(&out, ",\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":",
                     hostname_pin ? EncodeJsonString(*hostname_pin) : "null", "}}");
@@ -44,9 +45,10 @@ absl::Status AdmissionLoop::MergePatch(const core::PodInfo& pod, const std::stri
 
 absl::Status AdmissionLoop::Ungate(const core::PodInfo& pod) {
   static const std::string kPatch =
-      "{\"spec\":{\"schedulingGates\":[{\"$patch\":\"delete\",\"name\":\"phalanx.io/admission\"}]}}";
-  absl::StatusOr<std::string> r = deps_.client->Patch(kube::kPods, pod.ns, pod.name,
-                                                      kube::PatchType::kStrategicMerge, kPatch);
+      "{\"spec\":{\"schedulingGates\":[{\"$patch\":\"delete\",\"name\":\"phalanx.io/"
+      "admission\"}]}}";
+  absl::StatusOr<std::string> r =
+      deps_.client->Patch(kube::kPods, pod.ns, pod.name, kube::PatchType::kStrategicMerge, kPatch);
   if (!r.ok() && !absl::IsNotFound(r.status())) return r.status();
   return absl::OkStatus();
 }
@@ -58,12 +60,11 @@ absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangD
     const core::PodInfo* pod = snap.FindPod(a.pod_uid);
     if (pod == nullptr) continue;
     pods.push_back(pod);
-    std::string patch = AnnotationPatch({{"phalanx.io/placement", a.node},
-                                         {"phalanx.io/backfilled",
-                                          backfilled ? std::optional<std::string>("true")
-                                                     : std::nullopt},
-                                         {"phalanx.io/pending-reason", std::nullopt}},
-                                        a.node, true);
+    std::string patch = AnnotationPatch(
+        {{"phalanx.io/placement", a.node},
+         {"phalanx.io/backfilled", backfilled ? std::optional<std::string>("true") : std::nullopt},
+         {"phalanx.io/pending-reason", std::nullopt}},
+        a.node, true);
     if (absl::Status st = MergePatch(*pod, patch); !st.ok()) return st;
     awaited_[pod->uid] = true;
   }
@@ -74,8 +75,7 @@ absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangD
   return absl::OkStatus();
 }
 
-absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap,
-                                        const GangDecision& d) {
+absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap, const GangDecision& d) {
   for (const std::string& victim : d.victims) {
     std::optional<core::Gang> g = snap.FindGang(victim);
     if (!g) continue;
@@ -91,16 +91,15 @@ absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap,
   return absl::OkStatus();
 }
 
-absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap,
-                                       const GangDecision& d) {
+absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const GangDecision& d) {
   std::string& last = reasons_[d.gang];
   if (last == d.reason) return absl::OkStatus();
   std::optional<core::Gang> g = snap.FindGang(d.gang);
   if (!g) return absl::OkStatus();
   for (const core::PodInfo* p : g->members) {
     if (!p->gated) continue;
-    std::string patch = AnnotationPatch({{"phalanx.io/pending-reason", d.reason}}, std::nullopt,
-                                        false);
+    std::string patch =
+        AnnotationPatch({{"phalanx.io/pending-reason", d.reason}}, std::nullopt, false);
     if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
   }
   last = d.reason;
@@ -117,8 +116,8 @@ absl::Status AdmissionLoop::Recover(const core::ClusterSnapshot& snap) {
     } else if (!g.Pending()) {
       for (const core::PodInfo* p : g.members) {
         if (p->placement.empty() || !p->gated) continue;
-        std::string patch = AnnotationPatch({{"phalanx.io/placement", std::nullopt}},
-                                            std::nullopt, true);
+        std::string patch =
+            AnnotationPatch({{"phalanx.io/placement", std::nullopt}}, std::nullopt, true);
         if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
       }
     }
@@ -192,11 +191,10 @@ void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
     std::vector<std::string> victims;
     for (const std::string& v : d.victims) victims.push_back(EncodeJsonString(v));
     gangs.push_back(absl::StrCat(
-        "{\"gang\":", EncodeJsonString(d.gang), ",\"position\":", d.position,
-        ",\"state\":", EncodeJsonString(preemption::VerdictName(d.verdict)),
-        ",\"priority\":", d.priority, ",\"slots\":", d.slots, ",\"reason\":",
-        EncodeJsonString(d.reason), ",\"nodes\":[", absl::StrJoin(nodes, ","),
-        "],\"victims\":[", absl::StrJoin(victims, ","), "]}"));
+        "{\"gang\":", EncodeJsonString(d.gang), ",\"position\":", d.position, ",\"state\":",
+        EncodeJsonString(preemption::VerdictName(d.verdict)), ",\"priority\":", d.priority,
+        ",\"slots\":", d.slots, ",\"reason\":", EncodeJsonString(d.reason), ",\"nodes\":[",
+        absl::StrJoin(nodes, ","), "],\"victims\":[", absl::StrJoin(victims, ","), "]}"));
     counts[preemption::VerdictName(d.verdict)] += 1;
   }
   if (deps_.metrics != nullptr) {

@@ -29,11 +29,11 @@ int Fail(const absl::Status& st) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ExtenderConfig> config = LoadConfig(std::vector<std::string>(argv + 1, argv + argc));
+  absl::StatusOr<ExtenderConfig> config =
+      LoadConfig(std::vector<std::string>(argv + 1, argv + argc));
   if (!config.ok()) return Fail(config.status());
-  absl::StatusOr<kube::Config> kc = config->kubeconfig.empty()
-                                        ? kube::DefaultConfig()
-                                        : kube::LoadKubeconfig(config->kubeconfig);
+  absl::StatusOr<kube::Config> kc =
+      config->kubeconfig.empty() ? kube::DefaultConfig() : kube::LoadKubeconfig(config->kubeconfig);
   if (!kc.ok()) return Fail(kc.status());
   kube::Client client(*kc);
   kube::Informer informer(client);
@@ -42,9 +42,8 @@ int Main(int argc, char** argv) {
   Metrics metrics;
   ReservationBook book;
   Verbs verbs(config->slots, config->reservation_ttl_ms, &book);
-  preemption::AdmissionOptions admission{.slots = config->slots,
-                                         .preemption = config->preemption,
-                                         .backfill = config->backfill};
+  preemption::AdmissionOptions admission{
+      .slots = config->slots, .preemption = config->preemption, .backfill = config->backfill};
   AdmissionLoop loop(admission, config->resync_ms,
                      LoopDeps{.client = &client,
                               .metrics = &metrics,

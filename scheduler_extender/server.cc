@@ -39,32 +39,34 @@ void ExtenderServer::Routes() {
   httplib::Server& s = *http_;
   Verbs* verbs = deps_.verbs;
   s.Post("/filter", Timed(deps_.metrics, "filter", [this, verbs](const auto& req, auto& res) {
-    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
-    if (!args.ok()) return BadRequest(res, args.status());
-    FilterOutcome out = verbs->Filter(*deps_.snapshot(), args->pod, args->nodes, deps_.now_ms());
-    res.set_content(EncodeFilterResult(*args, out), kJson);
-  }));
-  s.Post("/prioritize", Timed(deps_.metrics, "prioritize", [this, verbs](const auto& req,
-                                                                        auto& res) {
-    absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
-    if (!args.ok()) return BadRequest(res, args.status());
-    res.set_content(EncodeHostPriorities(verbs->Prioritize(*deps_.snapshot(), args->pod,
-                                                           args->nodes, deps_.now_ms())),
-                    kJson);
-  }));
+           absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
+           if (!args.ok()) return BadRequest(res, args.status());
+           FilterOutcome out =
+               verbs->Filter(*deps_.snapshot(), args->pod, args->nodes, deps_.now_ms());
+           res.set_content(EncodeFilterResult(*args, out), kJson);
+         }));
+  s.Post("/prioritize",
+         Timed(deps_.metrics, "prioritize", [this, verbs](const auto& req, auto& res) {
+           absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
+           if (!args.ok()) return BadRequest(res, args.status());
+           res.set_content(EncodeHostPriorities(verbs->Prioritize(*deps_.snapshot(), args->pod,
+                                                                  args->nodes, deps_.now_ms())),
+                           kJson);
+         }));
   s.Post("/preempt", Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
-    absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);
-    if (!args.ok()) return BadRequest(res, args.status());
-    res.set_content(EncodePreemptResult(verbs->Preempt(*deps_.snapshot(), args->pod, args->victims)),
-                    kJson);
-  }));
+           absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);
+           if (!args.ok()) return BadRequest(res, args.status());
+           res.set_content(
+               EncodePreemptResult(verbs->Preempt(*deps_.snapshot(), args->pod, args->victims)),
+               kJson);
+         }));
   s.Post("/bind", Timed(deps_.metrics, "bind", [this](const auto& req, auto& res) {
-    absl::StatusOr<BindArgs> args = ParseBindArgs(req.body);
-    if (!args.ok()) return BadRequest(res, args.status());
-    absl::Status st = deps_.bind ? deps_.bind(*args)
-                                 : absl::UnimplementedError("binding is not enabled");
-    res.set_content(EncodeBindResult(st.ok() ? "" : st.ToString()), kJson);
-  }));
+           absl::StatusOr<BindArgs> args = ParseBindArgs(req.body);
+           if (!args.ok()) return BadRequest(res, args.status());
+           absl::Status st =
+               deps_.bind ? deps_.bind(*args) : absl::UnimplementedError("binding is not enabled");
+           res.set_content(EncodeBindResult(st.ok() ? "" : st.ToString()), kJson);
+         }));
   s.Get("/metrics", [this](const auto&, auto& res) {
     res.set_content(deps_.metrics->Serialize(), "text/plain; version=0.0.4");
   });
@@ -74,9 +76,8 @@ void ExtenderServer::Routes() {
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ok\n" : "informer cache not synced\n", "text/plain");
   });
-  s.Get("/debug/queue", [this](const auto&, auto& res) {
-    res.set_content(deps_.debug_queue(), kJson);
-  });
+  s.Get("/debug/queue",
+        [this](const auto&, auto& res) { res.set_content(deps_.debug_queue(), kJson); });
   s.set_error_handler([](const auto& req, auto& res) {
     if (!res.body.empty()) return;
     std::string why = res.status == 404   ? absl::StrCat("unknown path ", req.path)
@@ -103,7 +104,8 @@ absl::Status ExtenderServer::Start() {
     port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
   }
   if (port_ < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":", options_.port));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options_.host, ":", options_.port));
   }
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return absl::OkStatus();

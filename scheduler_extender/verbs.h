@@ -23,8 +23,8 @@
 namespace phalanx::extender {
 
 struct FilterOutcome {
-  std::vector<std::string> passed;            // In request order.
-  std::map<std::string, std::string> failed;  // FailedNodes: may pass after preemption.
+  std::vector<std::string> passed;                  // In request order.
+  std::map<std::string, std::string> failed;        // FailedNodes: may pass after preemption.
   std::map<std::string, std::string> unresolvable;  // FailedAndUnresolvableNodes.
 };
 

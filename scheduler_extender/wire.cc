@@ -215,7 +215,8 @@ std::string EncodeFilterError(absl::string_view error) {
 std::string EncodeHostPriorities(const std::vector<HostScore>& scores) {
   std::vector<std::string> items;
   for (const HostScore& s : scores) {
-    items.push_back(absl::StrCat("{\"Host\":", EncodeJsonString(s.host), ",\"Score\":", s.score, "}"));
+    items.push_back(
+        absl::StrCat("{\"Host\":", EncodeJsonString(s.host), ",\"Score\":", s.score, "}"));
   }
   return absl::StrCat("[", absl::StrJoin(items, ","), "]");
 }

@@ -46,8 +46,8 @@ def submit(gang, pods, gpus, priority, task="experiment"):
                 "name": f"{gang}-r{run}-{i}",
                 "labels": {"phalanx.io/gang": gang, "phalanx.io/gang-size": str(pods),
                            "phalanx.io/task-type": task,
-                           "phalanx.io/preemptible": "true" if task == "experiment" else "false"},
-                "annotations": {"phalanx.io/queue-position": str(position)}},
+                           "phalanx.io/preemptible": "true" if task == "experiment" else "false",
+                           "phalanx.io/queue-position": str(position)}},
             "spec": {
                 "schedulerName": "phalanx", "priorityClassName": f"demo-p{priority}",
                 "schedulingGates": [{"name": "phalanx.io/admission"}],

@@ -28,14 +28,14 @@ TEST(QuantityTest, ParsesEverySuffix) {
       {"1.5Gi", 1610612736'000},  // 1.5 * 2^30 = 1610612736
       {"1Ti", 1099511627776'000},
       {"1Pi", 1125899906842624'000},
-      {"1e3", 1'000'000},         // 1000 units
+      {"1e3", 1'000'000},  // 1000 units
       {"1E3", 1'000'000},
-      {"5e-3", 5},                // 0.005 units = 5 milli
+      {"5e-3", 5},  // 0.005 units = 5 milli
       {"+2", 2000},
       {"-1", -1000},
-      {"1000000n", 1},            // 1e6 nano = 1 milli
-      {"1u", 1},                  // 1e-6 rounds up to 1 milli
-      {"1n", 1},                  // rounds up
+      {"1000000n", 1},  // 1e6 nano = 1 milli
+      {"1u", 1},        // 1e-6 rounds up to 1 milli
+      {"1n", 1},        // rounds up
   };
   for (const Case& c : cases) {
     absl::StatusOr<int64_t> v = ParseQuantityMilli(c.text);

@@ -17,7 +17,8 @@ TEST(ResourcesTest, ArithmeticKeepsExtendedResourcesSorted) {
   EXPECT_EQ(sum.memory(), 1048);
   EXPECT_EQ(sum.gpu(), 3);
   EXPECT_EQ(sum.Get("example.com/fpga"), 6);
-  EXPECT_EQ(sum.ToString(), "cpu=1500m memory=1048 nvidia.com/gpu=3 amd.com/gpu=1 example.com/fpga=6");
+  EXPECT_EQ(sum.ToString(),
+            "cpu=1500m memory=1048 nvidia.com/gpu=3 amd.com/gpu=1 example.com/fpga=6");
   Resources diff = a - b;
   EXPECT_EQ(diff.Get("example.com/fpga"), 0);
   EXPECT_EQ(diff.ToString(), "cpu=500m memory=1000 nvidia.com/gpu=1 amd.com/gpu=1");

@@ -3,10 +3,10 @@
 // unknown paths, health and metrics.
 #include "scheduler_extender/server.h"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "httplib.h"
 #include "simdjson.h"

@@ -25,7 +25,7 @@ TEST(EligibilityTest, TaintsNeedTolerations) {
                                 .value = "present",
                                 .any_effect = false,
                                 .effect = TaintEffect::kNoExecute}};
-  EXPECT_FALSE(NodeEligible(pod, node));  // wrong effect
+  EXPECT_FALSE(NodeEligible(pod, node));                                // wrong effect
   pod.tolerations = {Toleration{.op = Toleration::Operator::kExists}};  // tolerates everything
   EXPECT_TRUE(NodeEligible(pod, node));
 }
@@ -41,8 +41,8 @@ TEST(EligibilityTest, CordonedNodesAreSkippedUnlessTolerated) {
   node.unschedulable = true;
   core::PodInfo pod;
   EXPECT_FALSE(NodeEligible(pod, node));
-  pod.tolerations = {Toleration{.key = "node.kubernetes.io/unschedulable",
-                                .op = Toleration::Operator::kExists}};
+  pod.tolerations = {
+      Toleration{.key = "node.kubernetes.io/unschedulable", .op = Toleration::Operator::kExists}};
   EXPECT_TRUE(NodeEligible(pod, node));
 }
 

@@ -60,26 +60,67 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, PlannerTableTest,
     ::testing::Values(
         // 1-slot pod: a (8 free) leaves 7, b (2 free) leaves 1 -> best fit is b.
-        Case{"OneSlotBestFitsPartialNode", {{"a", 8}, {"b", 8}}, {0, 6}, {"j", 1, 1}, 8,
-             GangPlan::Outcome::kPlaced, {"b"}, ""},
+        Case{"OneSlotBestFitsPartialNode",
+             {{"a", 8}, {"b", 8}},
+             {0, 6},
+             {"j", 1, 1},
+             8,
+             GangPlan::Outcome::kPlaced,
+             {"b"},
+             ""},
         // Two 4-slot pods with 8-GPU nodes: the first opens a (leaves 4), the second fills a (0).
-        Case{"TwoMaxSizePodsShareAnEightGpuNode", {{"a", 8}, {"b", 8}}, {}, {"j", 2, 4}, 4,
-             GangPlan::Outcome::kPlaced, {"a", "a"}, ""},
+        Case{"TwoMaxSizePodsShareAnEightGpuNode",
+             {{"a", 8}, {"b", 8}},
+             {},
+             {"j", 2, 4},
+             4,
+             GangPlan::Outcome::kPlaced,
+             {"a", "a"},
+             ""},
         // 1-slot pod with an empty 4-GPU and an empty 8-GPU node: 4-GPU leaves 3 < 7.
-        Case{"KeepsLargeEmptyNodes", {{"big", 8}, {"small", 4}}, {}, {"j", 1, 1}, 4,
-             GangPlan::Outcome::kPlaced, {"small"}, ""},
+        Case{"KeepsLargeEmptyNodes",
+             {{"big", 8}, {"small", 4}},
+             {},
+             {"j", 1, 1},
+             4,
+             GangPlan::Outcome::kPlaced,
+             {"small"},
+             ""},
         // 3 pods x 4 on 2 free 4-GPU nodes: the third has nowhere to go, so nothing is placed.
-        Case{"AllOrNothing", {{"a", 4}, {"b", 4}, {"c", 4}}, {0, 0, 2}, {"j", 3, 4}, 4,
-             GangPlan::Outcome::kWait, {}, "needs 12 GPUs on 3 nodes; 8 free on 2 fitting nodes"},
+        Case{"AllOrNothing",
+             {{"a", 4}, {"b", 4}, {"c", 4}},
+             {0, 0, 2},
+             {"j", 3, 4},
+             4,
+             GangPlan::Outcome::kWait,
+             {},
+             "needs 12 GPUs on 3 nodes; 8 free on 2 fitting nodes"},
         // 4 pods x 4 = 16 GPUs on 3 x 4 = 12 GPUs: can never fit.
-        Case{"LargerThanThePool", {{"a", 4}, {"b", 4}, {"c", 4}}, {}, {"j", 4, 4}, 4,
-             GangPlan::Outcome::kInfeasible, {},
+        Case{"LargerThanThePool",
+             {{"a", 4}, {"b", 4}, {"c", 4}},
+             {},
+             {"j", 4, 4},
+             4,
+             GangPlan::Outcome::kInfeasible,
+             {},
              "needs 16 GPUs on 4 nodes; 12 in the whole pool on 3 fitting nodes"},
         // A pod of 8 slots with maxSlotsPerPod 4.
-        Case{"PodAboveMaxSlotsPerPod", {{"a", 8}}, {}, {"j", 1, 8}, 4,
-             GangPlan::Outcome::kInfeasible, {}, "maxSlotsPerPod is 4"},
+        Case{"PodAboveMaxSlotsPerPod",
+             {{"a", 8}},
+             {},
+             {"j", 1, 8},
+             4,
+             GangPlan::Outcome::kInfeasible,
+             {},
+             "maxSlotsPerPod is 4"},
         // 3 pods x 2 = 6 slots > 4 and 6 % 4 = 2.
-        Case{"NotDivisible", {{"a", 8}}, {}, {"j", 3, 2}, 4, GangPlan::Outcome::kInfeasible, {},
+        Case{"NotDivisible",
+             {{"a", 8}},
+             {},
+             {"j", 3, 2},
+             4,
+             GangPlan::Outcome::kInfeasible,
+             {},
              "6 GPUs is not divisible by maxSlotsPerPod 4"}),
     [](const auto& info) { return info.param.name; });
 
@@ -111,7 +152,8 @@ TEST(PlannerTest, CpuSlots) {
     b.UpsertPod(std::move(p));
   }
   auto snap = b.Build();
-  SlotPolicy slots{.type = SlotPolicy::Type::kCpu, .milli_cpu_per_slot = 8000, .max_slots_per_pod = 2};
+  SlotPolicy slots{
+      .type = SlotPolicy::Type::kCpu, .milli_cpu_per_slot = 8000, .max_slots_per_pod = 2};
   GangPlanner planner(*snap, slots);
   core::Gang g = *snap->FindGang("default/j");
   EXPECT_EQ(slots.SlotsOf(g.total), 4);  // 32 CPUs / 8 per slot

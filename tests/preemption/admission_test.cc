@@ -33,8 +33,8 @@ TEST(AdmissionTest, NonPreemptibleLowerWorkCannotPassABlockedHead) {
   c.Step({});
   // head needs 8 on one node; 6 free and the pinned pod cannot be preempted: head waits.
   c.Submit({.name = "head", .gpus_per_pod = 8, .priority = 60, .created_ms = 1});
-  c.Submit({.name = "cmd", .gpus_per_pod = 1, .priority = 40, .created_ms = 2,
-            .preemptible = false});
+  c.Submit(
+      {.name = "cmd", .gpus_per_pod = 1, .priority = 40, .created_ms = 2, .preemptible = false});
   c.Submit({.name = "trial", .gpus_per_pod = 1, .priority = 40, .created_ms = 3});
   c.Submit({.name = "peer", .gpus_per_pod = 1, .priority = 60, .created_ms = 4});
   RoundResult r = c.Step({});
@@ -82,8 +82,11 @@ TEST(AdmissionTest, WorkOnNodesTheHeadCannotUseIsNotBackfill) {
   head.node_selector = {{"pool", "big"}};
   b.UpsertPod(head);
   // A non-preemptible lower-priority 4-GPU command fits only on b, which the head cannot use.
-  b.UpsertPod(testing::GatedGang(
-      {.name = "cmd", .gpus_per_pod = 4, .priority = 40, .created_ms = 1, .preemptible = false})[0]);
+  b.UpsertPod(testing::GatedGang({.name = "cmd",
+                                  .gpus_per_pod = 4,
+                                  .priority = 40,
+                                  .created_ms = 1,
+                                  .preemptible = false})[0]);
   RoundResult r = RunAdmissionRound(*b.Build(), {});
   EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
   const GangDecision* cmd = FindDecision(r, "default/cmd");

@@ -1,9 +1,9 @@
 // Property tests over seeded random clusters: capacity, all-or-nothing, victim rules, node-order
 // independence, and that a preempting head is not passed.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"

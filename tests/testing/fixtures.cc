@@ -45,9 +45,10 @@ preemption::RoundResult Cluster::Step(const preemption::AdmissionOptions& option
   auto snap = builder_.Build();
   preemption::RoundResult r = preemption::RunAdmissionRound(*snap, opts);
   for (const preemption::GangDecision& d : r.decisions) {
-    bool starts = d.verdict == preemption::Verdict::kAdmit ||
-                  d.verdict == preemption::Verdict::kBackfill;
-    for (const preemption::Assignment& a : starts ? d.plan : std::vector<preemption::Assignment>{}) {
+    bool starts =
+        d.verdict == preemption::Verdict::kAdmit || d.verdict == preemption::Verdict::kBackfill;
+    for (const preemption::Assignment& a :
+         starts ? d.plan : std::vector<preemption::Assignment>{}) {
       core::PodInfo p = *snap->FindPod(a.pod_uid);
       p.gated = false;
       p.placement = a.node;
