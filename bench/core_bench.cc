@@ -3,6 +3,7 @@
 // 10k/100k pods.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -13,10 +14,10 @@
 namespace phalanx {
 namespace {
 
-// 8-GPU nodes. Running pods: 1-GPU pods in gangs of 1, 2, 4 or 8 consecutive pods (a gang shares a
-// node, as packing puts it) fill `gpu_fill` of the GPUs; the rest of the pod count are CPU-only
-// pods (100m each, priority 1000 like system pods) spread round-robin. GPU pods are preemptible,
-// priority 10..40.
+// 8-GPU nodes. Running GPU pods of g GPUs each (g = 1 when the pod count allows, else the
+// smallest size that reaches `gpu_fill` of the GPUs), in gangs of 1, 2, 4 or 8 consecutive pods (a
+// gang shares a node, as packing puts it), preemptible, priority 10..40. The rest of the pod count
+// are CPU-only pods (100m, priority 1000 like system pods) spread round-robin.
 core::SnapshotBuilder MakeCluster(int nodes, int pods, double gpu_fill) {
   std::mt19937 rng(42);
   core::SnapshotBuilder b;
@@ -34,12 +35,16 @@ core::SnapshotBuilder MakeCluster(int nodes, int pods, double gpu_fill) {
     p.requests = core::Resources(gpus > 0 ? 1000 : 100, 1 << 20, gpus);
     b.UpsertPod(std::move(p));
   };
-  int gpu_pods = std::min<int>(pods, static_cast<int>(nodes * 8 * gpu_fill));
+  const int64_t target_gpus = static_cast<int64_t>(nodes * 8 * gpu_fill);
+  int64_t gpus_per_pod = 1;
+  while (gpus_per_pod < 8 && target_gpus / gpus_per_pod > pods) gpus_per_pod *= 2;
+  const int gpu_pods = static_cast<int>(std::min<int64_t>(pods, target_gpus / gpus_per_pod));
+  const int per_node = static_cast<int>(8 / gpus_per_pod);
   int i = 0;
   for (int gang = 0; i < gpu_pods; ++gang) {
     int size = 1 << (gang % 4);
     for (int k = 0; k < size && i < gpu_pods; ++k, ++i) {
-      add(i, i / 8 % nodes, 1, absl::StrCat("g", gang));
+      add(i, i / per_node % nodes, gpus_per_pod, absl::StrCat("g", gang));
     }
   }
   for (; i < pods; ++i) add(i, i % nodes, 0, "");

@@ -52,6 +52,11 @@ int ClusterSnapshot::ShardOf(absl::string_view key) {
 }
 
 std::optional<int> ClusterSnapshot::NodeIndex(absl::string_view name) const {
+  if (node_index_ != nullptr) {
+    auto found = node_index_->find(name);
+    if (found == node_index_->end()) return std::nullopt;
+    return found->second;
+  }
   auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name, NodeNameLess);
   if (it == nodes_.end() || (*it)->node.name != name) return std::nullopt;
   return static_cast<int>(it - nodes_.begin());
@@ -127,12 +132,15 @@ void SnapshotBuilder::UpsertNode(Node node) {
   owned_.insert(entry.get());
   int index = static_cast<int>(it - nodes.begin());
   nodes.insert(it, std::move(entry));
+  next_->node_index_ = nullptr;
   AttachAllTo(index);
 }
 
 void SnapshotBuilder::RemoveNode(absl::string_view name) {
   std::optional<int> i = next_->NodeIndex(name);
-  if (i) next_->nodes_.erase(next_->nodes_.begin() + *i);
+  if (!i) return;
+  next_->nodes_.erase(next_->nodes_.begin() + *i);
+  next_->node_index_ = nullptr;
 }
 
 void SnapshotBuilder::AttachAllTo(int node_index) {
@@ -202,6 +210,14 @@ void SnapshotBuilder::RemovePod(absl::string_view uid) {
 }
 
 std::shared_ptr<const ClusterSnapshot> SnapshotBuilder::Build() {
+  if (next_->node_index_ == nullptr) {
+    auto index = std::make_shared<absl::flat_hash_map<std::string, int>>();
+    index->reserve(next_->nodes_.size());
+    for (size_t i = 0; i < next_->nodes_.size(); ++i) {
+      index->emplace(next_->nodes_[i]->node.name, static_cast<int>(i));
+    }
+    next_->node_index_ = std::move(index);
+  }
   auto done = std::make_shared<ClusterSnapshot>(*next_);
   owned_.clear();  // Everything built is now shared with `done`.
   return done;

@@ -20,7 +20,7 @@
 
 namespace phalanx::core {
 
-inline constexpr int kSnapshotShards = 64;
+inline constexpr int kSnapshotShards = 256;
 
 class ClusterSnapshot {
  public:
@@ -66,6 +66,8 @@ class ClusterSnapshot {
   static int ShardOf(absl::string_view key);
 
   std::vector<std::shared_ptr<const NodeEntry>> nodes_;
+  // Node name -> index; shared by every snapshot with the same node set, rebuilt when it changes.
+  std::shared_ptr<const absl::flat_hash_map<std::string, int>> node_index_;
   std::array<std::shared_ptr<const PodShard>, kSnapshotShards> pods_;
   std::array<std::shared_ptr<const GangShard>, kSnapshotShards> gangs_;
   size_t pod_count_ = 0;

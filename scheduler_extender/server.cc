@@ -97,6 +97,7 @@ absl::Status ExtenderServer::Start() {
   if (!http_->is_valid()) return absl::InvalidArgumentError("TLS certificate or key is unusable");
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(100000);
+  http_->set_tcp_nodelay(true);
   Routes();
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host);

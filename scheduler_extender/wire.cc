@@ -1,6 +1,7 @@
 // Extender v1 JSON parsing (simdjson, case-insensitive keys) and encoding.
 #include "scheduler_extender/wire.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -117,6 +118,21 @@ absl::StatusOr<NodeVictims> ParseVictims(simdjson::dom::element e, bool meta) {
   return v;
 }
 
+// Appends `s` as a JSON string; names that need no escaping (every valid node name) skip the
+// general encoder.
+void AppendString(std::string& out, absl::string_view s) {
+  bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
+  });
+  if (!plain) {
+    out += EncodeJsonString(s);
+    return;
+  }
+  out += '"';
+  out.append(s.data(), s.size());
+  out += '"';
+}
+
 void AppendFailed(std::string& out, absl::string_view key,
                   const std::map<std::string, std::string>& failed) {
   absl::StrAppend(&out, "\"", key, "\":{");
@@ -187,9 +203,13 @@ absl::StatusOr<BindArgs> ParseBindArgs(absl::string_view body) {
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& outcome) {
   std::string out = "{";
   if (args.node_names_mode) {
-    std::vector<std::string> quoted;
-    for (const std::string& n : outcome.passed) quoted.push_back(EncodeJsonString(n));
-    absl::StrAppend(&out, "\"Nodes\":null,\"NodeNames\":[", absl::StrJoin(quoted, ","), "],");
+    out.reserve(64 + 24 * outcome.passed.size());
+    out += "\"Nodes\":null,\"NodeNames\":[";
+    for (size_t i = 0; i < outcome.passed.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendString(out, outcome.passed[i]);
+    }
+    out += "],";
   } else {
     std::vector<absl::string_view> items;
     size_t next = 0;
@@ -213,12 +233,14 @@ std::string EncodeFilterError(absl::string_view error) {
 }
 
 std::string EncodeHostPriorities(const std::vector<HostScore>& scores) {
-  std::vector<std::string> items;
-  for (const HostScore& s : scores) {
-    items.push_back(
-        absl::StrCat("{\"Host\":", EncodeJsonString(s.host), ",\"Score\":", s.score, "}"));
+  std::string out = "[";
+  out.reserve(40 * scores.size() + 2);
+  for (size_t i = 0; i < scores.size(); ++i) {
+    out += i > 0 ? ",{\"Host\":" : "{\"Host\":";
+    AppendString(out, scores[i].host);
+    absl::StrAppend(&out, ",\"Score\":", scores[i].score, "}");
   }
-  return absl::StrCat("[", absl::StrJoin(items, ","), "]");
+  return out + "]";
 }
 
 std::string EncodePreemptResult(const VictimMap& victims) {
