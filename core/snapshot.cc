@@ -30,6 +30,25 @@ Gang Summarize(const std::string& key, const ClusterSnapshot::GangEntry& entry) 
   return SummarizeGang(key, std::move(pods));
 }
 
+// Adds (+1) or removes (-1) `pod` from the entry's counters.
+void Count(ClusterSnapshot::GangEntry& gang, const PodInfo& pod, int sign) {
+  bool live = !pod.IsTerminal();
+  gang.gated += sign * (live && pod.gated);
+  gang.marked += sign * (live && pod.preempt_requested);
+  gang.holding += sign * pod.HoldsCapacity();
+  gang.pinned += sign * (live && !pod.preemptible);
+}
+
+void RecomputeMaxPriority(ClusterSnapshot::GangEntry& gang) {
+  bool first = true;
+  for (const ClusterSnapshot::PodPtr& p : gang.pods) {
+    if (p->IsTerminal()) continue;
+    gang.max_priority = first ? p->priority : std::max(gang.max_priority, p->priority);
+    first = false;
+  }
+  if (first) gang.max_priority = 0;
+}
+
 auto NodeNameLess = [](const std::shared_ptr<const ClusterSnapshot::NodeEntry>& e,
                        absl::string_view name) { return e->node.name < name; };
 
@@ -183,8 +202,8 @@ void SnapshotBuilder::UpsertPod(PodInfo pod) {
   std::string key = shared->GangKey();
   ClusterSnapshot::GangEntry& gang = MutableGangs(ClusterSnapshot::ShardOf(key))[key];
   gang.pods.insert(std::lower_bound(gang.pods.begin(), gang.pods.end(), shared, UidLess), shared);
-  gang.gated += shared->gated && !shared->IsTerminal();
-  gang.marked += shared->preempt_requested && !shared->IsTerminal();
+  Count(gang, *shared, +1);
+  RecomputeMaxPriority(gang);
   MutablePods(ClusterSnapshot::ShardOf(shared->uid))[shared->uid] = std::move(shared);
   ++next_->pod_count_;
 }
@@ -201,8 +220,8 @@ void SnapshotBuilder::RemovePod(absl::string_view uid) {
   if (git != gangs.end()) {
     ClusterSnapshot::GangEntry& gang = git->second;
     std::erase(gang.pods, keep);
-    gang.gated -= keep->gated && !keep->IsTerminal();
-    gang.marked -= keep->preempt_requested && !keep->IsTerminal();
+    Count(gang, *keep, -1);
+    RecomputeMaxPriority(gang);
     if (gang.pods.empty()) gangs.erase(git);
   }
   MutablePods(ClusterSnapshot::ShardOf(uid)).erase(uid);

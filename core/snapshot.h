@@ -32,8 +32,11 @@ class ClusterSnapshot {
   };
   struct GangEntry {
     std::vector<PodPtr> pods;  // Sorted by uid.
-    int gated = 0;             // Members carrying the admission gate.
-    int marked = 0;            // Members marked for preemption.
+    int gated = 0;             // Live members carrying the admission gate.
+    int marked = 0;            // Live members marked for preemption.
+    int holding = 0;           // Members holding capacity (bound or planned).
+    int pinned = 0;            // Live members that may not be preempted.
+    int32_t max_priority = 0;  // Highest live member priority (0 without live members).
   };
   enum class GangFilter { kAll, kPending, kMarked };
   using PodShard = absl::flat_hash_map<std::string, PodPtr>;

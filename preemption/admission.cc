@@ -139,9 +139,8 @@ class Round {
     if (all_ == nullptr) {
       all_ = std::make_unique<std::vector<Gang>>(
           snap_.Gangs([p = g.priority](const core::ClusterSnapshot::GangEntry& e) {
-            return e.gated == 0 && e.marked == 0 &&
-                   std::all_of(e.pods.begin(), e.pods.end(),
-                               [p](const auto& pod) { return pod->priority < p; });
+            return e.gated == 0 && e.marked == 0 && e.pinned == 0 && e.holding > 0 &&
+                   e.max_priority < p;
           }));
       for (const Gang& r : *all_) {
         if (r.Running()) running_.push_back(&r);
