@@ -81,7 +81,8 @@ func newNamespace(t *testing.T, client kubernetes.Interface) string {
 	return ns.Name
 }
 
-// newPod returns a single-container pod for schedulerName that requests cpu and, if gpus > 0, GPUs.
+// newPod returns a single-container pod for schedulerName ("" is the default scheduler) that requests
+// 1 CPU, 1Gi and, if gpus > 0, that many nvidia.com/gpu.
 func newPod(name, schedulerName string, gpus int64, annotations map[string]string) *v1.Pod {
 	requests := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1Gi")}
 	if gpus > 0 {

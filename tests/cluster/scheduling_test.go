@@ -4,6 +4,7 @@ package cluster_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestDefaultSchedulerRunsAndCompletesPods(t *testing.T) {
 
 	const simSeconds = 3
 	createPod(t, client, ns, newPod("forever", "", 0, nil))
-	createPod(t, client, ns, newPod("finite", "", 0, map[string]string{"phalanx.io/sim-duration": "3"}))
+	createPod(t, client, ns, newPod("finite", "", 0, map[string]string{"phalanx.io/sim-duration": strconv.Itoa(simSeconds)}))
 
 	for _, name := range []string{"forever", "finite"} {
 		pod, _ := waitPod(t, client, ns, name, "bound", 30*time.Second, func(p *v1.Pod) bool { return p.Spec.NodeName != "" })
@@ -78,10 +79,7 @@ func TestDefaultSchedulerRunsAndCompletesPods(t *testing.T) {
 	}
 
 	// Without the annotation a pod keeps running; deleting it removes it (kwok's pod-delete stage).
-	forever, _ := waitPod(t, client, ns, "forever", "Running", time.Second, isRunning)
-	if forever.Status.Phase != v1.PodRunning {
-		t.Fatalf("forever left Running: %s", podStatus(forever))
-	}
+	waitPod(t, client, ns, "forever", "still Running", time.Second, isRunning)
 	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "forever", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
