@@ -22,13 +22,16 @@ constexpr int64_t kListPageSize = 500;
 // A watch whose server-side timeout passed this long ago is considered dead.
 constexpr absl::Duration kWatchSlack = absl::Seconds(30);
 
+// Percent-encodes all but RFC 3986's unreserved characters.
 std::string QueryEscape(absl::string_view s) {
+  constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (char c : s) {
     if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
       out.push_back(c);
     } else {
-      absl::StrAppend(&out, "%", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+      auto byte = static_cast<unsigned char>(c);
+      out += {'%', kHex[byte >> 4], kHex[byte & 15]};
     }
   }
   return out;
@@ -66,7 +69,7 @@ struct Transfer {
   CURL* curl = nullptr;
   const std::function<bool(absl::string_view)>* sink = nullptr;
   const std::atomic<bool>* stop = nullptr;
-  std::string body;           // The response, or the error body of a streamed request.
+  std::string body;            // The response, or the error body of a streamed request.
   bool stopped_by_us = false;  // The sink or `stop` ended the transfer.
 };
 
@@ -155,7 +158,8 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
     headers = curl_slist_append(headers, absl::StrCat("Authorization: Bearer ", token).c_str());
   }
   if (!request.content_type.empty()) {
-    headers = curl_slist_append(headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
+    headers =
+        curl_slist_append(headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
   }
   auto blob = [](const std::string& pem) {
     return curl_blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_NOCOPY};
@@ -184,7 +188,8 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
   if (!request.body.empty()) {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body.size()));
   }
   if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
   if (!config_.client_cert_pem.empty()) {
@@ -251,7 +256,8 @@ absl::StatusOr<std::string> Client::ListAll(
     KUBE_ASSIGN_OR_RETURN(std::string page, List(r, ns, options));
     simdjson::dom::element doc;
     if (auto err = parser.parse(page).get(doc); err != simdjson::SUCCESS) {
-      return absl::InternalError(absl::StrCat("list ", r.plural, ": ", simdjson::error_message(err)));
+      return absl::InternalError(
+          absl::StrCat("list ", r.plural, ": ", simdjson::error_message(err)));
     }
     KUBE_ASSIGN_OR_RETURN(JsonObject list, JsonObject::Of(doc, std::string(r.plural)));
     KUBE_ASSIGN_OR_RETURN(JsonObject meta, list.Object("metadata"));
@@ -347,8 +353,8 @@ absl::Status Client::Delete(const Resource& r, absl::string_view ns, absl::strin
     absl::StrAppend(&body, ",\"gracePeriodSeconds\":", *options.grace_period_seconds);
   }
   if (!options.uid_precondition.empty()) {
-    absl::StrAppend(&body, ",\"preconditions\":{\"uid\":", EncodeJsonString(options.uid_precondition),
-                    "}");
+    absl::StrAppend(
+        &body, ",\"preconditions\":{\"uid\":", EncodeJsonString(options.uid_precondition), "}");
   }
   body += "}";
   return Send({"DELETE", Path(r, ns, name), "application/json", body, options_.request_timeout})

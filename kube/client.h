@@ -40,7 +40,7 @@ struct WatchOptions {
   std::string label_selector;
   std::string field_selector;
   std::string resource_version;  // Start after this version; empty: synthetic ADDED events first.
-  int timeout_seconds = 300;      // The server ends the watch after this long.
+  int timeout_seconds = 300;     // The server ends the watch after this long.
   // When set and true, the watch returns within about a second.
   const std::atomic<bool>* stop = nullptr;
 };
@@ -95,9 +95,9 @@ class Client {
   // Each returns the object the server answers with.
   absl::StatusOr<std::string> Create(const Resource& r, absl::string_view ns,
                                      absl::string_view json);
-  absl::StatusOr<std::string> Patch(const Resource& r, absl::string_view ns,
-                                    absl::string_view name, PatchType type,
-                                    absl::string_view patch, absl::string_view subresource = "");
+  absl::StatusOr<std::string> Patch(const Resource& r, absl::string_view ns, absl::string_view name,
+                                    PatchType type, absl::string_view patch,
+                                    absl::string_view subresource = "");
   absl::Status Delete(const Resource& r, absl::string_view ns, absl::string_view name,
                       const DeleteOptions& options = {});
   // Binds a pod to a node (POST pods/{pod}/binding). A non-empty `uid` makes the apiserver refuse a

@@ -18,6 +18,11 @@
 namespace phalanx::kube {
 namespace {
 
+// yaml-cpp throws on most queries of a missing node; IsDefined() is the safe first question.
+bool Is(const YAML::Node& n, YAML::NodeType::value type) {
+  return n.IsDefined() && n.Type() == type;
+}
+
 // Reads kubeconfig fields; every error names the file and the field.
 class Reader {
  public:
@@ -25,7 +30,8 @@ class Reader {
       : source_(source), base_dir_(base_dir) {}
 
   absl::Status Error(absl::string_view field, absl::string_view problem) const {
-    return absl::InvalidArgumentError(absl::StrCat("kubeconfig ", source_, ": ", field, ": ", problem));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kubeconfig ", source_, ": ", field, ": ", problem));
   }
 
   // A scalar field; "" when absent or null.
@@ -33,8 +39,9 @@ class Reader {
                                      const char* key) const {
     YAML::Node n = parent[key];
     if (!n.IsDefined() || n.IsNull()) return std::string();
-    if (!n.IsScalar()) {
-      return Error(parent_path.empty() ? key : absl::StrCat(parent_path, ".", key), "expected a string");
+    if (!Is(n, YAML::NodeType::Scalar)) {
+      return Error(parent_path.empty() ? key : absl::StrCat(parent_path, ".", key),
+                   "expected a string");
     }
     return n.Scalar();
   }
@@ -43,18 +50,20 @@ class Reader {
   absl::StatusOr<YAML::Node> Named(const YAML::Node& root, const char* section,
                                    const std::string& name, const char* inner) const {
     YAML::Node list = root[section];
-    if (list.IsDefined() && !list.IsNull() && !list.IsSequence()) {
+    if (Is(list, YAML::NodeType::Map) || Is(list, YAML::NodeType::Scalar)) {
       return Error(section, "expected a list");
     }
-    if (list.IsSequence()) {
+    if (Is(list, YAML::NodeType::Sequence)) {
       for (const YAML::Node& entry : list) {
-        if (entry.IsMap() && entry["name"].IsScalar() && entry["name"].Scalar() == name) {
-          YAML::Node body = entry[inner];
-          if (!body.IsMap()) {
-            return Error(absl::StrCat(section, "[\"", name, "\"].", inner), "missing or not a mapping");
-          }
-          return body;
+        if (!Is(entry, YAML::NodeType::Map)) continue;
+        YAML::Node entry_name = entry["name"];
+        if (!Is(entry_name, YAML::NodeType::Scalar) || entry_name.Scalar() != name) continue;
+        YAML::Node body = entry[inner];
+        if (!Is(body, YAML::NodeType::Map)) {
+          return Error(absl::StrCat(section, "[\"", name, "\"].", inner),
+                       "missing or not a mapping");
         }
+        return body;
       }
     }
     return Error(section, absl::StrCat("no entry named \"", name, "\""));
@@ -91,7 +100,7 @@ class Reader {
 };
 
 absl::StatusOr<Config> Parse(const Reader& r, const YAML::Node& root, absl::string_view context) {
-  if (!root.IsMap()) return r.Error("document", "expected a mapping");
+  if (!Is(root, YAML::NodeType::Map)) return r.Error("document", "expected a mapping");
   std::string ctx_name(context);
   if (ctx_name.empty()) {
     auto current = r.Scalar(root, "", "current-context");
@@ -161,7 +170,8 @@ absl::StatusOr<Config> Parse(const Reader& r, const YAML::Node& root, absl::stri
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
@@ -200,7 +210,8 @@ absl::StatusOr<Config> InClusterConfig(absl::string_view sa_dir) {
   absl::StatusOr<std::string> ca = ReadFile(absl::StrCat(sa_dir, "/ca.crt"));
   for (const auto* s : {&token, &ca}) {
     if (!s->ok()) {
-      return absl::FailedPreconditionError(absl::StrCat("in-cluster config: ", s->status().message()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("in-cluster config: ", s->status().message()));
     }
   }
   config.ca_pem = *std::move(ca);

@@ -9,25 +9,27 @@
 
 namespace phalanx::kube {
 
-inline constexpr absl::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+inline constexpr absl::string_view kServiceAccountDir =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
 
 struct Config {
   std::string server;  // "https://host:port", no trailing slash.
-  // PEM contents (files are read when the config is loaded). An empty CA means the system trust store.
+  // PEM contents (files are read when the config is loaded). An empty CA means the system trust
+  // store.
   std::string ca_pem;
   std::string client_cert_pem;
   std::string client_key_pem;
-  std::string token;       // Bearer token; ignored when token_file is set.
-  std::string token_file;  // Re-read by the client from time to time (service-account tokens rotate).
+  std::string token;  // Bearer token; ignored when token_file is set.
+  std::string
+      token_file;  // Re-read by the client from time to time (service-account tokens rotate).
   bool insecure_skip_tls_verify = false;
   std::string ns = "default";  // The context's namespace, or the service account's.
 };
 
-// Parses kubeconfig YAML. `context` empty means current-context. Relative file paths resolve against
-// `base_dir`. Errors name the file (`source`) and the missing or malformed field.
+// Parses kubeconfig YAML. `context` empty means current-context. Relative file paths resolve
+// against `base_dir`. Errors name the file (`source`) and the missing or malformed field.
 absl::StatusOr<Config> ParseKubeconfig(absl::string_view yaml, absl::string_view source,
-                                       absl::string_view base_dir,
-                                       absl::string_view context = "");
+                                       absl::string_view base_dir, absl::string_view context = "");
 
 // Reads and parses the kubeconfig file at `path`.
 absl::StatusOr<Config> LoadKubeconfig(const std::string& path, absl::string_view context = "");

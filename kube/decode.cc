@@ -32,8 +32,9 @@ absl::StatusOr<core::Resources> Quantities(const JsonObject& parent, std::string
   for (const auto& entry : list) {
     absl::StatusOr<core::Resources> r = core::Resources::FromQuantities({entry});
     if (!r.ok()) {
-      return Invalid(absl::StrCat(parent.FieldPath(key), ".", entry.first),
-                     absl::StripPrefix(r.status().message(), absl::StrCat("resource ", entry.first, ": ")));
+      return Invalid(
+          absl::StrCat(parent.FieldPath(key), ".", entry.first),
+          absl::StripPrefix(r.status().message(), absl::StrCat("resource ", entry.first, ": ")));
     }
     total += *r;
   }
@@ -176,10 +177,9 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
   } else if (const std::string* x_group = label(kXPodGroupLabel)) {
     pod.gang = *x_group;
     bool labelled = label(kGangSizeLabel) != nullptr;
-    KUBE_ASSIGN_OR_RETURN(
-        pod.gang_size,
-        GangSize(labelled ? label(kGangSizeLabel) : annotation(kGangSizeLabel),
-                 MetaPath(labelled ? "labels" : "annotations", kGangSizeLabel)));
+    KUBE_ASSIGN_OR_RETURN(pod.gang_size,
+                          GangSize(labelled ? label(kGangSizeLabel) : annotation(kGangSizeLabel),
+                                   MetaPath(labelled ? "labels" : "annotations", kGangSizeLabel)));
   }
   if (const std::string* position = label(kQueuePositionLabel)) {
     double v = 0;
@@ -189,8 +189,8 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
     }
     pod.queue_position = v == 0 ? core::kNoQueuePosition : v;
   }
-  KUBE_ASSIGN_OR_RETURN(pod.preemptible, Flag(label(kPreemptibleLabel), true,
-                                              MetaPath("labels", kPreemptibleLabel)));
+  KUBE_ASSIGN_OR_RETURN(
+      pod.preemptible, Flag(label(kPreemptibleLabel), true, MetaPath("labels", kPreemptibleLabel)));
   const std::string* preempt = label(kPreemptLabel);
   pod.preempt_requested = preempt != nullptr && *preempt == kPreemptRequested;
   if (const std::string* by = annotation(kPreemptedByAnnotation)) pod.preempted_by = *by;

@@ -32,9 +32,9 @@ inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 // A v1 Pod. Requests are the pod's effective requests as kube-scheduler computes them:
 // max(sum of containers and sidecars, each init container plus the sidecars started before it),
 // pod-level spec.resources.requests where set, plus spec.overhead. A container's limits stand in
-// for requests it leaves out. Gang: phalanx.io/gang + gang-size labels, else the pod-group.scheduling
-// .sigs.k8s.io name + min-available labels, else scheduling.x-k8s.io/pod-group (size from a
-// phalanx.io/gang-size label or annotation, else 1).
+// for requests it leaves out. Gang: phalanx.io/gang + gang-size labels, else the
+// pod-group.scheduling .sigs.k8s.io name + min-available labels, else scheduling.x-k8s.io/pod-group
+// (size from a phalanx.io/gang-size label or annotation, else 1).
 absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod);
 
 // A v1 Node: name, status.allocatable, labels, spec.taints, spec.unschedulable.

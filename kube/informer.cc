@@ -112,20 +112,20 @@ absl::StatusOr<std::string> Informer::Relist(Kind kind) {
   std::vector<core::Node> nodes;
   std::vector<core::PodInfo> pod_infos;
   std::vector<std::string> errors;
-  absl::StatusOr<std::string> version = client_.ListAll(
-      pods ? kPods : kNodes, pods ? options_.pod_namespace : "", list,
-      [&](simdjson::dom::element item) {
-        if (pods) {
-          absl::StatusOr<core::PodInfo> pod = DecodePod(item);
-          if (!pod.ok()) errors.emplace_back(pod.status().message());
-          if (pod.ok()) pod_infos.push_back(*std::move(pod));
-        } else {
-          absl::StatusOr<core::Node> node = DecodeNode(item);
-          if (!node.ok()) errors.emplace_back(node.status().message());
-          if (node.ok()) nodes.push_back(*std::move(node));
-        }
-        return absl::OkStatus();
-      });
+  absl::StatusOr<std::string> version =
+      client_.ListAll(pods ? kPods : kNodes, pods ? options_.pod_namespace : "", list,
+                      [&](simdjson::dom::element item) {
+                        if (pods) {
+                          absl::StatusOr<core::PodInfo> pod = DecodePod(item);
+                          if (!pod.ok()) errors.emplace_back(pod.status().message());
+                          if (pod.ok()) pod_infos.push_back(*std::move(pod));
+                        } else {
+                          absl::StatusOr<core::Node> node = DecodeNode(item);
+                          if (!node.ok()) errors.emplace_back(node.status().message());
+                          if (node.ok()) nodes.push_back(*std::move(node));
+                        }
+                        return absl::OkStatus();
+                      });
   if (!version.ok()) return version.status();
 
   std::lock_guard<std::mutex> lock(mu_);
@@ -170,8 +170,8 @@ void Informer::ApplyEvent(Kind kind, EventType type, simdjson::dom::element obje
   }
   absl::StatusOr<core::PodInfo> pod;
   absl::StatusOr<core::Node> node;
-  absl::Status decoded = pods ? (pod = DecodePod(object)).status()
-                              : (node = DecodeNode(object)).status();
+  absl::Status decoded =
+      pods ? (pod = DecodePod(object)).status() : (node = DecodeNode(object)).status();
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.events;
   if (!decoded.ok()) {
@@ -221,13 +221,12 @@ void Informer::Run(Kind kind) {
     watch.timeout_seconds = options_.watch_timeout_seconds;
     watch.stop = &abort;
     int64_t events = 0;
-    WatchResult result = client_.Watch(
-        pods ? kPods : kNodes, pods ? options_.pod_namespace : "", watch,
-        [&](EventType type, simdjson::dom::element object) {
-          ++events;
-          ApplyEvent(kind, type, object);
-          return true;
-        });
+    WatchResult result = client_.Watch(pods ? kPods : kNodes, pods ? options_.pod_namespace : "",
+                                       watch, [&](EventType type, simdjson::dom::element object) {
+                                         ++events;
+                                         ApplyEvent(kind, type, object);
+                                         return true;
+                                       });
     abort = stop_.load();
     version = result.resource_version;
     if (IsGone(result.status)) {

@@ -51,7 +51,8 @@ std::string EncodeJsonString(absl::string_view s) {
 absl::StatusOr<JsonObject> JsonObject::Of(simdjson::dom::element e, std::string path) {
   if (e.is_null()) return JsonObject(std::nullopt, std::move(path));
   simdjson::dom::object obj;
-  if (e.get(obj) != simdjson::SUCCESS) return WrongType(path.empty() ? "document" : path, "an object");
+  if (e.get(obj) != simdjson::SUCCESS)
+    return WrongType(path.empty() ? "document" : path, "an object");
   return JsonObject(obj, std::move(path));
 }
 

@@ -25,10 +25,10 @@
 #define KUBE_CONCAT(a, b) KUBE_CONCAT_IMPL(a, b)
 #define KUBE_CONCAT_IMPL(a, b) a##b
 
-#define KUBE_RETURN_IF_ERROR(expr)          \
-  do {                                      \
-    absl::Status _status = (expr);          \
-    if (!_status.ok()) return _status;      \
+#define KUBE_RETURN_IF_ERROR(expr)     \
+  do {                                 \
+    absl::Status _status = (expr);     \
+    if (!_status.ok()) return _status; \
   } while (false)
 
 namespace phalanx::kube {

@@ -47,7 +47,7 @@ std::string_view StringMember(simdjson::dom::element obj, std::string_view key) 
 }
 
 absl::Status FromStatusObject(absl::string_view what, simdjson::dom::element status,
-                             int64_t fallback_code) {
+                              int64_t fallback_code) {
   int64_t code = 0;
   if (status["code"].get(code) != simdjson::SUCCESS) code = fallback_code;
   std::string_view reason = StringMember(status, "reason");

@@ -10,9 +10,9 @@ namespace phalanx::kube {
 
 // Codes: 400, 422 -> InvalidArgument; 401 -> Unauthenticated; 403 -> PermissionDenied;
 // 404 -> NotFound; 409 -> AlreadyExists (reason AlreadyExists) or Aborted (a conflict);
-// 410 Gone (resourceVersion too old, expired continue token) -> OutOfRange; 429 -> ResourceExhausted;
-// 503 -> Unavailable; 504 -> DeadlineExceeded; other 5xx -> Internal; anything else -> Unknown.
-// The HTTP code rides along as a payload (see HttpCode).
+// 410 Gone (resourceVersion too old, expired continue token) -> OutOfRange; 429 ->
+// ResourceExhausted; 503 -> Unavailable; 504 -> DeadlineExceeded; other 5xx -> Internal; anything
+// else -> Unknown. The HTTP code rides along as a payload (see HttpCode).
 absl::Status HttpError(int http_code, absl::string_view reason, absl::string_view message);
 
 // The error for a non-2xx response: `what` (e.g. "GET /api/v1/nodes/x"), the code, and the message

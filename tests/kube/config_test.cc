@@ -40,7 +40,7 @@ contexts:
                       context_extra, "}\n");
 }
 
-class ConfigTest : public ::testing::Test {
+class KubeConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
@@ -57,12 +57,11 @@ class ConfigTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-TEST_F(ConfigTest, TokenAndCaData) {
+TEST_F(KubeConfigTest, TokenAndCaData) {
   absl::StatusOr<Config> c = ParseKubeconfig(
       Kubeconfig("    server: https://10.0.0.1:6443/\n"
                  "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tQ0E=",
-                 "    token: abc123",
-                 ", namespace: research"),
+                 "    token: abc123", ", namespace: research"),
       "test", "");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->server, "https://10.0.0.1:6443");
@@ -73,7 +72,7 @@ TEST_F(ConfigTest, TokenAndCaData) {
   EXPECT_TRUE(c->client_cert_pem.empty());
 }
 
-TEST_F(ConfigTest, ClientCertificateDataAndInsecure) {
+TEST_F(KubeConfigTest, ClientCertificateDataAndInsecure) {
   absl::StatusOr<Config> c = ParseKubeconfig(
       Kubeconfig("    server: https://api:443\n    insecure-skip-tls-verify: true",
                  "    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ"),
@@ -86,7 +85,7 @@ TEST_F(ConfigTest, ClientCertificateDataAndInsecure) {
   EXPECT_TRUE(c->ca_pem.empty());
 }
 
-TEST_F(ConfigTest, FilesResolveAgainstTheKubeconfigDirectory) {
+TEST_F(KubeConfigTest, FilesResolveAgainstTheKubeconfigDirectory) {
   Write("ca.crt", "CA FILE");
   Write("client.crt", "CERT FILE");
   Write("client.key", "KEY FILE");
@@ -94,8 +93,8 @@ TEST_F(ConfigTest, FilesResolveAgainstTheKubeconfigDirectory) {
   std::string path = Write(
       "config", Kubeconfig("    server: https://api:443\n    certificate-authority: ca.crt",
                            absl::StrCat("    client-certificate: client.crt\n"
-                                        "    client-key: ", (dir_ / "client.key").string(),
-                                        "\n    tokenFile: token")));
+                                        "    client-key: ",
+                                        (dir_ / "client.key").string(), "\n    tokenFile: token")));
   absl::StatusOr<Config> c = LoadKubeconfig(path);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->ca_pem, "CA FILE");
@@ -104,7 +103,7 @@ TEST_F(ConfigTest, FilesResolveAgainstTheKubeconfigDirectory) {
   EXPECT_EQ(c->token_file, (dir_ / "token").string());
 }
 
-TEST_F(ConfigTest, ExplicitContext) {
+TEST_F(KubeConfigTest, ExplicitContext) {
   std::string yaml = Kubeconfig("    server: https://api:443", "    token: t") +
                      "- name: second\n  context: {cluster: other}\n";
   absl::StatusOr<Config> c = ParseKubeconfig(yaml, "test", "", "second");
@@ -113,28 +112,33 @@ TEST_F(ConfigTest, ExplicitContext) {
   EXPECT_EQ(c->token, "");
 }
 
-TEST_F(ConfigTest, ErrorsNameFileAndField) {
+TEST_F(KubeConfigTest, ErrorsNameFileAndField) {
   auto error = [](const std::string& yaml) {
     return std::string(ParseKubeconfig(yaml, "/etc/kube.yaml", "/etc").status().message());
   };
   const std::string ok_cluster = "    server: https://api:443";
-  EXPECT_THAT(error("clusters: []\n"), HasSubstr("kubeconfig /etc/kube.yaml: current-context: not set"));
+  EXPECT_THAT(error("clusters: []\n"),
+              HasSubstr("kubeconfig /etc/kube.yaml: current-context: not set"));
   EXPECT_THAT(error("current-context: nope\ncontexts: []\n"),
               HasSubstr(R"(contexts: no entry named "nope")"));
   EXPECT_THAT(error(Kubeconfig("    insecure-skip-tls-verify: true", "    token: t")),
               HasSubstr(R"(clusters["c"].cluster.server: missing)"));
   EXPECT_THAT(error(Kubeconfig("    server: api:443", "    token: t")),
               HasSubstr(R"(clusters["c"].cluster.server: not an http(s) URL)"));
-  EXPECT_THAT(error(Kubeconfig(ok_cluster + "\n    certificate-authority-data: '!!'", "    token: t")),
-              HasSubstr(R"(clusters["c"].cluster.certificate-authority-data: invalid base64)"));
-  EXPECT_THAT(error(Kubeconfig(ok_cluster + "\n    certificate-authority: missing.crt", "    token: t")),
-              HasSubstr(R"(clusters["c"].cluster.certificate-authority: cannot read /etc/missing.crt)"));
-  EXPECT_THAT(error(Kubeconfig(ok_cluster, "    client-certificate-data: Q0VSVA==")),
-              HasSubstr(R"(users["u"].user: client-certificate and client-key must be given together)"));
+  EXPECT_THAT(
+      error(Kubeconfig(ok_cluster + "\n    certificate-authority-data: '!!'", "    token: t")),
+      HasSubstr(R"(clusters["c"].cluster.certificate-authority-data: invalid base64)"));
+  EXPECT_THAT(
+      error(Kubeconfig(ok_cluster + "\n    certificate-authority: missing.crt", "    token: t")),
+      HasSubstr(R"(clusters["c"].cluster.certificate-authority: cannot read /etc/missing.crt)"));
+  EXPECT_THAT(
+      error(Kubeconfig(ok_cluster, "    client-certificate-data: Q0VSVA==")),
+      HasSubstr(R"(users["u"].user: client-certificate and client-key must be given together)"));
   EXPECT_THAT(error(Kubeconfig(ok_cluster, "    token: [a, b]")),
               HasSubstr(R"(users["u"].user.token: expected a string)"));
-  EXPECT_THAT(error(Kubeconfig(ok_cluster + "\n    insecure-skip-tls-verify: maybe", "    token: t")),
-              HasSubstr("insecure-skip-tls-verify: expected true or false"));
+  EXPECT_THAT(
+      error(Kubeconfig(ok_cluster + "\n    insecure-skip-tls-verify: maybe", "    token: t")),
+      HasSubstr("insecure-skip-tls-verify: expected true or false"));
   EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {cluster: c}\n"),
               HasSubstr(R"(clusters: no entry named "c")"));
   EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {user: u}\n"),
@@ -144,7 +148,7 @@ TEST_F(ConfigTest, ErrorsNameFileAndField) {
               HasSubstr("cannot read /nonexistent/kubeconfig"));
 }
 
-TEST_F(ConfigTest, InCluster) {
+TEST_F(KubeConfigTest, InCluster) {
   Write("token", "sa-token\n");
   Write("ca.crt", "SA CA");
   Write("namespace", "phalanx\n");
@@ -158,9 +162,11 @@ TEST_F(ConfigTest, InCluster) {
   EXPECT_EQ(c->ns, "phalanx");
 
   std::filesystem::remove(dir_ / "ca.crt");
-  EXPECT_THAT(std::string(InClusterConfig(dir_.string()).status().message()),
-              HasSubstr(absl::StrCat("in-cluster config: cannot read ", (dir_ / "ca.crt").string())));
+  EXPECT_THAT(
+      std::string(InClusterConfig(dir_.string()).status().message()),
+      HasSubstr(absl::StrCat("in-cluster config: cannot read ", (dir_ / "ca.crt").string())));
   unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
   EXPECT_THAT(std::string(InClusterConfig(dir_.string()).status().message()),
               HasSubstr("KUBERNETES_SERVICE_HOST"));
 }

@@ -27,7 +27,7 @@ std::string Fixture(const std::string& name) {
   return text.value_or("");
 }
 
-TEST(DecodePodTest, DeterminedStylePodWithEveryContractField) {
+TEST(KubeDecodePodTest, DeterminedStylePodWithEveryContractField) {
   simdjson::dom::parser parser;
   absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, Fixture("determined_pod.json")));
   ASSERT_TRUE(pod.ok()) << pod.status();
@@ -55,8 +55,8 @@ TEST(DecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_EQ(pod->preempted_by, "research/exp-40-trial-1");
   EXPECT_EQ(pod->placement, "gpu-node-3");
   EXPECT_TRUE(pod->backfilled);
-  EXPECT_THAT(pod->node_selector,
-              ElementsAre(Pair("accelerator", "a100"), Pair("kubernetes.io/hostname", "gpu-node-3")));
+  EXPECT_THAT(pod->node_selector, ElementsAre(Pair("accelerator", "a100"),
+                                              Pair("kubernetes.io/hostname", "gpu-node-3")));
   ASSERT_EQ(pod->tolerations.size(), 4u);
   using Op = core::Toleration::Operator;
   EXPECT_EQ(pod->tolerations[0].key, "nvidia.com/gpu");
@@ -68,10 +68,11 @@ TEST(DecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_EQ(pod->tolerations[2].value, "ml");
   EXPECT_TRUE(pod->tolerations[2].any_effect);
   EXPECT_EQ(pod->tolerations[3].key, "");
-  EXPECT_TRUE(pod->tolerations[3].Tolerates(core::Taint{"anything", "x", core::TaintEffect::kNoExecute}));
+  EXPECT_TRUE(
+      pod->tolerations[3].Tolerates(core::Taint{"anything", "x", core::TaintEffect::kNoExecute}));
 }
 
-TEST(DecodePodTest, PodGroupLabelledRunningPod) {
+TEST(KubeDecodePodTest, PodGroupLabelledRunningPod) {
   simdjson::dom::parser parser;
   absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, Fixture("podgroup_pod.json")));
   ASSERT_TRUE(pod.ok()) << pod.status();
@@ -87,34 +88,36 @@ TEST(DecodePodTest, PodGroupLabelledRunningPod) {
   EXPECT_FALSE(pod->preempt_requested);
   EXPECT_FALSE(pod->backfilled);
   EXPECT_EQ(pod->queue_position, core::kNoQueuePosition);  // Only phalanx.io/queue-position counts.
-  core::Resources want(2000, 8000000000 + 536870912, 2);  // The metrics container: limits only.
+  core::Resources want(2000, 8000000000 + 536870912, 2);   // The metrics container: limits only.
   want.Set("example.com/fpga", 1);
   EXPECT_EQ(pod->requests, want) << pod->requests.ToString();
 }
 
 // A minimal pod with extra metadata / spec / status members spliced in.
-std::string MiniPod(const std::string& meta, const std::string& spec, const std::string& status = "") {
+std::string MiniPod(const std::string& meta, const std::string& spec,
+                    const std::string& status = "") {
   return absl::StrCat(R"({"metadata":{"name":"x","namespace":"default","uid":"u1")",
                       meta.empty() ? "" : ",", meta, R"(},"spec":{)", spec, R"(},"status":{)",
                       status, "}}");
 }
 
-TEST(DecodePodTest, SchedulingXK8sPodGroupSizeFromAnnotation) {
+TEST(KubeDecodePodTest, SchedulingXK8sPodGroupSizeFromAnnotation) {
   simdjson::dom::parser parser;
-  absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(
-      parser, MiniPod(R"("labels":{"scheduling.x-k8s.io/pod-group":"pg"},)"
-                      R"("annotations":{"phalanx.io/gang-size":"3"})",
-                      R"("containers":[])")));
+  absl::StatusOr<core::PodInfo> pod =
+      DecodePod(Parse(parser, MiniPod(R"("labels":{"scheduling.x-k8s.io/pod-group":"pg"},)"
+                                      R"("annotations":{"phalanx.io/gang-size":"3"})",
+                                      R"("containers":[])")));
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(pod->gang, "pg");
   EXPECT_EQ(pod->gang_size, 3);
 }
 
-TEST(DecodePodTest, BarePodIsAGangOfOne) {
+TEST(KubeDecodePodTest, BarePodIsAGangOfOne) {
   simdjson::dom::parser parser;
   absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(
-      parser, MiniPod(R"("labels":{"phalanx.io/queue-position":"0","phalanx.io/preemptible":"false"})",
-                      R"("containers":[{"name":"c"}])", R"("phase":"Succeeded")")));
+      parser,
+      MiniPod(R"("labels":{"phalanx.io/queue-position":"0","phalanx.io/preemptible":"false"})",
+              R"("containers":[{"name":"c"}])", R"("phase":"Succeeded")")));
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(pod->gang, "");
   EXPECT_EQ(pod->gang_size, 1);
@@ -125,11 +128,12 @@ TEST(DecodePodTest, BarePodIsAGangOfOne) {
   EXPECT_TRUE(pod->requests.IsZero());
 }
 
-TEST(DecodePodTest, PodLevelRequestsOverrideContainers) {
+TEST(KubeDecodePodTest, PodLevelRequestsOverrideContainers) {
   simdjson::dom::parser parser;
   absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(
-      parser, MiniPod("", R"("resources":{"requests":{"cpu":"3"}},)"
-                          R"("containers":[{"resources":{"requests":{"cpu":"1","memory":"1Ki"}}}])")));
+      parser,
+      MiniPod("", R"("resources":{"requests":{"cpu":"3"}},)"
+                  R"("containers":[{"resources":{"requests":{"cpu":"1","memory":"1Ki"}}}])")));
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(pod->requests, core::Resources(3000, 1024, 0));
 }
@@ -141,80 +145,81 @@ struct Malformed {
   std::string error;
 };
 
-class MalformedPodTest : public ::testing::TestWithParam<Malformed> {};
-
-TEST_P(MalformedPodTest, ErrorNamesObjectAndField) {
+TEST(KubeDecodePodTest, MalformedFieldErrorsNameObjectAndField) {
+  const Malformed cases[] = {
+      Malformed{"", R"("containers":[{"resources":{"requests":{"cpu":"abc"}}}])", "",
+                R"(spec.containers[0].resources.requests.cpu: invalid quantity "abc")"},
+      Malformed{"", R"("containers":[{"resources":{"limits":{"memory":"1Q"}}}])", "",
+                R"(spec.containers[0].resources.limits.memory: invalid quantity "1Q")"},
+      Malformed{"", R"("initContainers":[{},{"resources":{"requests":{"memory":"-1Gi"}}}])", "",
+                R"(spec.initContainers[1].resources.requests.memory: negative quantity "-1Gi")"},
+      Malformed{"", R"("overhead":{"cpu":"1x"})", "", R"(spec.overhead.cpu: invalid quantity)"},
+      Malformed{"", R"("resources":{"requests":{"memory":"lots"}})", "",
+                R"(spec.resources.requests.memory: invalid quantity "lots")"},
+      Malformed{"", R"("containers":[{"resources":{"requests":{"cpu":2}}}])", "",
+                R"(spec.containers[0].resources.requests["cpu"]: expected a string)"},
+      Malformed{"", R"("containers":{})", "", "spec.containers: expected an array"},
+      Malformed{"", R"("containers":[7])", "", "spec.containers[0]: expected an object"},
+      Malformed{"", R"("containers":[{"resources":[]}])", "",
+                "spec.containers[0].resources: expected an object"},
+      Malformed{"", R"("priority":"high")", "", "spec.priority: expected an integer"},
+      Malformed{"", R"("priority":9999999999)", "", "spec.priority: out of range"},
+      Malformed{"", R"("nodeName":5)", "", "spec.nodeName: expected a string"},
+      Malformed{"", R"("schedulingGates":[{"name":1}])", "",
+                "spec.schedulingGates[0].name: expected a string"},
+      Malformed{"", R"("tolerations":[{"key":"a","operator":"Lt","value":"3"}])", "",
+                R"(spec.tolerations[0].operator: unknown operator "Lt")"},
+      Malformed{"", R"("tolerations":[{},{"key":"a","effect":"Sometimes"}])", "",
+                R"(spec.tolerations[1].effect: unknown effect "Sometimes")"},
+      Malformed{"", R"("nodeSelector":{"zone":1})", "",
+                R"(spec.nodeSelector["zone"]: expected a string)"},
+      Malformed{"", "", R"("phase":"Dancing")", R"(status.phase: unknown phase "Dancing")"},
+      Malformed{"", "", R"("startTime":"soon")",
+                R"(status.startTime: invalid RFC 3339 time "soon")"},
+      Malformed{R"("creationTimestamp":"2024-13-01T00:00:00Z")", "", "",
+                "metadata.creationTimestamp: invalid RFC 3339 time"},
+      Malformed{R"("labels":{"phalanx.io/gang":"g","phalanx.io/gang-size":"two"})", "", "",
+                R"(metadata.labels["phalanx.io/gang-size"]: invalid gang size "two")"},
+      Malformed{
+          R"("labels":{"pod-group.scheduling.sigs.k8s.io/name":"g",)"
+          R"("pod-group.scheduling.sigs.k8s.io/min-available":"-1"})",
+          "", "",
+          R"(metadata.labels["pod-group.scheduling.sigs.k8s.io/min-available"]: invalid gang size "-1")"},
+      Malformed{R"("labels":{"scheduling.x-k8s.io/pod-group":"g"},)"
+                R"("annotations":{"phalanx.io/gang-size":"1.5"})",
+                "", "", R"(metadata.annotations["phalanx.io/gang-size"]: invalid gang size "1.5")"},
+      Malformed{R"("labels":{"phalanx.io/queue-position":"first"})", "", "",
+                R"(metadata.labels["phalanx.io/queue-position"]: invalid decimal "first")"},
+      Malformed{R"("labels":{"phalanx.io/queue-position":"inf"})", "", "",
+                R"(metadata.labels["phalanx.io/queue-position"]: invalid decimal "inf")"},
+      Malformed{R"("labels":{"phalanx.io/preemptible":"nope"})", "", "",
+                R"(metadata.labels["phalanx.io/preemptible"]: expected "true" or "false")"},
+      Malformed{R"("annotations":{"phalanx.io/backfilled":"yes"})", "", "",
+                R"(metadata.annotations["phalanx.io/backfilled"]: expected "true" or "false")"},
+      Malformed{R"("labels":["a"])", "", "", "metadata.labels: expected an object"}};
   simdjson::dom::parser parser;
-  const Malformed& m = GetParam();
-  absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, MiniPod(m.meta, m.spec, m.status)));
-  ASSERT_FALSE(pod.ok());
-  EXPECT_EQ(pod.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(pod.status().message(), HasSubstr(absl::StrCat("pod default/x: ", m.error)));
+  for (const Malformed& m : cases) {
+    SCOPED_TRACE(m.error);
+    absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, MiniPod(m.meta, m.spec, m.status)));
+    ASSERT_FALSE(pod.ok());
+    EXPECT_EQ(pod.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(pod.status().message(), HasSubstr(absl::StrCat("pod default/x: ", m.error)));
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fields, MalformedPodTest,
-    ::testing::Values(
-        Malformed{"", R"("containers":[{"resources":{"requests":{"cpu":"abc"}}}])", "",
-                  R"(spec.containers[0].resources.requests.cpu: invalid quantity "abc")"},
-        Malformed{"", R"("containers":[{"resources":{"limits":{"memory":"1Q"}}}])", "",
-                  R"(spec.containers[0].resources.limits.memory: invalid quantity "1Q")"},
-        Malformed{"", R"("initContainers":[{},{"resources":{"requests":{"memory":"-1Gi"}}}])", "",
-                  R"(spec.initContainers[1].resources.requests.memory: negative quantity "-1Gi")"},
-        Malformed{"", R"("overhead":{"cpu":"1x"})", "", R"(spec.overhead.cpu: invalid quantity)"},
-        Malformed{"", R"("resources":{"requests":{"memory":"lots"}})", "",
-                  R"(spec.resources.requests.memory: invalid quantity "lots")"},
-        Malformed{"", R"("containers":[{"resources":{"requests":{"cpu":2}}}])", "",
-                  R"(spec.containers[0].resources.requests["cpu"]: expected a string)"},
-        Malformed{"", R"("containers":{})", "", "spec.containers: expected an array"},
-        Malformed{"", R"("containers":[7])", "", "spec.containers[0]: expected an object"},
-        Malformed{"", R"("containers":[{"resources":[]}])", "",
-                  "spec.containers[0].resources: expected an object"},
-        Malformed{"", R"("priority":"high")", "", "spec.priority: expected an integer"},
-        Malformed{"", R"("priority":9999999999)", "", "spec.priority: out of range"},
-        Malformed{"", R"("nodeName":5)", "", "spec.nodeName: expected a string"},
-        Malformed{"", R"("schedulingGates":[{"name":1}])", "",
-                  "spec.schedulingGates[0].name: expected a string"},
-        Malformed{"", R"("tolerations":[{"key":"a","operator":"Lt","value":"3"}])", "",
-                  R"(spec.tolerations[0].operator: unknown operator "Lt")"},
-        Malformed{"", R"("tolerations":[{},{"key":"a","effect":"Sometimes"}])", "",
-                  R"(spec.tolerations[1].effect: unknown effect "Sometimes")"},
-        Malformed{"", R"("nodeSelector":{"zone":1})", "",
-                  R"(spec.nodeSelector["zone"]: expected a string)"},
-        Malformed{"", "", R"("phase":"Dancing")", R"(status.phase: unknown phase "Dancing")"},
-        Malformed{"", "", R"("startTime":"soon")", R"(status.startTime: invalid RFC 3339 time "soon")"},
-        Malformed{R"("creationTimestamp":"2024-13-01T00:00:00Z")", "", "",
-                  "metadata.creationTimestamp: invalid RFC 3339 time"},
-        Malformed{R"("labels":{"phalanx.io/gang":"g","phalanx.io/gang-size":"two"})", "", "",
-                  R"(metadata.labels["phalanx.io/gang-size"]: invalid gang size "two")"},
-        Malformed{R"("labels":{"pod-group.scheduling.sigs.k8s.io/name":"g",)"
-                  R"("pod-group.scheduling.sigs.k8s.io/min-available":"-1"})",
-                  "", "",
-                  R"(metadata.labels["pod-group.scheduling.sigs.k8s.io/min-available"]: invalid gang size "-1")"},
-        Malformed{R"("labels":{"scheduling.x-k8s.io/pod-group":"g"},)"
-                  R"("annotations":{"phalanx.io/gang-size":"1.5"})",
-                  "", "", R"(metadata.annotations["phalanx.io/gang-size"]: invalid gang size "1.5")"},
-        Malformed{R"("labels":{"phalanx.io/queue-position":"first"})", "", "",
-                  R"(metadata.labels["phalanx.io/queue-position"]: invalid decimal "first")"},
-        Malformed{R"("labels":{"phalanx.io/queue-position":"inf"})", "", "",
-                  R"(metadata.labels["phalanx.io/queue-position"]: invalid decimal "inf")"},
-        Malformed{R"("labels":{"phalanx.io/preemptible":"nope"})", "", "",
-                  R"(metadata.labels["phalanx.io/preemptible"]: expected "true" or "false")"},
-        Malformed{R"("annotations":{"phalanx.io/backfilled":"yes"})", "", "",
-                  R"(metadata.annotations["phalanx.io/backfilled"]: expected "true" or "false")"},
-        Malformed{R"("labels":["a"])", "", "", "metadata.labels: expected an object"},
-        Malformed{R"("uid":"")", "", "", "metadata.uid: missing"}));
-
-TEST(DecodePodTest, MissingNameAndNonObjectSections) {
+TEST(KubeDecodePodTest, MissingNameAndNonObjectSections) {
   simdjson::dom::parser parser;
   absl::StatusOr<core::PodInfo> pod =
       DecodePod(Parse(parser, R"({"metadata":{"namespace":"ns","uid":"u"}})"));
   EXPECT_THAT(pod.status().message(), HasSubstr("pod ns/<unnamed>: metadata.name: missing"));
-  pod = DecodePod(Parse(parser, R"({"metadata":{"name":"p","namespace":"ns","uid":"u"},"spec":3})"));
+  pod =
+      DecodePod(Parse(parser, R"({"metadata":{"name":"p","namespace":"ns","uid":"u"},"spec":3})"));
   EXPECT_THAT(pod.status().message(), HasSubstr("pod ns/p: spec: expected an object"));
+  pod = DecodePod(Parse(parser, R"({"metadata":{"name":"p","namespace":"ns"}})"));
+  EXPECT_THAT(pod.status().message(), HasSubstr("pod ns/p: metadata.uid: missing"));
 }
 
-TEST(DecodeNodeTest, TaintedCordonedNode) {
+TEST(KubeDecodeNodeTest, TaintedCordonedNode) {
   simdjson::dom::parser parser;
   absl::StatusOr<core::Node> node = DecodeNode(Parse(parser, Fixture("tainted_node.json")));
   ASSERT_TRUE(node.ok()) << node.status();
@@ -224,10 +229,10 @@ TEST(DecodeNodeTest, TaintedCordonedNode) {
   want.Set("pods", 110);
   want.Set("ephemeral-storage", 966367641600);
   EXPECT_EQ(node->allocatable, want) << node->allocatable.ToString();
-  EXPECT_THAT(node->labels, ElementsAre(Pair("accelerator", "a100"),
-                                        Pair("kubernetes.io/arch", "amd64"),
-                                        Pair("kubernetes.io/hostname", "gpu-node-3"),
-                                        Pair("topology.kubernetes.io/zone", "us-east-1b")));
+  EXPECT_THAT(node->labels,
+              ElementsAre(Pair("accelerator", "a100"), Pair("kubernetes.io/arch", "amd64"),
+                          Pair("kubernetes.io/hostname", "gpu-node-3"),
+                          Pair("topology.kubernetes.io/zone", "us-east-1b")));
   ASSERT_EQ(node->taints.size(), 4u);
   EXPECT_EQ(node->taints[0].key, "nvidia.com/gpu");
   EXPECT_EQ(node->taints[0].value, "present");
@@ -237,15 +242,16 @@ TEST(DecodeNodeTest, TaintedCordonedNode) {
   EXPECT_EQ(node->taints[3].effect, core::TaintEffect::kNoExecute);
 }
 
-TEST(DecodeNodeTest, MalformedFields) {
+TEST(KubeDecodeNodeTest, MalformedFields) {
   simdjson::dom::parser parser;
   auto error = [&](const std::string& json) {
     return std::string(DecodeNode(Parse(parser, json)).status().message());
   };
   EXPECT_THAT(error(R"({"metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"many"}}})"),
               HasSubstr(R"(node n1: status.allocatable.cpu: invalid quantity "many")"));
-  EXPECT_THAT(error(R"({"metadata":{"name":"n1"},"spec":{"taints":[{"key":"k","effect":"Maybe"}]}})"),
-              HasSubstr(R"(node n1: spec.taints[0].effect: unknown effect "Maybe")"));
+  EXPECT_THAT(
+      error(R"({"metadata":{"name":"n1"},"spec":{"taints":[{"key":"k","effect":"Maybe"}]}})"),
+      HasSubstr(R"(node n1: spec.taints[0].effect: unknown effect "Maybe")"));
   EXPECT_THAT(error(R"({"metadata":{"name":"n1"},"spec":{"taints":[{"effect":"NoSchedule"}]}})"),
               HasSubstr("node n1: spec.taints[0].key: missing"));
   EXPECT_THAT(error(R"({"metadata":{"name":"n1"},"spec":{"unschedulable":"yes"}})"),

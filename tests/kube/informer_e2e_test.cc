@@ -28,7 +28,7 @@ bool Eventually(const Informer& informer, const std::function<bool(const Snapsho
   }
 }
 
-class InformerE2eTest : public ::testing::Test {
+class KubeInformerE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<Config> config = testing::TestClusterConfig();
@@ -49,13 +49,14 @@ class InformerE2eTest : public ::testing::Test {
   std::string Labels() const { return absl::StrCat(R"({"phalanx-kube-e2e":")", run_, R"("})"); }
   void CreateNode() {
     node_ = testing::UniqueName("kube-e2e-node");
-    ASSERT_TRUE(client_
-                    ->Create(kNodes, "",
-                             absl::StrCat(R"({"metadata":{"name":")", node_, R"(","labels":)", Labels(),
-                                          R"(},"spec":{"unschedulable":true,"taints":[{"key":)",
-                                          R"("phalanx-kube-e2e","effect":"NoSchedule"}]},)",
-                                          R"("status":{"allocatable":{"cpu":"8","nvidia.com/gpu":"4"}}})"))
-                    .ok());
+    ASSERT_TRUE(
+        client_
+            ->Create(kNodes, "",
+                     absl::StrCat(R"({"metadata":{"name":")", node_, R"(","labels":)", Labels(),
+                                  R"(},"spec":{"unschedulable":true,"taints":[{"key":)",
+                                  R"("phalanx-kube-e2e","effect":"NoSchedule"}]},)",
+                                  R"("status":{"allocatable":{"cpu":"8","nvidia.com/gpu":"4"}}})"))
+            .ok());
   }
   std::string CreatePod() {
     pod_ = testing::UniqueName("informed");
@@ -65,7 +66,7 @@ class InformerE2eTest : public ::testing::Test {
                      R"(},"spec":{"schedulerName":"phalanx-kube-e2e-none",)",
                      R"("schedulingGates":[{"name":"phalanx.io/admission"}],)",
                      R"("containers":[{"name":"c","image":"x","resources":{"requests":)",
-                     R"({"cpu":"2","nvidia.com/gpu":"1"}}}]}})"));
+                     R"({"cpu":"2"},"limits":{"nvidia.com/gpu":"1"}}}]}})"));
     EXPECT_TRUE(created.ok()) << created.status();
     const std::string json = created.value_or("{}");
     simdjson::dom::parser parser;
@@ -81,7 +82,7 @@ class InformerE2eTest : public ::testing::Test {
   InformerOptions options_;
 };
 
-TEST_F(InformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart) {
+TEST_F(KubeInformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart) {
   Informer informer(*client_, options_);
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(absl::Seconds(30)));
@@ -102,8 +103,9 @@ TEST_F(InformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart) {
   }));
 
   // Remove the gate, then bind: the node's used capacity follows.
-  ASSERT_TRUE(client_->Patch(kPods, "default", pod_, PatchType::kJson,
-                             R"([{"op":"remove","path":"/spec/schedulingGates"}])")
+  ASSERT_TRUE(client_
+                  ->Patch(kPods, "default", pod_, PatchType::kJson,
+                          R"([{"op":"remove","path":"/spec/schedulingGates"}])")
                   .ok());
   ASSERT_TRUE(client_->Bind("default", pod_, node_).ok());
   ASSERT_TRUE(Eventually(informer, [&](const Snapshot& s) {
@@ -116,11 +118,13 @@ TEST_F(InformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart) {
   ASSERT_TRUE(Eventually(informer, [&](const Snapshot&) {
     return informer.counters().watch_restarts >= restarts + 2;  // Both watches reopened.
   }));
-  ASSERT_TRUE(client_->Patch(kNodes, "", node_, PatchType::kStrategicMerge,
-                             R"({"spec":{"unschedulable":false,"taints":[]}})")
+  ASSERT_TRUE(client_
+                  ->Patch(kNodes, "", node_, PatchType::kStrategicMerge,
+                          R"({"spec":{"unschedulable":false,"taints":[]}})")
                   .ok());
-  ASSERT_TRUE(client_->Patch(kPods, "default", pod_, PatchType::kMerge,
-                             R"({"metadata":{"labels":{"phalanx.io/preempt":"requested"}}})")
+  ASSERT_TRUE(client_
+                  ->Patch(kPods, "default", pod_, PatchType::kMerge,
+                          R"({"metadata":{"labels":{"phalanx.io/preempt":"requested"}}})")
                   .ok());
   ASSERT_TRUE(Eventually(informer, [&](const Snapshot& s) {
     std::optional<int> i = s.NodeIndex(node_);
@@ -148,14 +152,13 @@ TEST_F(InformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart) {
   informer.Stop();
 }
 
-TEST_F(InformerE2eTest, ResumesAfterServerSideWatchTimeouts) {
+TEST_F(KubeInformerE2eTest, ResumesAfterServerSideWatchTimeouts) {
   options_.watch_timeout_seconds = 1;
   Informer informer(*client_, options_);
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(absl::Seconds(30)));
-  ASSERT_TRUE(Eventually(informer, [&](const Snapshot&) {
-    return informer.counters().watch_restarts >= 4;
-  }));
+  ASSERT_TRUE(Eventually(informer,
+                         [&](const Snapshot&) { return informer.counters().watch_restarts >= 4; }));
   const std::string uid = CreatePod();
   ASSERT_TRUE(Eventually(informer, [&](const Snapshot& s) { return s.FindPod(uid) != nullptr; }));
   EXPECT_EQ(informer.counters().errors, 0) << informer.counters().last_error;

@@ -15,10 +15,11 @@ using ::testing::HasSubstr;
 
 std::string StatusBody(int code, const std::string& reason, const std::string& message) {
   return absl::StrCat(R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":)",
-                      EncodeJsonString(message), R"(,"reason":")", reason, R"(","code":)", code, "}");
+                      EncodeJsonString(message), R"(,"reason":")", reason, R"(","code":)", code,
+                      "}");
 }
 
-TEST(StatusTest, MapsApiserverStatusObjects) {
+TEST(KubeStatusTest, MapsApiserverStatusObjects) {
   struct Case {
     int code;
     std::string reason;
@@ -36,15 +37,17 @@ TEST(StatusTest, MapsApiserverStatusObjects) {
                         Case{500, "InternalError", absl::StatusCode::kInternal},
                         Case{503, "ServiceUnavailable", absl::StatusCode::kUnavailable},
                         Case{504, "Timeout", absl::StatusCode::kDeadlineExceeded}}) {
-    absl::Status s = ResponseError("GET /api/v1/nodes/n", c.code, StatusBody(c.code, c.reason, "boom \"x\""));
+    absl::Status s =
+        ResponseError("GET /api/v1/nodes/n", c.code, StatusBody(c.code, c.reason, "boom \"x\""));
     EXPECT_EQ(s.code(), c.want) << c.code << " " << c.reason;
     EXPECT_EQ(HttpCode(s), c.code);
     EXPECT_EQ(IsGone(s), c.code == 410);
-    EXPECT_EQ(s.message(), absl::StrCat("GET /api/v1/nodes/n: ", c.code, " ", c.reason, ": boom \"x\""));
+    EXPECT_EQ(s.message(),
+              absl::StrCat("GET /api/v1/nodes/n: ", c.code, " ", c.reason, ": boom \"x\""));
   }
 }
 
-TEST(StatusTest, NonStatusBodyAndOtherErrors) {
+TEST(KubeStatusTest, NonStatusBodyAndOtherErrors) {
   absl::Status s = ResponseError("POST /x", 502, "<html>bad gateway</html>");
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_EQ(HttpCode(s), 502);
@@ -54,7 +57,7 @@ TEST(StatusTest, NonStatusBodyAndOtherErrors) {
   EXPECT_FALSE(IsGone(absl::OutOfRangeError("not from the apiserver")));
 }
 
-TEST(StatusTest, WatchErrorEvent) {
+TEST(KubeStatusTest, WatchErrorEvent) {
   simdjson::dom::parser parser;
   simdjson::dom::element e;
   ASSERT_EQ(parser.parse(StatusBody(410, "Expired", "too old resource version: 1 (42)")).get(e),
@@ -64,7 +67,7 @@ TEST(StatusTest, WatchErrorEvent) {
   EXPECT_EQ(s.message(), "watch pods: 410 Expired: too old resource version: 1 (42)");
 }
 
-TEST(JsonTest, EncodeJsonString) {
+TEST(KubeJsonTest, EncodeJsonString) {
   EXPECT_EQ(EncodeJsonString("plain"), "\"plain\"");
   EXPECT_EQ(EncodeJsonString("a\"b\\c\nd\te\x01"), R"("a\"b\\c\nd\te\u0001")");
   EXPECT_EQ(EncodeJsonString("ünï"), "\"ünï\"");
