@@ -1,4 +1,4 @@
-// Gang keys for pods.
+// Gang keys and requeueing of pods.
 #include "core/pod.h"
 
 #include "absl/strings/str_cat.h"
@@ -6,5 +6,17 @@
 namespace phalanx::core {
 
 std::string PodInfo::GangKey() const { return absl::StrCat(ns, "/", gang.empty() ? name : gang); }
+
+PodInfo Requeued(PodInfo pod) {
+  pod.gated = true;
+  pod.node.clear();
+  pod.placement.clear();
+  pod.phase = PodPhase::kPending;
+  pod.start_ms = 0;
+  pod.preempt_requested = false;
+  pod.preempted_by.clear();
+  pod.backfilled = false;
+  return pod;
+}
 
 }  // namespace phalanx::core

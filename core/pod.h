@@ -48,6 +48,10 @@ struct PodInfo {
   bool HoldsCapacity() const { return !IsTerminal() && !AssignedNode().empty(); }
 };
 
+// `pod` as the master recreates a preempted pod: gated again, unplaced, unmarked, same creation
+// time (so it keeps its place in the queue).
+PodInfo Requeued(PodInfo pod);
+
 }  // namespace phalanx::core
 
 #endif  // PHALANX_CORE_POD_H_

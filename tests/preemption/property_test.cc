@@ -81,12 +81,7 @@ void Apply(const RoundResult& r, World& w) {
 // Victims leave and come back gated.
 void RequeueVictims(World& w) {
   for (core::PodInfo& p : w.pods) {
-    if (!p.preempt_requested) continue;
-    p.gated = true;
-    p.node.clear();
-    p.phase = core::PodPhase::kPending;
-    p.preempt_requested = false;
-    p.preempted_by.clear();
+    if (p.preempt_requested) p = core::Requeued(std::move(p));
   }
 }
 

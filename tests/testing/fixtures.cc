@@ -84,18 +84,7 @@ std::vector<std::string> Cluster::RequeueMarkedVictims() {
   for (const core::Gang& g : snap->Gangs()) {
     if (!g.preempt_requested) continue;
     keys.push_back(g.key);
-    for (const core::PodInfo* m : g.members) {
-      core::PodInfo p = *m;
-      p.gated = true;
-      p.node.clear();
-      p.placement.clear();
-      p.phase = core::PodPhase::kPending;
-      p.start_ms = 0;
-      p.preempt_requested = false;
-      p.preempted_by.clear();
-      p.backfilled = false;
-      builder_.UpsertPod(std::move(p));
-    }
+    for (const core::PodInfo* m : g.members) builder_.UpsertPod(core::Requeued(*m));
   }
   return keys;
 }
