@@ -26,8 +26,10 @@ bool Gang::Running() const { return !gated && AnyHolds(members); }
 Gang SummarizeGang(std::string key, std::vector<const PodInfo*> pods) {
   Gang g;
   g.key = std::move(key);
-  std::sort(pods.begin(), pods.end(),
-            [](const PodInfo* a, const PodInfo* b) { return a->name < b->name; });
+  auto by_name = [](const PodInfo* a, const PodInfo* b) { return a->name < b->name; };
+  if (!std::is_sorted(pods.begin(), pods.end(), by_name)) {
+    std::sort(pods.begin(), pods.end(), by_name);
+  }
   bool first = true;
   for (const PodInfo* p : pods) {
     g.expected_size = std::max(g.expected_size, p->gang_size);

@@ -106,13 +106,15 @@ std::vector<Gang> ClusterSnapshot::Gangs(GangFilter filter) const {
   });
 }
 
-std::vector<Gang> ClusterSnapshot::Gangs(const std::function<bool(const GangEntry&)>& keep) const {
+std::vector<Gang> ClusterSnapshot::Gangs(const std::function<bool(const GangEntry&)>& keep,
+                                         bool sorted) const {
   std::vector<Gang> out;
   for (const auto& shard : gangs_) {
     for (const auto& [key, entry] : *shard) {
       if (keep(entry)) out.push_back(Summarize(key, entry));
     }
   }
+  if (!sorted) return out;
   std::sort(out.begin(), out.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
   return out;
 }

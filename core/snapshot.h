@@ -59,9 +59,10 @@ class ClusterSnapshot {
   // Gangs with at least one pod (kAll), a gated pod (kPending) or a pod marked for preemption
   // (kMarked), sorted by key.
   std::vector<Gang> Gangs(GangFilter filter = GangFilter::kAll) const;
-  // Gangs whose entry `keep` accepts, sorted by key; `keep` sees the raw entry, so a caller can
-  // skip gangs before they are summarized.
-  std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep) const;
+  // Gangs whose entry `keep` accepts; `keep` sees the raw entry, so a caller can skip gangs before
+  // they are summarized. Sorted by key unless `sorted` is false (then in storage order).
+  std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep,
+                          bool sorted = true) const;
   std::optional<Gang> FindGang(absl::string_view key) const;
 
  private:

@@ -133,18 +133,18 @@ class Round {
                                : absl::StrCat("preempting ", absl::StrJoin(d.victims, ", "));
   }
 
-  // Possible victims of `g`: running, unmarked gangs of lower priority not yet claimed this round.
-  // Built on the first victim search, for the highest-priority preemptor (later ones rank lower).
+  // Possible victims of `g`: running, unmarked, preemptible gangs of lower priority not yet claimed
+  // this round. Built on the first victim search, for the highest-priority preemptor (later ones
+  // rank lower); the order does not matter, victims.h sorts by cost.
   std::vector<const Gang*>& Running(const Gang& g) {
     if (all_ == nullptr) {
-      all_ = std::make_unique<std::vector<Gang>>(
-          snap_.Gangs([p = g.priority](const core::ClusterSnapshot::GangEntry& e) {
+      all_ = std::make_unique<std::vector<Gang>>(snap_.Gangs(
+          [p = g.priority](const core::ClusterSnapshot::GangEntry& e) {
             return e.gated == 0 && e.marked == 0 && e.pinned == 0 && e.holding > 0 &&
                    e.max_priority < p;
-          }));
-      for (const Gang& r : *all_) {
-        if (r.Running()) running_.push_back(&r);
-      }
+          },
+          /*sorted=*/false));
+      for (const Gang& r : *all_) running_.push_back(&r);
     }
     return running_;
   }

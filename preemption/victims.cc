@@ -11,8 +11,9 @@ namespace {
 
 using Cost = std::tuple<bool, int64_t, int32_t, int64_t>;  // see victims.h
 
+// `v` is a running gang (see ChooseVictims).
 bool CanBeVictim(const core::Gang& v, const core::Gang& preemptor) {
-  return v.preemptible && !v.preempt_requested && v.priority < preemptor.priority && v.Running();
+  return v.preemptible && !v.preempt_requested && v.priority < preemptor.priority;
 }
 
 // Slot-seconds of work lost if `g` stops now.
