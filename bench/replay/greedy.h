@@ -3,10 +3,10 @@
 // Algorithm, per pass over a snapshot whose pending pods carry no gang label (each pod is a gang of
 // one for the engine): pods are taken in the engine's queue order (preemption/queue.h: priority
 // desc, then creation, then key) and each one is placed by the engine's GangPlanner (best fit) on
-// the capacity left by the pods placed before it in the pass; a pod that does not fit is skipped and
-// the pass goes on. Nothing is preempted or reserved. A job runs only when all its pods are placed;
-// its placed pods hold their GPUs meanwhile (the simulator does that bookkeeping, and detects and
-// resolves the deadlocks it causes: simulator.h).
+// the capacity left by the pods placed before it in the pass; a pod that does not fit is skipped
+// and the pass goes on. Nothing is preempted or reserved. A job runs only when all its pods are
+// placed; its placed pods hold their GPUs meanwhile (the simulator does that bookkeeping, and
+// detects and resolves the deadlocks it causes: simulator.h).
 #ifndef PHALANX_BENCH_REPLAY_GREEDY_H_
 #define PHALANX_BENCH_REPLAY_GREEDY_H_
 

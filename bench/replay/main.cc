@@ -32,7 +32,12 @@ ABSL_FLAG(int64_t, checkpoint_min, 30, "checkpoint interval of every job, minute
 ABSL_FLAG(int64_t, preempt_exit_s, 30, "seconds a marked victim takes to exit");
 ABSL_FLAG(int64_t, deadlock_timeout_min, 60, "greedy: minutes before a deadlock is broken");
 ABSL_FLAG(int64_t, bucket_min, 60, "time-series bucket, minutes");
-ABSL_FLAG(std::string, name, "", "label of the run and prefix of output files (default: trace stem)");
+ABSL_FLAG(std::string, priority_source, "trace",
+          "trace: keep priorities the trace has (Alibaba qos, generic column), seeded rule for the "
+          "rest; seeded: the seeded rule for every job");
+ABSL_FLAG(int64_t, progress_rounds, 0, "print a progress line every N rounds (0: never)");
+ABSL_FLAG(std::string, name, "",
+          "label of the run and prefix of output files (default: trace stem)");
 ABSL_FLAG(std::string, out, ".", "directory for summary, series, JCT and timing files");
 ABSL_FLAG(std::string, jobs_dir, "", "directory for the per-job files (default: --out)");
 
@@ -78,6 +83,13 @@ absl::Status Main() {
   o.deadlock_timeout_ms = absl::GetFlag(FLAGS_deadlock_timeout_min) * 60'000;
   o.bucket_ms = absl::GetFlag(FLAGS_bucket_min) * 60'000;
   if (o.bucket_ms <= 0) return absl::InvalidArgumentError("--bucket_min must be positive");
+  const std::string priority_source = absl::GetFlag(FLAGS_priority_source);
+  if (priority_source == "seeded") {
+    for (TraceJob& j : trace->jobs) j.priority.reset();
+  } else if (priority_source != "trace") {
+    return absl::InvalidArgumentError("--priority_source must be trace or seeded");
+  }
+  setup.priority_source = priority_source;
   std::vector<Job> jobs = BuildJobs(*trace, *nodes, o.max_slots_per_pod, setup.seed);
 
   const std::filesystem::path out = absl::GetFlag(FLAGS_out);
@@ -93,6 +105,13 @@ absl::Status Main() {
     SimOptions po = o;
     po.policy = p;
     const auto start = std::chrono::steady_clock::now();
+    po.progress_rounds = absl::GetFlag(FLAGS_progress_rounds);
+    po.progress = [&](int64_t t_ms, int64_t rounds, int64_t queued) {
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      absl::FPrintF(stderr, "%s %s: %.1f s wall, simulated hour %.1f, %d rounds, %d jobs waiting\n",
+                    setup.name, PolicyName(p), wall, t_ms / 3.6e6, rounds, queued);
+    };
     absl::StatusOr<SimResult> result = Simulate(jobs, *nodes, po);
     if (!result.ok()) return result.status();
     const double seconds =
@@ -107,12 +126,12 @@ absl::Status Main() {
     runs.push_back({p, std::move(*result), std::move(summary)});
   }
   const std::string md = MarkdownSection(setup, *trace, jobs, runs);
-  for (const auto& [suffix, text] :
-       std::vector<std::pair<std::string, std::string>>{{"summary.md", md},
-                                                        {"summary.csv", SummaryCsv(runs)},
-                                                        {"series.csv", SeriesCsv(runs, o.bucket_ms)},
-                                                        {"jct.csv", JctCsv(jobs, runs)},
-                                                        {"timing.csv", timing}}) {
+  for (const auto& [suffix, text] : std::vector<std::pair<std::string, std::string>>{
+           {"summary.md", md},
+           {"summary.csv", SummaryCsv(runs)},
+           {"series.csv", SeriesCsv(runs, o.bucket_ms)},
+           {"jct.csv", JctCsv(jobs, runs)},
+           {"timing.csv", timing}}) {
     absl::Status s = Write(out / absl::StrCat(setup.name, "-", suffix), text);
     if (!s.ok()) return s;
   }

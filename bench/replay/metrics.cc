@@ -59,12 +59,18 @@ Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& 
   s.allocation_until_last_submit_pct =
       100.0 * r.allocated_gpu_ms_until_last_submit /
       (static_cast<double>(r.cluster_gpus) * std::max<int64_t>(r.last_submit_ms, 1));
+  s.allocation_waiting_pct =
+      100.0 * r.allocated_gpu_ms_waiting /
+      (static_cast<double>(r.cluster_gpus) * std::max<int64_t>(r.waiting_ms, 1));
+  s.waiting_hours = r.waiting_ms / kMsPerHour;
   s.preemptions = r.preemptions;
   s.lost_gpu_hours = r.lost_gpu_ms / kMsPerHour;
   s.deadlocks = r.deadlocks;
   s.releases = r.releases;
   s.deadlocked_gpu_hours = r.deadlocked_gpu_ms / kMsPerHour;
   s.held_idle_gpu_hours = r.held_idle_gpu_ms / kMsPerHour;
+  s.long_partial_holds = r.long_partial_holds;
+  s.max_partial_hold_hours = r.max_partial_hold_ms / kMsPerHour;
   s.fragmented_gpus = static_cast<double>(r.fragmented_gpu_ms) / std::max<int64_t>(r.end_ms, 1);
   s.rounds = r.rounds;
   return s;

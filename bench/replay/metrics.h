@@ -4,6 +4,9 @@
 // Definitions (times from the trace's first submit):
 // - allocation: GPUs held by pods, time-averaged over [0, makespan] (and over [0, last submit]),
 //   as a percentage of the cluster's GPUs. `busy` counts only jobs whose pods are all placed.
+//   Over a whole replay it is pinned by the trace (GPU time = work + preemption losses; makespan =
+//   last submit + drain), so "while jobs wait" (averaged only over the time some submitted job is
+//   waiting) is where policies differ: idle GPUs while work waits are the scheduler's doing.
 // - JCT: completion - submit. Queueing delay: first start - submit. Percentiles are nearest-rank.
 // - fragmentation: free GPUs while the pending head is blocked (it cannot be placed on them),
 //   time-averaged over [0, makespan].
@@ -30,6 +33,8 @@ struct Summary {
   double allocation_pct = 0;
   double allocation_until_last_submit_pct = 0;
   double busy_pct = 0;
+  double allocation_waiting_pct = 0;
+  double waiting_hours = 0;
   double jct_mean_s = 0;
   int64_t jct_p50_ms = 0;
   int64_t jct_p99_ms = 0;
@@ -43,6 +48,8 @@ struct Summary {
   int64_t releases = 0;
   double deadlocked_gpu_hours = 0;
   double held_idle_gpu_hours = 0;
+  int64_t long_partial_holds = 0;
+  double max_partial_hold_hours = 0;
   double fragmented_gpus = 0;
   int64_t rounds = 0;
 };

@@ -32,11 +32,15 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
   absl::StrAppendFormat(
       &md,
       "Trace `%s` (%s format): %d GPU jobs, %d accepted. Cluster `%s`: %d nodes, %d GPUs; "
-      "maxSlotsPerPod %d; seed %d; checkpoint every %d min; victims exit %d s after the mark; "
+      "maxSlotsPerPod %d; priorities: %s, seed %d; checkpoint every %d min; victims exit %d s "
+      "after the mark; "
       "greedy deadlocks released after %d min.\n\n",
       setup.trace_path, TraceFormatName(trace.format), static_cast<int64_t>(jobs.size()), accepted,
-      setup.cluster, setup.nodes, setup.cluster_gpus, o.max_slots_per_pod, setup.seed,
-      o.checkpoint_interval_ms / 60000, o.preempt_exit_ms / 1000, o.deadlock_timeout_ms / 60000);
+      setup.cluster, setup.nodes, setup.cluster_gpus, o.max_slots_per_pod,
+      setup.priority_source == "seeded" ? "seeded rule for every job"
+                                        : "from the trace where it has them, else seeded rule",
+      setup.seed, o.checkpoint_interval_ms / 60000, o.preempt_exit_ms / 1000,
+      o.deadlock_timeout_ms / 60000);
   if (trace.skipped_no_gpu + trace.skipped_never_ran + trace.fractional_gpu_rounded_up > 0) {
     absl::StrAppendFormat(&md,
                           "Left out: %d rows without GPUs, %d rows never scheduled in the original "
@@ -49,14 +53,15 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
   }
   if (!rejected.empty()) md += "\n";
   md +=
-      "| policy | alloc % | alloc % to last submit | JCT mean h | JCT p50 h | JCT p99 h | "
+      "| policy | alloc % | alloc % while jobs wait (hours waiting) | JCT mean h | JCT p50 h | JCT "
+      "p99 h | "
       "wait p50/p95 min: high | medium | low | makespan h | preemptions | lost GPU-h | "
       "deadlocks | deadlocked GPU-h | held idle GPU-h | frag GPUs |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const PolicyRun& run : runs) {
     const Summary& s = run.summary;
-    absl::StrAppendFormat(&md, "| %s | %.1f | %.1f | %.2f | %.2f | %.1f |", s.policy,
-                          s.allocation_pct, s.allocation_until_last_submit_pct,
+    absl::StrAppendFormat(&md, "| %s | %.1f | %.1f (%.0f) | %.2f | %.2f | %.1f |", s.policy,
+                          s.allocation_pct, s.allocation_waiting_pct, s.waiting_hours,
                           s.jct_mean_s / 3600.0, Hours(s.jct_p50_ms), Hours(s.jct_p99_ms));
     for (int c = 0; c < kPriorityClasses; ++c) {
       absl::StrAppendFormat(&md, " %.1f / %.1f |", Minutes(s.wait_p50_ms[c]),
@@ -78,23 +83,26 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
 std::string SummaryCsv(const std::vector<PolicyRun>& runs) {
   std::string csv =
       "policy,accepted,completed,unfinished,allocation_pct,allocation_until_last_submit_pct,"
-      "busy_pct,jct_mean_s,jct_p50_s,jct_p99_s,high_jobs,high_wait_p50_s,high_wait_p95_s,"
+      "busy_pct,allocation_waiting_pct,waiting_h,jct_mean_s,jct_p50_s,jct_p99_s,high_jobs,high_"
+      "wait_p50_s,high_wait_p95_s,"
       "medium_jobs,medium_wait_p50_s,medium_wait_p95_s,low_jobs,low_wait_p50_s,low_wait_p95_s,"
       "makespan_s,preemptions,lost_gpu_h,deadlocks,releases,deadlocked_gpu_h,held_idle_gpu_h,"
-      "fragmented_gpus,rounds\n";
+      "long_partial_holds,max_partial_hold_h,fragmented_gpus,rounds\n";
   for (const PolicyRun& run : runs) {
     const Summary& s = run.summary;
-    absl::StrAppendFormat(&csv, "%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s.policy, s.accepted,
-                          s.completed, s.unfinished, s.allocation_pct,
-                          s.allocation_until_last_submit_pct, s.busy_pct, s.jct_mean_s,
-                          s.jct_p50_ms / 1000.0, s.jct_p99_ms / 1000.0);
+    absl::StrAppendFormat(&csv, "%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s.policy,
+                          s.accepted, s.completed, s.unfinished, s.allocation_pct,
+                          s.allocation_until_last_submit_pct, s.busy_pct, s.allocation_waiting_pct,
+                          s.waiting_hours, s.jct_mean_s, s.jct_p50_ms / 1000.0,
+                          s.jct_p99_ms / 1000.0);
     for (int c = 0; c < kPriorityClasses; ++c) {
       absl::StrAppendFormat(&csv, ",%d,%.3f,%.3f", s.class_jobs[c], s.wait_p50_ms[c] / 1000.0,
                             s.wait_p95_ms[c] / 1000.0);
     }
-    absl::StrAppendFormat(&csv, ",%.3f,%d,%.3f,%d,%d,%.3f,%.3f,%.3f,%d\n", s.makespan_ms / 1000.0,
-                          s.preemptions, s.lost_gpu_hours, s.deadlocks, s.releases,
-                          s.deadlocked_gpu_hours, s.held_idle_gpu_hours, s.fragmented_gpus,
+    absl::StrAppendFormat(&csv, ",%.3f,%d,%.3f,%d,%d,%.3f,%.3f,%d,%.3f,%.3f,%d\n",
+                          s.makespan_ms / 1000.0, s.preemptions, s.lost_gpu_hours, s.deadlocks,
+                          s.releases, s.deadlocked_gpu_hours, s.held_idle_gpu_hours,
+                          s.long_partial_holds, s.max_partial_hold_hours, s.fragmented_gpus,
                           s.rounds);
   }
   return csv;

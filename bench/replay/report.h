@@ -27,7 +27,8 @@ struct ReplaySetup {
   int64_t cluster_gpus = 0;
   int nodes = 0;
   uint64_t seed = 0;
-  SimOptions options;  // Policy is ignored.
+  std::string priority_source = "trace";  // Or "seeded" (the trace's own priorities ignored).
+  SimOptions options;                     // Policy is ignored.
 };
 
 struct PolicyRun {

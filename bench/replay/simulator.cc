@@ -47,7 +47,8 @@ struct JobState {
   int64_t run_start_ms = 0;
   int64_t mark_ms = 0;
   int64_t epoch = 0;
-  int placed = 0;  // Greedy: pods placed so far.
+  int placed = 0;               // Greedy: pods placed so far.
+  int64_t first_placed_ms = 0;  // Greedy: when the first of them was placed.
 };
 
 class Simulator {
@@ -62,8 +63,8 @@ class Simulator {
     result_.cluster_gpus = TotalGpus(nodes);
     result_.jobs.resize(jobs.size());
     admission_.slots.max_slots_per_pod = opt.max_slots_per_pod;
-    admission_.preemption = opt.policy == Policy::kPhalanx ||
-                            opt.policy == Policy::kPriorityNoBackfill;
+    admission_.preemption =
+        opt.policy == Policy::kPhalanx || opt.policy == Policy::kPriorityNoBackfill;
     admission_.backfill = opt.policy == Policy::kPhalanx;
     result_.last_submit_ms = LastSubmit(jobs);
   }
@@ -113,8 +114,8 @@ class Simulator {
     JobState& s = state_[job.index];
     s.phase = Phase::kPending;
     s.remaining_ms = job.trace.duration_ms;
-    for (core::PodInfo& p : MakePods(job, static_cast<int>(jobs_.size()), !greedy(),
-                                     Clock(job.trace.submit_ms))) {
+    for (core::PodInfo& p :
+         MakePods(job, static_cast<int>(jobs_.size()), !greedy(), Clock(job.trace.submit_ms))) {
       builder_.UpsertPod(std::move(p));
     }
     ++cluster_.queued;
@@ -142,9 +143,9 @@ class Simulator {
     if (s.epoch != e.epoch || s.phase != Phase::kExiting) return false;
     const Job& job = jobs_[e.job];
     const int64_t ran = s.mark_ms - s.run_start_ms;
-    const int64_t saved =
-        opt_.checkpoint_interval_ms > 0 ? ran / opt_.checkpoint_interval_ms * opt_.checkpoint_interval_ms
-                                        : 0;
+    const int64_t saved = opt_.checkpoint_interval_ms > 0
+                              ? ran / opt_.checkpoint_interval_ms * opt_.checkpoint_interval_ms
+                              : 0;
     s.remaining_ms -= saved;
     result_.lost_gpu_ms += (t - s.run_start_ms - saved) * job.gpus();
     ++result_.preemptions;
@@ -227,6 +228,9 @@ class Simulator {
 
   void Round(int64_t t) {
     ++result_.rounds;
+    if (opt_.progress_rounds > 0 && result_.rounds % opt_.progress_rounds == 0 && opt_.progress) {
+      opt_.progress(t, result_.rounds, cluster_.queued);
+    }
     if (greedy()) {
       GreedyRound(t);
       return;
@@ -275,15 +279,20 @@ class Simulator {
       Bind(*snap, p.pod_uid, p.node, t, false);
       cluster_.allocated += jobs_[j].shape.gpus_per_pod;
       JobState& s = state_[j];
-      if (s.placed++ == 0) partial_.insert(PartialKey(j));
+      if (s.placed++ == 0) {
+        partial_.insert(PartialKey(j));
+        s.first_placed_ms = t;
+      }
       if (s.placed == jobs_[j].shape.pods) {
+        const int64_t held = t - s.first_placed_ms;
+        result_.long_partial_holds += held >= opt_.deadlock_timeout_ms;
+        result_.max_partial_hold_ms = std::max(result_.max_partial_hold_ms, held);
         partial_.erase(PartialKey(j));
         s.placed = 0;
         Start(j, t);
       }
     }
-    cluster_.fragmented =
-        pass.blocked_head.empty() ? 0 : result_.cluster_gpus - cluster_.allocated;
+    cluster_.fragmented = pass.blocked_head.empty() ? 0 : result_.cluster_gpus - cluster_.allocated;
     // Deadlock: nothing runs, so nothing will free the GPUs that partial jobs hold.
     const bool deadlocked = cluster_.busy == 0 && cluster_.allocated > 0;
     if (deadlocked && !cluster_.deadlocked) ++result_.deadlocks;
@@ -315,8 +324,8 @@ class Simulator {
 }  // namespace
 
 absl::StatusOr<Policy> ParsePolicy(absl::string_view name) {
-  for (Policy p : {Policy::kPhalanx, Policy::kFifoGang, Policy::kPriorityNoBackfill,
-                   Policy::kGreedy}) {
+  for (Policy p :
+       {Policy::kPhalanx, Policy::kFifoGang, Policy::kPriorityNoBackfill, Policy::kGreedy}) {
     if (name == PolicyName(p)) return p;
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -338,7 +347,8 @@ const char* PolicyName(Policy p) {
 }
 
 absl::StatusOr<SimResult> Simulate(const std::vector<Job>& jobs,
-                                   const std::vector<core::Node>& nodes, const SimOptions& options) {
+                                   const std::vector<core::Node>& nodes,
+                                   const SimOptions& options) {
   if (nodes.empty()) return absl::InvalidArgumentError("the cluster has no nodes");
   if (options.max_slots_per_pod <= 0) {
     return absl::InvalidArgumentError("maxSlotsPerPod must be at least 1");

@@ -24,6 +24,7 @@
 #define PHALANX_BENCH_REPLAY_SIMULATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct SimOptions {
   int64_t preempt_exit_ms = 30 * 1000;
   int64_t deadlock_timeout_ms = 60 * 60 * 1000;
   int64_t bucket_ms = 60 * 60 * 1000;  // Resolution of the time series.
+  // Called every `progress_rounds` rounds (0: never) with the simulated time (ms since the first
+  // submit), the rounds so far and the jobs waiting, for progress lines on long runs.
+  int64_t progress_rounds = 0;
+  std::function<void(int64_t t_ms, int64_t rounds, int64_t queued)> progress;
 };
 
 // Per job; times are ms since the trace's first submit, -1 when it never happened.
@@ -72,15 +77,21 @@ struct SimResult {
   int64_t last_submit_ms = 0;
   int64_t end_ms = 0;  // Last completion: the makespan, as the first submit is 0.
   int64_t rounds = 0;
-  int64_t preemptions = 0;    // Victim exits.
-  int64_t lost_gpu_ms = 0;    // Work lost to preemption, plus victims' exit time.
-  int64_t deadlocks = 0;      // Times the cluster entered a deadlock.
-  int64_t releases = 0;       // Jobs killed and resubmitted to end one.
+  int64_t preemptions = 0;  // Victim exits.
+  int64_t lost_gpu_ms = 0;  // Work lost to preemption, plus victims' exit time.
+  int64_t deadlocks = 0;    // Times the cluster entered a deadlock.
+  int64_t releases = 0;     // Jobs killed and resubmitted to end one.
   int64_t deadlocked_gpu_ms = 0;
   int64_t held_idle_gpu_ms = 0;  // GPUs held by partially placed jobs, deadlocked or not.
+  // Greedy: jobs that held placed pods for at least `deadlock_timeout_ms` before their last pod was
+  // placed (stalled without a global deadlock), and the longest such hold.
+  int64_t long_partial_holds = 0;
+  int64_t max_partial_hold_ms = 0;
   int64_t fragmented_gpu_ms = 0;  // Free GPUs while the pending head is blocked.
   int64_t allocated_gpu_ms = 0;   // Over [0, end_ms].
   int64_t allocated_gpu_ms_until_last_submit = 0;
+  int64_t waiting_ms = 0;                // Time during which some submitted job waits.
+  int64_t allocated_gpu_ms_waiting = 0;  // GPUs held during that time.
   int64_t busy_gpu_ms = 0;
   int64_t unfinished = 0;  // Accepted jobs that never completed (none unless something is wrong).
 };

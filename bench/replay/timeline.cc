@@ -24,6 +24,10 @@ void Timeline::Advance(int64_t t, const ClusterState& s) {
   out_.busy_gpu_ms += s.busy * dt;
   out_.held_idle_gpu_ms += idle_held * dt;
   out_.fragmented_gpu_ms += s.fragmented * dt;
+  if (s.queued > 0) {
+    out_.waiting_ms += dt;
+    out_.allocated_gpu_ms_waiting += s.allocated * dt;
+  }
   if (s.deadlocked) out_.deadlocked_gpu_ms += idle_held * dt;
   if (now_ < last_submit_ms_) {
     out_.allocated_gpu_ms_until_last_submit += s.allocated * (std::min(t, last_submit_ms_) - now_);

@@ -141,9 +141,9 @@ absl::StatusOr<TraceFormat> DetectFormat(absl::string_view header, TraceFormat w
     TraceFormat format;
     absl::string_view header;
   };
-  for (const Known& k : {Known{TraceFormat::kPhilly, kPhillyHeader},
-                         Known{TraceFormat::kAlibaba, kAlibabaHeader},
-                         Known{TraceFormat::kGeneric, kGenericHeader}}) {
+  for (const Known& k :
+       {Known{TraceFormat::kPhilly, kPhillyHeader}, Known{TraceFormat::kAlibaba, kAlibabaHeader},
+        Known{TraceFormat::kGeneric, kGenericHeader}}) {
     if (wanted != TraceFormat::kAuto && wanted != k.format) continue;
     names = absl::StrSplit(k.header, ',');
     if (header == k.header) return k.format;
@@ -201,14 +201,14 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, TraceFormat format) {
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     Row row{static_cast<int64_t>(i + 1), absl::StrSplit(line, ','), &names};
     if (row.fields.size() != names.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("line ", row.line, ": expected ",
-                                                     names.size(), " fields (",
-                                                     absl::StrJoin(names, ","), "), got ",
-                                                     row.fields.size()));
+      return absl::InvalidArgumentError(absl::StrCat("line ", row.line, ": expected ", names.size(),
+                                                     " fields (", absl::StrJoin(names, ","),
+                                                     "), got ", row.fields.size()));
     }
-    absl::StatusOr<TraceJob> job = trace.format == TraceFormat::kPhilly  ? ParsePhilly(row)
-                                   : trace.format == TraceFormat::kAlibaba ? ParseAlibaba(row, trace)
-                                                                          : ParseGeneric(row);
+    absl::StatusOr<TraceJob> job = trace.format == TraceFormat::kPhilly ? ParsePhilly(row)
+                                   : trace.format == TraceFormat::kAlibaba
+                                       ? ParseAlibaba(row, trace)
+                                       : ParseGeneric(row);
     if (!job.ok()) return job.status();
     job->line = row.line;
     if (job->gpus == 0) {

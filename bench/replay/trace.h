@@ -2,9 +2,9 @@
 // and a generic CSV. Parsing is strict: a malformed line is an error naming its line and field.
 //
 // Generic CSV: a header line `submit_time,duration,num_gpus[,priority][,tenant]` (columns in that
-// order, the optional ones may be left out from the right), then one job per line. Times are seconds
-// (decimals allowed), `num_gpus` a whole number >= 0, `priority` an integer (empty: derived by the
-// seeded rule of jobs.h), `tenant` free text without commas.
+// order, the optional ones may be left out from the right), then one job per line. Times are
+// seconds (decimals allowed), `num_gpus` a whole number >= 0, `priority` an integer (empty: derived
+// by the seeded rule of jobs.h), `tenant` free text without commas.
 #ifndef PHALANX_BENCH_REPLAY_TRACE_H_
 #define PHALANX_BENCH_REPLAY_TRACE_H_
 

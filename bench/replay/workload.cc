@@ -65,8 +65,8 @@ absl::StatusOr<PodShape> SplitSlots(int64_t slots, int32_t max_slots_per_pod) {
   }
   if (slots <= max_slots_per_pod) return PodShape{1, slots};
   if (slots % max_slots_per_pod != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(slots, " slots is not a multiple of maxSlotsPerPod ",
-                                                   max_slots_per_pod));
+    return absl::InvalidArgumentError(
+        absl::StrCat(slots, " slots is not a multiple of maxSlotsPerPod ", max_slots_per_pod));
   }
   return PodShape{static_cast<int>(slots / max_slots_per_pod), max_slots_per_pod};
 }
