@@ -152,16 +152,7 @@ class Simulator {
     ++result_.jobs[e.job].preemptions;
     auto snap = builder_.Build();
     for (int i = 0; i < job.shape.pods; ++i) {
-      core::PodInfo p = *snap->FindPod(PodUid(job, i));
-      p.gated = true;
-      p.node.clear();
-      p.placement.clear();
-      p.phase = core::PodPhase::kPending;
-      p.start_ms = 0;
-      p.preempt_requested = false;
-      p.preempted_by.clear();
-      p.backfilled = false;
-      builder_.UpsertPod(std::move(p));
+      builder_.UpsertPod(core::Requeued(*snap->FindPod(PodUid(job, i))));
     }
     s.phase = Phase::kPending;
     ++s.epoch;
