@@ -59,7 +59,10 @@ class Round {
                    .position = position,
                    .priority = g.priority,
                    .slots = opt_.slots.SlotsOf(g.total)};
-    GangPlan feasible = planner_.CheckFeasible(g);
+    const std::string shape = ShapeKey(g);
+    auto [known, fresh] = feasible_.try_emplace(shape);
+    if (fresh) known->second = planner_.CheckFeasible(g);
+    const GangPlan& feasible = known->second;
     if (!feasible.placed()) {
       d.verdict = feasible.outcome == GangPlan::Outcome::kInfeasible ? Verdict::kInfeasible
                                                                      : Verdict::kWait;
@@ -68,7 +71,7 @@ class Round {
     }
     Capacity cap;  // Capacity counted on beyond `free_`, when preempting.
     std::vector<const Gang*> victims;
-    GangPlan plan = planner_.Plan(g, free_);
+    GangPlan plan = PlanOnFree(g, shape);
     if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
     if (!plan.placed()) {
       d.reason = plan.reason;
@@ -175,18 +178,32 @@ class Round {
     b.min_priority = std::min(b.min_priority, g.priority);
   }
 
-  // Victim search is monotone within a round: a gang of no higher priority, with the same nodes,
-  // unit and size as one that failed, fails too.
-  std::string FailureKey(const Gang& g) const {
-    return absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|",
-                        g.members.size(), "|", g.members.front()->requests.ToString());
+  // What planning depends on: the eligible nodes, the expected size and every member's requests.
+  std::string ShapeKey(const Gang& g) const {
+    std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|",
+                                   g.expected_size);
+    for (const core::PodInfo* p : g.members) absl::StrAppend(&key, "|", p->requests.ToString());
+    return key;
   }
+
+  // Free capacity only shrinks during a round, so a shape that found no plan finds none later.
+  GangPlan PlanOnFree(const Gang& g, const std::string& shape) {
+    if (auto it = no_fit_.find(shape); it != no_fit_.end()) {
+      return GangPlan{.outcome = GangPlan::Outcome::kWait, .reason = it->second};
+    }
+    GangPlan plan = planner_.Plan(g, free_);
+    if (!plan.placed()) no_fit_.emplace(shape, plan.reason);
+    return plan;
+  }
+
+  // Victim search is monotone within a round too: a gang of the same shape and no higher priority
+  // than one that failed, fails.
   bool KnownToFail(const Gang& g) const {
-    auto it = failed_.find(FailureKey(g));
+    auto it = failed_.find(ShapeKey(g));
     return it != failed_.end() && g.priority <= it->second;
   }
   void RecordFailure(const Gang& g) {
-    int32_t& p = failed_.try_emplace(FailureKey(g), g.priority).first->second;
+    int32_t& p = failed_.try_emplace(ShapeKey(g), g.priority).first->second;
     p = std::max(p, g.priority);
   }
 
@@ -201,6 +218,8 @@ class Round {
   std::vector<Block> blocks_;
   absl::flat_hash_map<const std::vector<int>*, size_t> block_index_;
   absl::flat_hash_map<std::string, int32_t> failed_;
+  absl::flat_hash_map<std::string, GangPlan> feasible_;
+  absl::flat_hash_map<std::string, std::string> no_fit_;
   const Block* backfill_ahead_ = nullptr;
 };
 
