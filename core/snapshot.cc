@@ -59,8 +59,12 @@ std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Empty() {
     auto s = std::make_shared<ClusterSnapshot>();
     auto pods = std::make_shared<const PodShard>();
     auto gangs = std::make_shared<const GangShard>();
+    auto keys = std::make_shared<const KeyShard>();
     s->pods_.fill(pods);
     s->gangs_.fill(gangs);
+    s->pending_.fill(keys);
+    s->marked_.fill(keys);
+    s->preemptible_.fill(keys);
     return s;
   }();
   return empty;
@@ -100,10 +104,30 @@ void ClusterSnapshot::ForEachPod(const std::function<void(const PodInfo&)>& fn) 
 }
 
 std::vector<Gang> ClusterSnapshot::Gangs(GangFilter filter) const {
-  return Gangs([filter](const GangEntry& e) {
-    return filter == GangFilter::kAll || (filter == GangFilter::kPending && e.gated > 0) ||
-           (filter == GangFilter::kMarked && e.marked > 0);
-  });
+  if (filter == GangFilter::kAll) return Gangs([](const GangEntry&) { return true; });
+  std::vector<Gang> out = FromIndex(filter == GangFilter::kPending  ? pending_
+                                    : filter == GangFilter::kMarked ? marked_
+                                                                    : preemptible_,
+                                    [](const GangEntry&) { return true; });
+  std::sort(out.begin(), out.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
+  return out;
+}
+
+std::vector<Gang> ClusterSnapshot::PreemptibleBelow(int32_t priority) const {
+  return FromIndex(preemptible_,
+                   [priority](const GangEntry& e) { return e.max_priority < priority; });
+}
+
+std::vector<Gang> ClusterSnapshot::FromIndex(
+    const KeyIndex& index, const std::function<bool(const GangEntry&)>& keep) const {
+  std::vector<Gang> out;
+  for (const auto& shard : index) {
+    for (const std::string& key : *shard) {
+      const GangEntry& entry = gangs_[ShardOf(key)]->at(key);
+      if (keep(entry)) out.push_back(Summarize(key, entry));
+    }
+  }
+  return out;
 }
 
 std::vector<Gang> ClusterSnapshot::Gangs(const std::function<bool(const GangEntry&)>& keep,
@@ -139,6 +163,23 @@ ClusterSnapshot::PodShard& SnapshotBuilder::MutablePods(int shard) {
 
 ClusterSnapshot::GangShard& SnapshotBuilder::MutableGangs(int shard) {
   return *CopyOnWrite(next_->gangs_[shard], owned_);
+}
+
+void SnapshotBuilder::Index(const std::string& key, const ClusterSnapshot::GangEntry* gang) {
+  const int shard = ClusterSnapshot::ShardOf(key);
+  auto keep = [&](std::shared_ptr<const ClusterSnapshot::KeyShard>& slot, bool wanted) {
+    if (slot->contains(key) == wanted) return;
+    ClusterSnapshot::KeyShard* keys = CopyOnWrite(slot, owned_);
+    if (wanted) {
+      keys->insert(key);
+    } else {
+      keys->erase(key);
+    }
+  };
+  keep(next_->pending_[shard], gang != nullptr && gang->gated > 0);
+  keep(next_->marked_[shard], gang != nullptr && gang->marked > 0);
+  keep(next_->preemptible_[shard], gang != nullptr && gang->holding > 0 && gang->gated == 0 &&
+                                       gang->marked == 0 && gang->pinned == 0);
 }
 
 void SnapshotBuilder::UpsertNode(Node node) {
@@ -206,6 +247,7 @@ void SnapshotBuilder::UpsertPod(PodInfo pod) {
   gang.pods.insert(std::lower_bound(gang.pods.begin(), gang.pods.end(), shared, UidLess), shared);
   Count(gang, *shared, +1);
   RecomputeMaxPriority(gang);
+  Index(key, &gang);
   MutablePods(ClusterSnapshot::ShardOf(shared->uid))[shared->uid] = std::move(shared);
   ++next_->pod_count_;
 }
@@ -224,6 +266,7 @@ void SnapshotBuilder::RemovePod(absl::string_view uid) {
     std::erase(gang.pods, keep);
     Count(gang, *keep, -1);
     RecomputeMaxPriority(gang);
+    Index(key, gang.pods.empty() ? nullptr : &gang);
     if (gang.pods.empty()) gangs.erase(git);
   }
   MutablePods(ClusterSnapshot::ShardOf(uid)).erase(uid);

@@ -38,9 +38,11 @@ class ClusterSnapshot {
     int pinned = 0;            // Live members that may not be preempted.
     int32_t max_priority = 0;  // Highest live member priority (0 without live members).
   };
-  enum class GangFilter { kAll, kPending, kMarked };
+  // kPreemptible: running (holding capacity, none gated), unmarked, every member preemptible.
+  enum class GangFilter { kAll, kPending, kMarked, kPreemptible };
   using PodShard = absl::flat_hash_map<std::string, PodPtr>;
   using GangShard = absl::flat_hash_map<std::string, GangEntry>;
+  using KeyShard = absl::flat_hash_set<std::string>;
 
   static std::shared_ptr<const ClusterSnapshot> Empty();
 
@@ -59,6 +61,8 @@ class ClusterSnapshot {
   // Gangs with at least one pod (kAll), a gated pod (kPending) or a pod marked for preemption
   // (kMarked), sorted by key.
   std::vector<Gang> Gangs(GangFilter filter = GangFilter::kAll) const;
+  // Like Gangs(kPreemptible), only those whose top priority is below `priority`, unsorted.
+  std::vector<Gang> PreemptibleBelow(int32_t priority) const;
   // Gangs whose entry `keep` accepts; `keep` sees the raw entry, so a caller can skip gangs before
   // they are summarized. Sorted by key unless `sorted` is false (then in storage order).
   std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep,
@@ -67,13 +71,21 @@ class ClusterSnapshot {
 
  private:
   friend class SnapshotBuilder;
+  using KeyIndex = std::array<std::shared_ptr<const KeyShard>, kSnapshotShards>;
   static int ShardOf(absl::string_view key);
+  std::vector<Gang> FromIndex(const KeyIndex& index,
+                              const std::function<bool(const GangEntry&)>& keep) const;
 
   std::vector<std::shared_ptr<const NodeEntry>> nodes_;
   // Node name -> index; shared by every snapshot with the same node set, rebuilt when it changes.
   std::shared_ptr<const absl::flat_hash_map<std::string, int>> node_index_;
   std::array<std::shared_ptr<const PodShard>, kSnapshotShards> pods_;
   std::array<std::shared_ptr<const GangShard>, kSnapshotShards> gangs_;
+  // Keys of gangs with a gated member, and with a member marked for preemption: rounds read these
+  // without scanning every gang.
+  KeyIndex pending_;
+  KeyIndex marked_;
+  KeyIndex preemptible_;
   size_t pod_count_ = 0;
 };
 
@@ -93,6 +105,9 @@ class SnapshotBuilder {
   ClusterSnapshot::NodeEntry* MutableNode(int i);
   ClusterSnapshot::PodShard& MutablePods(int shard);
   ClusterSnapshot::GangShard& MutableGangs(int shard);
+  // Keeps `key` in the pending, marked and preemptible key sets exactly when `gang` (null: gone)
+  // belongs there.
+  void Index(const std::string& key, const ClusterSnapshot::GangEntry* gang);
   void Attach(const ClusterSnapshot::PodPtr& pod);
   void Detach(const ClusterSnapshot::PodPtr& pod);
   void AttachAllTo(int node_index);

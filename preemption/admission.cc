@@ -141,12 +141,7 @@ class Round {
   // rank lower); the order does not matter, victims.h sorts by cost.
   std::vector<const Gang*>& Running(const Gang& g) {
     if (all_ == nullptr) {
-      all_ = std::make_unique<std::vector<Gang>>(snap_.Gangs(
-          [p = g.priority](const core::ClusterSnapshot::GangEntry& e) {
-            return e.gated == 0 && e.marked == 0 && e.pinned == 0 && e.holding > 0 &&
-                   e.max_priority < p;
-          },
-          /*sorted=*/false));
+      all_ = std::make_unique<std::vector<Gang>>(snap_.PreemptibleBelow(g.priority));
       for (const Gang& r : *all_) running_.push_back(&r);
     }
     return running_;
@@ -180,8 +175,8 @@ class Round {
 
   // What planning depends on: the eligible nodes, the expected size and every member's requests.
   std::string ShapeKey(const Gang& g) const {
-    std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|",
-                                   g.expected_size);
+    std::string key =
+        absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|", g.expected_size);
     for (const core::PodInfo* p : g.members) absl::StrAppend(&key, "|", p->requests.ToString());
     return key;
   }
