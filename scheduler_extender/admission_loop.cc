@@ -16,6 +16,9 @@ using preemption::GangDecision;
 using preemption::Verdict;
 
 constexpr int64_t kWriteWaitMs = 5000;
+// A gang's pending reason is rewritten at most this often (reasons quote free capacity, which
+// changes with every admission; writing each change would patch every queued pod every round).
+constexpr int64_t kReasonIntervalMs = 10'000;
 
 // Merge patch of annotations (nullopt removes one) and, optionally, the hostname selector.
 std::string AnnotationPatch(
@@ -92,8 +95,11 @@ absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap, const
 }
 
 absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const GangDecision& d) {
-  std::string& last = reasons_[d.gang];
-  if (last == d.reason) return absl::OkStatus();
+  WrittenReason& last = reasons_[d.gang];
+  const int64_t now = deps_.now_ms();
+  if (last.reason == d.reason || (!last.reason.empty() && now - last.at_ms < kReasonIntervalMs)) {
+    return absl::OkStatus();
+  }
   std::optional<core::Gang> g = snap.FindGang(d.gang);
   if (!g) return absl::OkStatus();
   for (const core::PodInfo* p : g->members) {
@@ -102,7 +108,7 @@ absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const 
         AnnotationPatch({{"phalanx.io/pending-reason", d.reason}}, std::nullopt, false);
     if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
   }
-  last = d.reason;
+  last = WrittenReason{d.reason, now};
   return absl::OkStatus();
 }
 

@@ -4,7 +4,8 @@
 //   member's phalanx.io/admission gate is removed. kube-scheduler never sees an unplanned member.
 // - PREEMPT: every pod of each victim gang gets label phalanx.io/preempt=requested and annotation
 //   phalanx.io/preempted-by; the master tears them down.
-// - WAIT/INFEASIBLE: phalanx.io/pending-reason on gated pods, written only when it changes.
+// - WAIT/INFEASIBLE: phalanx.io/pending-reason on gated pods, written when it changes, at most
+//   every 10 s per gang.
 // - Recovery: gated gangs whose members all carry a placement are ungated; gated gangs with only
 //   some placed members lose those placements and queue again.
 // A round runs only once the informer shows the previous round's writes (or they time out), so
@@ -62,7 +63,11 @@ class AdmissionLoop {
   preemption::AdmissionOptions options_;
   int64_t resync_ms_;
   LoopDeps deps_;
-  absl::flat_hash_map<std::string, std::string> reasons_;  // gang -> last reason written
+  struct WrittenReason {
+    std::string reason;
+    int64_t at_ms = 0;
+  };
+  absl::flat_hash_map<std::string, WrittenReason> reasons_;  // gang -> last reason written
   absl::flat_hash_map<std::string, bool> awaited_;  // pod uid -> expects a placement (else a mark)
   int64_t awaited_since_ms_ = 0;
   absl::Mutex mu_;
