@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kube/json.h"
@@ -170,6 +171,9 @@ absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::Clust
     }
     if (!st.ok()) return st;
   }
+  absl::flat_hash_set<absl::string_view> queued;
+  for (const GangDecision& d : r.decisions) queued.insert(d.gang);
+  absl::erase_if(reasons_, [&](const auto& kv) { return !queued.contains(kv.first); });
   Publish(r, took.count());
   return r;
 }
