@@ -80,34 +80,34 @@ void BM_PlanGang64(benchmark::State& state) {
 }
 BENCHMARK(BM_PlanGang64)->Apply(Args);
 
-// A whole admission round deciding one pending 64-pod gang (snapshot to decision).
-void BM_AdmissionRound64(benchmark::State& state) {
-  core::SnapshotBuilder b = MakeCluster(state.range(0), state.range(1), 0.5);
-  AddPendingGang(b, 64, 4, 50);
-  auto snap = b.Build();
-  preemption::AdmissionOptions opts;
-  opts.slots.max_slots_per_pod = 4;
-  for (auto _ : state) {
-    preemption::RoundResult r = preemption::RunAdmissionRound(*snap, opts);
-    if (r.decisions[0].verdict != preemption::Verdict::kAdmit) state.SkipWithError("not admitted");
-  }
-}
-BENCHMARK(BM_AdmissionRound64)->Apply(Args);
-
-// A full cluster: the 64-pod high-priority gang must preempt whole lower-priority gangs.
-void BM_PreemptionRound64(benchmark::State& state) {
-  core::SnapshotBuilder b = MakeCluster(state.range(0), state.range(1), 1.0);
-  AddPendingGang(b, 64, 4, 90);
+// Rounds deciding one pending 64-pod gang (4 GPUs a pod) at `priority` on a cluster whose GPUs are
+// `fill` used; every round must reach `expected` for that gang.
+void Round64(benchmark::State& state, double fill, int32_t priority, preemption::Verdict expected) {
+  core::SnapshotBuilder b = MakeCluster(state.range(0), state.range(1), fill);
+  AddPendingGang(b, 64, 4, priority);
   auto snap = b.Build();
   preemption::AdmissionOptions opts;
   opts.slots.max_slots_per_pod = 4;
   opts.now_ms = 60'000;
   for (auto _ : state) {
     preemption::RoundResult r = preemption::RunAdmissionRound(*snap, opts);
-    if (r.decisions[0].verdict != preemption::Verdict::kPreempt) {
-      state.SkipWithError("no preemption");
+    if (r.decisions[0].verdict != expected) {
+      state.SkipWithError(absl::StrCat("gang decided ", VerdictName(r.decisions[0].verdict),
+                                       " (the pods may not fill the cluster)")
+                              .c_str());
     }
   }
+}
+
+// A whole admission round admitting the gang on a half-full cluster (snapshot to decision).
+void BM_AdmissionRound64(benchmark::State& state) {
+  Round64(state, 0.5, 50, preemption::Verdict::kAdmit);
+}
+BENCHMARK(BM_AdmissionRound64)->Apply(Args);
+
+// A full cluster: the gang, at priority 90, must preempt whole lower-priority gangs.
+void BM_PreemptionRound64(benchmark::State& state) {
+  Round64(state, 1.0, 90, preemption::Verdict::kPreempt);
 }
 BENCHMARK(BM_PreemptionRound64)->Apply(Args);
 
