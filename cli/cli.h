@@ -1,0 +1,27 @@
+// The `phalanx` command line: a gRPC client of phalanx-master.
+//
+//   phalanx [--master HOST:PORT] [--tls [--ca FILE]] COMMAND ...
+//     login USER [--password P]              (token saved in $PHALANX_TOKEN_FILE or
+//     ~/.phalanx-token) user create NAME [--password P] [--admin] experiment create FILE [--paused]
+//     | list [--state S] [--limit N] | describe ID
+//                | pause ID | activate ID | kill ID | set-priority ID P
+//     job list [--pool P] | move JOB (--ahead-of J | --behind-of J) | set-priority JOB P
+//         | set-pool JOB POOL | stats
+//     cmd|notebook|shell|tensorboard start [--config FILE] [-- ENTRYPOINT...] | list | kill ID
+//         | set-priority ID P
+// The master defaults to $PHALANX_MASTER, else localhost:8080. The password defaults to
+// $PHALANX_PASSWORD, else "". Exit codes: 0 ok, 1 the master refused, 2 bad usage.
+#ifndef PHALANX_CLI_CLI_H_
+#define PHALANX_CLI_CLI_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace phalanx::cli {
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace phalanx::cli
+
+#endif  // PHALANX_CLI_CLI_H_

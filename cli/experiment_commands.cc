@@ -1,0 +1,140 @@
+// phalanx experiment create|list|describe|pause|activate|kill|set-priority.
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli/session.h"
+#include "phalanx/v1/experiment.grpc.pb.h"
+
+namespace phalanx::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: phalanx experiment create FILE [--paused] | list [--state S] [--limit N] | describe ID "
+    "| pause ID | activate ID | kill ID | set-priority ID PRIORITY";
+
+std::string StateName(v1::ExperimentState s) {
+  return v1::ExperimentState_Name(s).substr(sizeof("EXPERIMENT_STATE_") - 1);
+}
+
+int Create(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) {
+  v1::CreateExperimentRequest req;
+  if (args.positional.size() != 3 || !ReadWholeFile(args.positional[2], *req.mutable_config())) {
+    return s.Usage(args.positional.size() == 3 ? "cannot read " + args.positional[2] : kUsage);
+  }
+  req.set_activate(!args.Has("paused"));
+  v1::CreateExperimentResponse resp;
+  if (int rc = s.Check(stub.CreateExperiment(s.Context().get(), req, &resp))) return rc;
+  const v1::Experiment& e = resp.experiment();
+  s.out << "Created experiment " << e.id() << " (" << e.name() << "): " << e.num_trials()
+        << " trial(s) of " << e.slots_per_trial() << " slot(s) in pool " << e.resource_pool()
+        << ", priority " << e.priority() << ", " << StateName(e.state()) << "\n";
+  return 0;
+}
+
+int List(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) {
+  v1::ListExperimentsRequest req;
+  if (std::optional<std::string> state = args.Option("state")) {
+    v1::ExperimentState st;
+    if (!v1::ExperimentState_Parse("EXPERIMENT_STATE_" + *state, &st)) {
+      return s.Usage("--state: one of ACTIVE, PAUSED, COMPLETED, CANCELED, ERROR");
+    }
+    req.add_states(st);
+  }
+  int limit = 0;
+  if (std::optional<std::string> l = args.Option("limit"); l && !absl::SimpleAtoi(*l, &limit)) {
+    return s.Usage("--limit: expected a number");
+  }
+  req.set_limit(limit);
+  v1::ListExperimentsResponse resp;
+  if (int rc = s.Check(stub.ListExperiments(s.Context().get(), req, &resp))) return rc;
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Experiment& e : resp.experiments()) {
+    rows.push_back({std::to_string(e.id()), e.name(), StateName(e.state()), e.resource_pool(),
+                    std::to_string(e.priority()), std::to_string(e.slots_per_trial()),
+                    e.username()});
+  }
+  PrintTable(s.out, {"ID", "NAME", "STATE", "POOL", "PRIORITY", "SLOTS/TRIAL", "USER"}, rows);
+  s.out << resp.experiments_size() << " of " << resp.pagination().total() << " experiment(s)\n";
+  return 0;
+}
+
+int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
+  v1::GetExperimentRequest req;
+  req.set_id(id);
+  v1::GetExperimentResponse resp;
+  if (int rc = s.Check(stub.GetExperiment(s.Context().get(), req, &resp))) return rc;
+  const v1::Experiment& e = resp.experiment();
+  s.out << "Experiment " << e.id() << " (" << e.name() << ")  job " << e.job_id() << "\n"
+        << "  state " << StateName(e.state()) << ", pool " << e.resource_pool() << ", priority "
+        << e.priority() << ", " << e.slots_per_trial() << " slot(s) per trial, by " << e.username()
+        << "\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Trial& t : resp.trials()) {
+    std::string alloc = t.allocation_id().empty()
+                            ? "-"
+                            : absl::StrCat(t.allocation_id(), " (",
+                                           v1::AllocationState_Name(t.allocation_state())
+                                               .substr(sizeof("ALLOCATION_STATE_") - 1),
+                                           ")");
+    rows.push_back({std::to_string(t.id()),
+                    v1::TrialState_Name(t.state()).substr(sizeof("TRIAL_STATE_") - 1),
+                    t.hparams_json(), std::to_string(t.runs()),
+                    t.latest_checkpoint().empty() ? "-" : t.latest_checkpoint(), alloc});
+  }
+  PrintTable(s.out, {"TRIAL", "STATE", "HPARAMS", "RUNS", "CHECKPOINT", "ALLOCATION"}, rows);
+  return 0;
+}
+
+// pause, activate, kill, set-priority.
+int Act(const Session& s, v1::ExperimentService::Stub& stub, const std::string& verb, int64_t id,
+        const Args& args) {
+  grpc::Status status;
+  if (verb == "set-priority") {
+    int priority = 0;
+    if (args.positional.size() != 4 || !absl::SimpleAtoi(args.positional[3], &priority)) {
+      return s.Usage("usage: phalanx experiment set-priority ID PRIORITY");
+    }
+    v1::SetExperimentPriorityRequest req;
+    req.set_id(id);
+    req.set_priority(priority);
+    v1::SetExperimentPriorityResponse resp;
+    status = stub.SetExperimentPriority(s.Context().get(), req, &resp);
+  } else if (verb == "pause") {
+    v1::PauseExperimentRequest req;
+    req.set_id(id);
+    v1::PauseExperimentResponse resp;
+    status = stub.PauseExperiment(s.Context().get(), req, &resp);
+  } else if (verb == "activate") {
+    v1::ActivateExperimentRequest req;
+    req.set_id(id);
+    v1::ActivateExperimentResponse resp;
+    status = stub.ActivateExperiment(s.Context().get(), req, &resp);
+  } else if (verb == "kill") {
+    v1::KillExperimentRequest req;
+    req.set_id(id);
+    v1::KillExperimentResponse resp;
+    status = stub.KillExperiment(s.Context().get(), req, &resp);
+  } else {
+    return s.Usage(kUsage);
+  }
+  if (int rc = s.Check(status)) return rc;
+  s.out << "Experiment " << id << ": " << verb << " done\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunExperimentCommand(const Session& s, const Args& args) {
+  if (args.positional.size() < 2) return s.Usage(kUsage);
+  auto stub = v1::ExperimentService::NewStub(s.channel);
+  const std::string& verb = args.positional[1];
+  if (verb == "create") return Create(s, *stub, args);
+  if (verb == "list") return List(s, *stub, args);
+  int64_t id = 0;
+  if (args.positional.size() < 3 || !absl::SimpleAtoi(args.positional[2], &id)) {
+    return s.Usage(kUsage);
+  }
+  if (verb == "describe") return Describe(s, *stub, id);
+  return Act(s, *stub, verb, id, args);
+}
+
+}  // namespace phalanx::cli

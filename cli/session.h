@@ -1,0 +1,43 @@
+// A CLI session: the channel to the master, the saved token, output streams, and a table printer.
+#ifndef PHALANX_CLI_SESSION_H_
+#define PHALANX_CLI_SESSION_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "grpcpp/grpcpp.h"
+
+namespace phalanx::cli {
+
+struct Session {
+  std::shared_ptr<grpc::Channel> channel;
+  std::string token_file;
+  std::ostream& out;
+  std::ostream& err;
+
+  // A context with the saved token and a 60 s deadline.
+  std::unique_ptr<grpc::ClientContext> Context() const;
+  // Prints the master's refusal ("phalanx: INVALID_ARGUMENT: ...") and returns 1; 0 when ok.
+  int Check(const grpc::Status& status) const;
+  // Prints "phalanx: <message>" and returns 2.
+  int Usage(const std::string& message) const;
+};
+
+// Rows printed as aligned columns under a header.
+void PrintTable(std::ostream& out, const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows);
+
+// Reads a whole file; false when it cannot.
+bool ReadWholeFile(const std::string& path, std::string& out);
+
+int RunExperimentCommand(const Session& s, const Args& args);
+int RunJobCommand(const Session& s, const Args& args);
+// `kind` is cmd, notebook, shell or tensorboard.
+int RunTaskCommand(const Session& s, const std::string& kind, const Args& args);
+
+}  // namespace phalanx::cli
+
+#endif  // PHALANX_CLI_SESSION_H_

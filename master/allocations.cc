@@ -1,0 +1,223 @@
+// JobManager: the life of one allocation, from its gated pods to TERMINATED (see job_manager.h).
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "kube/json.h"
+#include "master/auth.h"
+#include "master/experiment_config.h"
+#include "master/job_manager.h"
+#include "master/pod_builder.h"
+#include "master/task_config.h"
+
+namespace phalanx::master {
+namespace {
+
+// The pod request of a run of `trial`; `env` receives the environment it points to.
+absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobRecord& job,
+                                          const TrialRecord& trial, const std::string& id,
+                                          const std::string& token, EnvironmentConfig& env) {
+  PodRequest r{.type = job.type,
+               .job_id = job.job_id,
+               .allocation_id = id,
+               .slots = job.slots,
+               .priority = job.priority,
+               .queue_position = job.queue_position,
+               .pool = config.FindPool(job.resource_pool)};
+  if (r.pool == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("resource pool \"", job.resource_pool, "\" is no longer configured"));
+  }
+  if (job.type == TaskType::kExperiment) {
+    KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(job.config, config));
+    env = std::move(c.environment);
+    r.entrypoint = std::move(c.entrypoint);
+    r.env = {{"PHALANX_TRIAL_ID", std::to_string(trial.id)},
+             {"PHALANX_HPARAMS", trial.hparams},
+             {"PHALANX_SEARCHER", c.searcher.ForTrials().dump()},
+             {"PHALANX_CHECKPOINT_STORAGE", c.checkpoint_storage.dump()},
+             {"PHALANX_LATEST_CHECKPOINT", trial.latest_checkpoint}};
+  } else {
+    std::vector<std::string> entrypoint =
+        nlohmann::json::parse(job.entrypoint, nullptr, false).get<std::vector<std::string>>();
+    KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(job.config, job.type, entrypoint, config));
+    env = std::move(c.environment);
+    r.entrypoint = std::move(c.entrypoint);
+  }
+  r.env.emplace_back("PHALANX_ALLOCATION_TOKEN", token);
+  r.environment = &env;
+  return r;
+}
+
+}  // namespace
+
+absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord trial) {
+  trial.runs += 1;
+  const std::string id = job.type == TaskType::kExperiment
+                             ? absl::StrCat(job.job_id, "-trial-", trial.id, "-r", trial.runs)
+                             : absl::StrCat(job.job_id, "-r", trial.runs);
+  const std::string token = NewToken();
+  EnvironmentConfig env;
+  absl::StatusOr<PodRequest> request = AllocationPods(config_, job, trial, id, token, env);
+  if (!request.ok()) {
+    trial.state = RunState::kError;
+    KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
+    return absl::Status(request.status().code(),
+                        absl::StrCat("trial ", trial.id, ": ", request.status().message()));
+  }
+  std::vector<nlohmann::json> pods = BuildPods(*request, config_);
+  Alloc a{.rec = {.id = id,
+                  .job_id = job.job_id,
+                  .trial_id = trial.id,
+                  .run = trial.runs,
+                  .ns = request->pool->ns,
+                  .pods = static_cast<int>(pods.size()),
+                  .token_hash = TokenHash(token)},
+          .slots_per_pod = job.slots / static_cast<int>(pods.size())};
+  for (const nlohmann::json& pod : pods) a.pod_names.push_back(pod["metadata"]["name"]);
+  KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
+  KUBE_RETURN_IF_ERROR(store_.InsertAllocation(a.rec));
+  Alloc& stored = allocs_[id] = std::move(a);
+  for (const nlohmann::json& pod : pods) {
+    absl::Status s = pods_.CreatePod(pod);
+    if (!s.ok() && !absl::IsAlreadyExists(s)) {
+      // Undo: the trial stays ACTIVE and a later Reconcile (Tick) starts a new run.
+      absl::Status undo = TerminateLocked(stored);
+      return absl::Status(s.code(), absl::StrCat("creating pods of ", id, ": ", s.message(),
+                                                 undo.ok() ? "" : "; cleanup failed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
+  if (a.rec.state == AllocState::kPending) return TerminateLocked(a);  // Nothing to checkpoint.
+  a.rec.preempt_requested = true;
+  a.rec.state = AllocState::kPreempting;
+  a.preempt_at = absl::Now();
+  return store_.UpdateAllocation(a.rec);
+}
+
+absl::Status JobManager::TerminateLocked(Alloc& a) {
+  a.rec.state = AllocState::kTerminating;
+  KUBE_RETURN_IF_ERROR(store_.UpdateAllocation(a.rec));
+  absl::Status result;
+  for (const std::string& name : a.pod_names) {
+    absl::Status s = pods_.DeletePod(a.rec.ns, name);
+    if (!s.ok() && !absl::IsNotFound(s)) result.Update(s);
+  }
+  FinishIfGoneLocked(a);
+  return result;
+}
+
+void JobManager::FinishIfGoneLocked(Alloc& a) {
+  if (a.rec.state != AllocState::kTerminating || !a.pods.empty()) return;
+  a.rec.state = AllocState::kTerminated;
+  if (!store_.UpdateAllocation(a.rec).ok()) return;  // Retried on the next event or restart.
+  dirty_jobs_.insert(a.rec.job_id);
+  absl::StatusOr<JobRecord> job = store_.GetJob(a.rec.job_id);
+  absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
+  if (job.ok() && trial.ok() && job->state == RunState::kPaused &&
+      trial->state == RunState::kActive) {
+    (void)SetTrialStateLocked(trial->id, RunState::kPaused);
+  }
+  const std::string id = a.rec.id;
+  allocs_.erase(id);
+}
+
+absl::Status JobManager::ReconcileDirtyLocked() {
+  absl::Status result;
+  while (!dirty_jobs_.empty()) {
+    const std::string job_id = *dirty_jobs_.begin();
+    dirty_jobs_.erase(dirty_jobs_.begin());
+    result.Update(ReconcileLocked(job_id));
+  }
+  return result;
+}
+
+absl::Status JobManager::SetTrialStateLocked(int64_t trial_id, RunState state) {
+  KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(trial_id));
+  trial.state = state;
+  return store_.UpdateTrial(trial);
+}
+
+void JobManager::UpdateFromPodsLocked(Alloc& a) {
+  AllocState& s = a.rec.state;
+  if (s == AllocState::kTerminating || s == AllocState::kTerminated) return;
+  bool marked = false, failed = false, all_seen = a.pods.size() == a.pod_names.size();
+  bool all_bound = all_seen, all_running = all_seen, all_succeeded = all_seen;
+  for (const auto& [name, pod] : a.pods) {
+    marked = marked || pod.preempt_requested;
+    failed = failed || pod.phase == core::PodPhase::kFailed;
+    all_bound = all_bound && pod.bound;
+    all_running = all_running && pod.phase == core::PodPhase::kRunning;
+    all_succeeded = all_succeeded && pod.phase == core::PodPhase::kSucceeded;
+  }
+  absl::StatusOr<JobRecord> job = store_.GetJob(a.rec.job_id);
+  const bool preemptible = job.ok() && job->type == TaskType::kExperiment;
+  if (failed || all_succeeded) {
+    absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
+    if (!a.rec.preempt_requested && trial.ok() && !IsTerminal(trial->state)) {
+      (void)SetTrialStateLocked(trial->id, failed ? RunState::kError : RunState::kCompleted);
+    }
+    (void)TerminateLocked(a);
+    return;
+  }
+  if (s != AllocState::kPreempting) {
+    const AllocState next = all_running ? AllocState::kRunning
+                            : all_bound ? AllocState::kScheduled
+                                        : AllocState::kPending;
+    if (next != s) {
+      s = next;
+      (void)store_.UpdateAllocation(a.rec);
+    }
+  }
+  if (marked && preemptible && s != AllocState::kPreempting) (void)RequestPreemptionLocked(a);
+}
+
+absl::StatusOr<JobManager::Alloc*> JobManager::FindAllocLocked(const std::string& id) {
+  auto it = allocs_.find(id);
+  if (it == allocs_.end()) {
+    return absl::NotFoundError(absl::StrCat("allocation \"", id, "\" is not open"));
+  }
+  return &it->second;
+}
+
+std::vector<JobManager::Alloc*> JobManager::AllocsOfJobLocked(const std::string& job_id) {
+  std::vector<Alloc*> out;
+  for (auto& [id, a] : allocs_) {
+    if (a.rec.job_id == job_id) out.push_back(&a);
+  }
+  return out;
+}
+
+void JobManager::OnPod(const PodState& pod) {
+  absl::MutexLock lock(&mu_);
+  auto it = allocs_.find(pod.allocation_id);
+  if (it == allocs_.end()) {
+    if (!pod.deleting) (void)pods_.DeletePod(pod.ns, pod.name);  // An orphan.
+    return;
+  }
+  it->second.pods[pod.name] = pod;
+  UpdateFromPodsLocked(it->second);
+  (void)ReconcileDirtyLocked();
+}
+
+void JobManager::OnPodDeleted(const std::string& ns, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  const size_t dash = name.rfind('-');
+  auto it = allocs_.find(name.substr(0, dash));
+  if (dash == std::string::npos || it == allocs_.end() || it->second.rec.ns != ns) return;
+  Alloc& a = it->second;
+  a.pods.erase(name);
+  if (a.rec.state != AllocState::kTerminating) {
+    // Deleted behind the master's back: the run is lost; the trial starts again.
+    (void)TerminateLocked(a);
+  } else {
+    FinishIfGoneLocked(a);
+  }
+  (void)ReconcileDirtyLocked();
+}
+
+}  // namespace phalanx::master

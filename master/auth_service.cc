@@ -1,0 +1,88 @@
+// AuthService and bearer-token authentication (see services.h).
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "master/auth.h"
+#include "master/proto_convert.h"
+#include "master/services.h"
+
+namespace phalanx::master {
+namespace {
+
+constexpr absl::Duration kTokenLifetime = absl::Hours(24 * 7);
+
+}  // namespace
+
+std::string Authenticator::BearerToken(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return "";
+  const std::string value(it->second.data(), it->second.size());
+  return absl::StartsWith(value, "Bearer ") ? value.substr(7) : "";
+}
+
+absl::StatusOr<User> Authenticator::Authenticate(const grpc::ServerContext& context) const {
+  const std::string token = BearerToken(context);
+  if (token.empty()) {
+    return absl::UnauthenticatedError("missing \"authorization: Bearer <token>\"; log in first");
+  }
+  return store_.UserForToken(TokenHash(token));
+}
+
+absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_password) {
+  for (const auto& [name, admin] : {std::pair{"admin", true}, std::pair{"determined", false}}) {
+    if (absl::Status s = store.EnsureUser(name, HashPassword(default_password), admin); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status AuthServiceImpl::Login(grpc::ServerContext*, const v1::LoginRequest* req,
+                                    v1::LoginResponse* resp) {
+  absl::StatusOr<StoredUser> user = store_.FindUser(req->username());
+  if (!user.ok() && !absl::IsNotFound(user.status())) return ToGrpcStatus(user.status());
+  if (!user.ok() || !VerifyPassword(req->password(), user->password_hash)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong username or password");
+  }
+  const std::string token = NewToken();
+  absl::Status s = store_.AddToken(TokenHash(token), user->user.id, absl::Now() + kTokenLifetime);
+  if (!s.ok()) return ToGrpcStatus(s);
+  resp->set_token(token);
+  ToProto(user->user, resp->mutable_user());
+  return grpc::Status::OK;
+}
+
+grpc::Status AuthServiceImpl::Logout(grpc::ServerContext* ctx, const v1::LogoutRequest*,
+                                     v1::LogoutResponse*) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  return ToGrpcStatus(store_.DeleteToken(TokenHash(Authenticator::BearerToken(*ctx))));
+}
+
+grpc::Status AuthServiceImpl::CurrentUser(grpc::ServerContext* ctx, const v1::CurrentUserRequest*,
+                                          v1::CurrentUserResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  ToProto(*user, resp->mutable_user());
+  return grpc::Status::OK;
+}
+
+grpc::Status AuthServiceImpl::CreateUser(grpc::ServerContext* ctx, const v1::CreateUserRequest* req,
+                                         v1::CreateUserResponse* resp) {
+  absl::StatusOr<User> caller = auth_.Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (!caller->admin) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "only admins create users");
+  }
+  if (req->username().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "username: required");
+  }
+  absl::StatusOr<User> user =
+      store_.CreateUser(req->username(), HashPassword(req->password()), req->admin());
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  ToProto(*user, resp->mutable_user());
+  return grpc::Status::OK;
+}
+
+}  // namespace phalanx::master

@@ -1,0 +1,156 @@
+// Shared config sections (see config_parts.h).
+#include "master/config_parts.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "kube/json.h"
+
+namespace phalanx::master {
+namespace {
+
+struct StorageType {
+  absl::string_view type;
+  std::vector<absl::string_view> required;
+  std::vector<absl::string_view> optional;
+};
+
+const std::vector<StorageType>& StorageTypes() {
+  static const auto* types = new std::vector<StorageType>{
+      {"shared_fs", {"host_path"}, {"storage_path"}},
+      {"s3", {"bucket"}, {"prefix", "access_key", "secret_key", "endpoint_url"}},
+      {"gcs", {"bucket"}, {"prefix"}},
+      {"azure", {"container"}, {"connection_string", "account_url", "credential"}},
+  };
+  return *types;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvVars(const YamlMap& env) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::string path = env.FieldPath("environment_variables");
+  if (env.Get("environment_variables").IsMap()) {
+    KUBE_ASSIGN_OR_RETURN(YamlMap vars, env.Map("environment_variables"));
+    for (const std::string& name : vars.Keys()) {
+      KUBE_ASSIGN_OR_RETURN(std::optional<std::string> value, vars.String(name));
+      out.emplace_back(name, value.value_or(""));
+    }
+    return out;
+  }
+  KUBE_ASSIGN_OR_RETURN(std::vector<std::string> list, env.StringList("environment_variables"));
+  for (size_t i = 0; i < list.size(); ++i) {
+    size_t eq = list[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return FieldError(absl::StrCat(path, "[", i, "]"),
+                        absl::StrCat("expected NAME=value, got \"", list[i], "\""));
+    }
+    out.emplace_back(list[i].substr(0, eq), list[i].substr(eq + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_view key) {
+  if (!parent.Has(key)) return nlohmann::json();
+  KUBE_ASSIGN_OR_RETURN(YamlMap pod, parent.Map(key));
+  KUBE_RETURN_IF_ERROR(pod.CheckKeys({"apiVersion", "kind", "metadata", "spec"}));
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> kind, pod.String("kind"));
+  if (kind && *kind != "Pod") {
+    return FieldError(pod.FieldPath("kind"), absl::StrCat("must be Pod, got \"", *kind, "\""));
+  }
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> api, pod.String("apiVersion"));
+  if (api && *api != "v1") {
+    return FieldError(pod.FieldPath("apiVersion"), absl::StrCat("must be v1, got \"", *api, "\""));
+  }
+  for (absl::string_view object : {"metadata", "spec"}) {
+    if (absl::StatusOr<YamlMap> m = pod.Map(object); !m.ok()) return m.status();
+  }
+  KUBE_ASSIGN_OR_RETURN(nlohmann::json json, parent.Json(key));
+  return json;
+}
+
+absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent,
+                                                      absl::string_view key) {
+  KUBE_ASSIGN_OR_RETURN(YamlMap cs, parent.Map(key));
+  KUBE_ASSIGN_OR_RETURN(std::string type, cs.RequiredString("type"));
+  for (const StorageType& t : StorageTypes()) {
+    if (t.type != type) continue;
+    std::vector<absl::string_view> known = {"type"};
+    known.insert(known.end(), t.required.begin(), t.required.end());
+    known.insert(known.end(), t.optional.begin(), t.optional.end());
+    KUBE_RETURN_IF_ERROR(cs.CheckKeys(known));
+    for (absl::string_view required : t.required) {
+      if (absl::StatusOr<std::string> v = cs.RequiredString(required); !v.ok()) return v.status();
+    }
+    if (type == "azure" && !cs.Has("connection_string") && !cs.Has("account_url")) {
+      return FieldError(cs.path(), "azure needs connection_string or account_url");
+    }
+    return parent.Json(key);
+  }
+  return FieldError(cs.FieldPath("type"),
+                    absl::StrCat("must be shared_fs, s3, gcs or azure, got \"", type, "\""));
+}
+
+absl::StatusOr<ResourcesConfig> ParseResources(const YamlMap& parent, absl::string_view slots_key,
+                                               int default_slots) {
+  KUBE_ASSIGN_OR_RETURN(YamlMap m, parent.Map("resources"));
+  const bool experiment = slots_key == "slots_per_trial";
+  KUBE_RETURN_IF_ERROR(
+      experiment ? m.CheckKeys({"slots_per_trial", "priority", "resource_pool", "max_slots"})
+                 : m.CheckKeys({"slots", "priority", "resource_pool"}));
+  ResourcesConfig r;
+  KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> slots, m.Int(slots_key));
+  if (slots && (*slots < 0 || *slots > 100000)) {
+    return FieldError(m.FieldPath(slots_key), absl::StrCat("must be >= 0, got ", *slots));
+  }
+  r.slots = static_cast<int>(slots.value_or(default_slots));
+  KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> priority, m.Int("priority"));
+  if (priority && (*priority < 0 || *priority > 1000000)) {
+    return FieldError(m.FieldPath("priority"),
+                      absl::StrCat("must be between 0 and 1000000, got ", *priority));
+  }
+  if (priority) r.priority = static_cast<int>(*priority);
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> pool, m.String("resource_pool"));
+  r.resource_pool = pool.value_or("");
+  KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> max_slots, m.Int("max_slots"));
+  if (max_slots && *max_slots < r.slots) {
+    return FieldError(m.FieldPath("max_slots"),
+                      absl::StrCat("must be >= ", slots_key, " (", r.slots, "), got ", *max_slots));
+  }
+  if (max_slots) r.max_slots = static_cast<int>(*max_slots);
+  return r;
+}
+
+absl::StatusOr<EnvironmentConfig> ParseEnvironment(const YamlMap& parent) {
+  KUBE_ASSIGN_OR_RETURN(YamlMap m, parent.Map("environment"));
+  KUBE_RETURN_IF_ERROR(m.CheckKeys({"image", "environment_variables", "pod_spec"}));
+  EnvironmentConfig e;
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> image, m.String("image"));
+  if (image) e.image = *image;
+  KUBE_ASSIGN_OR_RETURN(e.environment_variables, ParseEnvVars(m));
+  KUBE_ASSIGN_OR_RETURN(e.pod_spec, ParsePodSpec(m, "pod_spec"));
+  return e;
+}
+
+absl::StatusOr<const ResourcePoolConfig*> ResolvePool(const MasterConfig& master,
+                                                      ResourcesConfig& resources,
+                                                      absl::string_view slots_field) {
+  if (resources.resource_pool.empty()) {
+    resources.resource_pool =
+        resources.slots == 0 ? master.default_aux_pool : master.default_compute_pool;
+  }
+  const ResourcePoolConfig* pool = master.FindPool(resources.resource_pool);
+  if (pool == nullptr) {
+    return FieldError("resources.resource_pool",
+                      absl::StrCat("no resource pool named \"", resources.resource_pool, "\""));
+  }
+  const int max = master.MaxSlotsPerPod(*pool);
+  if (resources.slots > max && resources.slots % max != 0) {
+    return FieldError(
+        slots_field, absl::StrCat(resources.slots, " slots are not divisible by max_slots_per_pod ",
+                                  max, " of resource pool \"", pool->name, "\": use at most ", max,
+                                  " or a multiple of ", max));
+  }
+  return pool;
+}
+
+}  // namespace phalanx::master

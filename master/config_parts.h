@@ -1,0 +1,59 @@
+// Config sections shared by master.yaml, experiment configs and task configs: pod specs,
+// checkpoint storage, `resources` and `environment`, and the slots-per-pod rule.
+#ifndef PHALANX_MASTER_CONFIG_PARTS_H_
+#define PHALANX_MASTER_CONFIG_PARTS_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "master/config.h"
+#include "master/yaml.h"
+#include "nlohmann/json.hpp"
+
+namespace phalanx::master {
+
+// Image of task containers whose config names none.
+inline constexpr absl::string_view kDefaultTaskImage = "python:3.11-slim";
+// Priority of jobs that set none (Kubernetes semantics: higher runs first).
+inline constexpr int kDefaultPriority = 50;
+
+// A Kubernetes Pod object (apiVersion v1, kind Pod, metadata, spec) as JSON; null when absent.
+absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_view key);
+
+// {type: shared_fs|s3|gcs|azure, ...} with the fields each type requires.
+absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent, absl::string_view key);
+
+struct ResourcesConfig {
+  int slots = 1;
+  std::optional<int> priority;
+  std::string resource_pool;     // Empty: the master's default pool for the slot count.
+  std::optional<int> max_slots;  // Experiments: cap on slots used by all trials at once.
+};
+
+// `slots_key` is "slots_per_trial" (experiments, with max_slots) or "slots" (tasks).
+absl::StatusOr<ResourcesConfig> ParseResources(const YamlMap& parent, absl::string_view slots_key,
+                                               int default_slots);
+
+struct EnvironmentConfig {
+  std::string image = std::string(kDefaultTaskImage);
+  std::vector<std::pair<std::string, std::string>> environment_variables;
+  nlohmann::json pod_spec;  // Null when absent.
+};
+
+absl::StatusOr<EnvironmentConfig> ParseEnvironment(const YamlMap& parent);
+
+// Resolves `resources.resource_pool` (empty: the compute pool, or the aux pool for zero slots) and
+// checks the slot count against the pool's max_slots_per_pod: a task of more slots than that runs
+// as slots / max_slots_per_pod pods, so the count must divide evenly. `slots_field` names the field
+// in errors ("resources.slots_per_trial").
+absl::StatusOr<const ResourcePoolConfig*> ResolvePool(const MasterConfig& master,
+                                                      ResourcesConfig& resources,
+                                                      absl::string_view slots_field);
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_CONFIG_PARTS_H_

@@ -1,0 +1,106 @@
+// ExperimentService (see services.h).
+#include <algorithm>
+
+#include "master/experiment_config.h"
+#include "master/proto_convert.h"
+#include "master/services.h"
+
+namespace phalanx::master {
+namespace {
+
+// Runs `action` on the experiment's job for an authenticated caller.
+template <typename Action>
+grpc::Status WithExperiment(const Authenticator& auth, grpc::ServerContext* ctx, int64_t id,
+                            Action action) {
+  absl::StatusOr<User> user = auth.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  return ToGrpcStatus(action(ExperimentJobId(id)));
+}
+
+}  // namespace
+
+grpc::Status ExperimentServiceImpl::CreateExperiment(grpc::ServerContext* ctx,
+                                                     const v1::CreateExperimentRequest* req,
+                                                     v1::CreateExperimentResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  if (req->validate_only()) {
+    return ToGrpcStatus(ParseExperimentConfig(req->config(), jobs_.config()).status());
+  }
+  absl::StatusOr<JobRecord> job = jobs_.CreateExperiment(req->config(), *user, req->activate());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  absl::StatusOr<JobView> view = jobs_.GetJob(job->job_id);
+  ToProto(*job, resp->mutable_experiment(), view.ok() ? static_cast<int>(view->trials.size()) : 0);
+  return grpc::Status::OK;
+}
+
+grpc::Status ExperimentServiceImpl::GetExperiment(grpc::ServerContext* ctx,
+                                                  const v1::GetExperimentRequest* req,
+                                                  v1::GetExperimentResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  absl::StatusOr<JobView> view = jobs_.GetJob(ExperimentJobId(req->id()));
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  if (view->job.type != TaskType::kExperiment) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such experiment");
+  }
+  ToProto(view->job, resp->mutable_experiment(), static_cast<int>(view->trials.size()));
+  for (const TrialView& t : view->trials) ToProto(t, req->id(), resp->add_trials());
+  return grpc::Status::OK;
+}
+
+grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
+                                                    const v1::ListExperimentsRequest* req,
+                                                    v1::ListExperimentsResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  JobFilter filter{.types = {TaskType::kExperiment},
+                   .name_substring = req->name(),
+                   .username = req->username(),
+                   .resource_pool = req->resource_pool(),
+                   .offset = std::max(0, req->offset()),
+                   .limit = PageLimit(req->limit())};
+  for (int s : req->states()) {
+    if (std::optional<RunState> state = FromProto(static_cast<v1::ExperimentState>(s))) {
+      filter.states.push_back(*state);
+    }
+  }
+  auto jobs = jobs_.ListJobs(filter);
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (const JobRecord& job : jobs->first) ToProto(job, resp->add_experiments(), 0);
+  resp->mutable_pagination()->set_offset(filter.offset);
+  resp->mutable_pagination()->set_limit(filter.limit);
+  resp->mutable_pagination()->set_total(jobs->second);
+  return grpc::Status::OK;
+}
+
+grpc::Status ExperimentServiceImpl::PauseExperiment(grpc::ServerContext* ctx,
+                                                    const v1::PauseExperimentRequest* req,
+                                                    v1::PauseExperimentResponse*) {
+  return WithExperiment(auth_, ctx, req->id(),
+                        [&](const std::string& id) { return jobs_.Pause(id); });
+}
+
+grpc::Status ExperimentServiceImpl::ActivateExperiment(grpc::ServerContext* ctx,
+                                                       const v1::ActivateExperimentRequest* req,
+                                                       v1::ActivateExperimentResponse*) {
+  return WithExperiment(auth_, ctx, req->id(),
+                        [&](const std::string& id) { return jobs_.Activate(id); });
+}
+
+grpc::Status ExperimentServiceImpl::KillExperiment(grpc::ServerContext* ctx,
+                                                   const v1::KillExperimentRequest* req,
+                                                   v1::KillExperimentResponse*) {
+  return WithExperiment(auth_, ctx, req->id(),
+                        [&](const std::string& id) { return jobs_.Kill(id); });
+}
+
+grpc::Status ExperimentServiceImpl::SetExperimentPriority(
+    grpc::ServerContext* ctx, const v1::SetExperimentPriorityRequest* req,
+    v1::SetExperimentPriorityResponse*) {
+  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id) {
+    return jobs_.SetPriority(id, req->priority());
+  });
+}
+
+}  // namespace phalanx::master

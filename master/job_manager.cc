@@ -1,0 +1,254 @@
+// JobManager: submitting jobs, job-level commands and Reconcile (see job_manager.h).
+#include "master/job_manager.h"
+
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "kube/json.h"
+#include "master/experiment_config.h"
+#include "master/pod_builder.h"
+#include "master/searcher.h"
+#include "master/task_config.h"
+
+namespace phalanx::master {
+namespace {
+
+// A pod_spec's priorityClassName of the chart wins over resources.priority (pod_builder.h).
+int EffectivePriority(const ResourcesConfig& resources, const EnvironmentConfig& environment) {
+  const nlohmann::json& spec = environment.pod_spec;
+  if (spec.is_object() && spec.contains("spec") && spec["spec"].is_object()) {
+    if (std::optional<int> p = PriorityOfClass(spec["spec"].value("priorityClassName", ""))) {
+      return *p;
+    }
+  }
+  return resources.priority.value_or(kDefaultPriority);
+}
+
+JobRecord NewJob(TaskType type, int64_t number, const std::string& name, const User& user,
+                 const ResourcesConfig& resources, const EnvironmentConfig& environment,
+                 const std::string& yaml) {
+  return JobRecord{.job_id = absl::StrCat(IdPrefix(type), "-", number),
+                   .type = type,
+                   .name = name,
+                   .username = user.username,
+                   .resource_pool = resources.resource_pool,
+                   .priority = EffectivePriority(resources, environment),
+                   .queue_position = absl::ToUnixMicros(absl::Now()) / 1e6,
+                   .slots = resources.slots,
+                   .config = yaml};
+}
+
+// How many trials of `job` may hold allocations at once.
+int ConcurrencyCap(const JobRecord& job, const MasterConfig& config) {
+  if (job.type != TaskType::kExperiment) return 1;
+  absl::StatusOr<ExperimentConfig> c = ParseExperimentConfig(job.config, config);
+  if (!c.ok()) return std::numeric_limits<int>::max();
+  int cap = c->searcher.max_concurrent_trials.value_or(std::numeric_limits<int>::max());
+  if (c->resources.max_slots && job.slots > 0)
+    cap = std::min(cap, *c->resources.max_slots / job.slots);
+  return std::max(cap, 1);
+}
+
+RunState FinalState(const std::vector<TrialRecord>& trials) {
+  RunState out = RunState::kCompleted;
+  for (const TrialRecord& t : trials) {
+    if (t.state == RunState::kError) return RunState::kError;
+    if (t.state == RunState::kCanceled) out = RunState::kCanceled;
+  }
+  return out;
+}
+
+}  // namespace
+
+JobManager::JobManager(MasterConfig config, Store& store, PodClient& pods)
+    : config_(std::move(config)), store_(store), pods_(pods) {}
+
+absl::StatusOr<JobRecord> JobManager::CreateExperiment(const std::string& yaml, const User& user,
+                                                       bool activate) {
+  KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(yaml, config_));
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(int64_t number, store_.NextJobNumber(TaskType::kExperiment));
+  KUBE_ASSIGN_OR_RETURN(std::vector<nlohmann::json> hparams,
+                        GenerateTrials(c.searcher, c.hyperparameters, c.seed.value_or(number)));
+  JobRecord job =
+      NewJob(TaskType::kExperiment, number, c.name, user, c.resources, c.environment, yaml);
+  job.state = activate ? RunState::kActive : RunState::kPaused;
+  std::vector<TrialRecord> trials;
+  for (const nlohmann::json& h : hparams)
+    trials.push_back({.hparams = h.dump(), .state = job.state});
+  return SubmitLocked(std::move(job), std::move(trials));
+}
+
+absl::StatusOr<JobRecord> JobManager::LaunchTask(TaskType type, const std::string& yaml,
+                                                 const std::vector<std::string>& entrypoint,
+                                                 const User& user) {
+  if (type == TaskType::kExperiment) {
+    return absl::InvalidArgumentError("type: use CreateExperiment for experiments");
+  }
+  KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(yaml, type, entrypoint, config_));
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(int64_t number, store_.NextJobNumber(type));
+  JobRecord job = NewJob(type, number, c.description, user, c.resources, c.environment, yaml);
+  job.entrypoint = nlohmann::json(c.entrypoint).dump();
+  return SubmitLocked(std::move(job), {TrialRecord{.hparams = "{}"}});
+}
+
+absl::StatusOr<JobRecord> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials) {
+  KUBE_ASSIGN_OR_RETURN(trials, store_.InsertJob(job, std::move(trials)));
+  // The job is stored (acknowledged); pods that fail to start now are retried by Reconcile.
+  if (absl::Status s = ReconcileLocked(job.job_id); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(job.job_id, " was submitted but ", s.message()));
+  }
+  return store_.GetJob(job.job_id);
+}
+
+absl::StatusOr<JobView> JobManager::GetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  JobView view;
+  KUBE_ASSIGN_OR_RETURN(view.job, store_.GetJob(job_id));
+  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
+  std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
+  for (TrialRecord& t : trials) {
+    TrialView tv{.trial = std::move(t)};
+    for (Alloc* a : allocs) {
+      if (a->rec.trial_id == tv.trial.id) tv.allocation = a->rec;
+    }
+    view.trials.push_back(std::move(tv));
+  }
+  return view;
+}
+
+absl::StatusOr<std::pair<std::vector<JobRecord>, int>> JobManager::ListJobs(
+    const JobFilter& filter) {
+  return store_.ListJobs(filter);
+}
+
+absl::StatusOr<JobRecord> JobManager::GetActiveJobLocked(const std::string& job_id,
+                                                         bool allow_paused) {
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(job_id));
+  if (job.state == RunState::kActive || (allow_paused && job.state == RunState::kPaused)) {
+    return job;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(job_id, " is ", RunStateName(job.state)));
+}
+
+absl::Status JobManager::Pause(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/false));
+  if (job.type != TaskType::kExperiment) {
+    return absl::FailedPreconditionError(absl::StrCat(job_id, ": only experiments can be paused (",
+                                                      TaskTypeName(job.type),
+                                                      "s are not preemptible)"));
+  }
+  job.state = RunState::kPaused;
+  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  return ReconcileLocked(job_id);
+}
+
+absl::Status JobManager::Activate(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
+  job.state = RunState::kActive;
+  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
+  for (const TrialRecord& t : trials) {
+    if (t.state == RunState::kPaused)
+      KUBE_RETURN_IF_ERROR(SetTrialStateLocked(t.id, RunState::kActive));
+  }
+  return ReconcileLocked(job_id);
+}
+
+absl::Status JobManager::Kill(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
+  job.state = RunState::kCanceled;
+  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
+  for (const TrialRecord& t : trials) {
+    if (!IsTerminal(t.state)) KUBE_RETURN_IF_ERROR(SetTrialStateLocked(t.id, RunState::kCanceled));
+  }
+  return ReconcileLocked(job_id);
+}
+
+absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
+  if (priority < 0 || priority > 1000000) {
+    return absl::InvalidArgumentError("priority: must be between 0 and 1000000");
+  }
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
+  std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
+  for (Alloc* a : allocs) {
+    if (job.type != TaskType::kExperiment && a->rec.state != AllocState::kPending) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(job_id,
+                       " is already scheduled, and tasks are not preemptible: its "
+                       "priority can only change while it is queued"));
+    }
+  }
+  job.priority = priority;
+  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  // Pod priority is immutable: queued gangs are replaced by gangs of the new priority. Scheduled
+  // experiment gangs keep running and pick it up on their next run.
+  for (Alloc* a : allocs) {
+    if (a->rec.state == AllocState::kPending) KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
+  }
+  return ReconcileLocked(job_id);
+}
+
+absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::string& pool) {
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
+  if (job.type != TaskType::kExperiment) {
+    return absl::FailedPreconditionError("only experiments can change resource pools");
+  }
+  ResourcesConfig resources{.slots = job.slots, .resource_pool = pool};
+  KUBE_ASSIGN_OR_RETURN(const ResourcePoolConfig* target,
+                        ResolvePool(config_, resources, "resource_pool"));
+  std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
+  for (Alloc* a : allocs) {
+    if (a->rec.state != AllocState::kPending) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(job_id, " has scheduled trials; pause it before changing its pool"));
+    }
+  }
+  job.resource_pool = target->name;
+  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  for (Alloc* a : allocs) KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
+  return ReconcileLocked(job_id);
+}
+
+absl::Status JobManager::ReconcileLocked(const std::string& job_id) {
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(job_id));
+  if (job.state != RunState::kActive) return StopAllocationsLocked(job);
+  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
+  std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
+  int open = static_cast<int>(allocs.size());
+  const int cap = ConcurrencyCap(job, config_);
+  bool all_done = true;
+  for (const TrialRecord& t : trials) {
+    all_done = all_done && IsTerminal(t.state);
+    bool has_alloc = false;
+    for (Alloc* a : allocs) has_alloc = has_alloc || a->rec.trial_id == t.id;
+    if (t.state != RunState::kActive || has_alloc || open >= cap) continue;
+    KUBE_RETURN_IF_ERROR(StartAllocationLocked(job, t));
+    ++open;
+  }
+  if (!all_done || open > 0) return absl::OkStatus();
+  job.state = FinalState(trials);
+  return store_.UpdateJob(job);
+}
+
+absl::Status JobManager::StopAllocationsLocked(const JobRecord& job) {
+  for (Alloc* a : AllocsOfJobLocked(job.job_id)) {
+    const AllocState s = a->rec.state;
+    if (s == AllocState::kTerminating || s == AllocState::kPreempting) continue;
+    const bool graceful = job.state == RunState::kPaused && s != AllocState::kPending;
+    KUBE_RETURN_IF_ERROR(graceful ? RequestPreemptionLocked(*a) : TerminateLocked(*a));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace phalanx::master

@@ -1,0 +1,158 @@
+// JobManager: the master's state machine for experiments, tasks and their allocations.
+//
+// The store (Postgres) holds the truth; the manager keeps the open allocations and their observed
+// pods in memory, behind one mutex. Every change is written to the store before the call returns.
+//
+// Life of a job. A task is a job with exactly one trial, so both follow the same rules:
+//   1. Reconcile(job) is the single place that decides what should run: an ACTIVE job gets one
+//      allocation (a gang of gated pods, pod_builder.h) for each ACTIVE trial that has none, up to
+//      searcher.max_concurrent_trials; a PAUSED or CANCELED job's allocations are stopped.
+//   2. Pod phases drive the allocation: PENDING → SCHEDULED (all bound) → RUNNING (all running).
+//      All pods Succeeded: the trial is COMPLETED; a pod Failed: the trial is in ERROR (unless the
+//      allocation was being preempted: then it was stopped, not failed). Finished pods are deleted.
+//   3. Preemption (label phalanx.io/preempt=requested from the extender, or a pause): the trial is
+//      signalled (WatchPreemption answers true); its pods are deleted after AckPreemption or after
+//      preemption_timeout. Non-experiment tasks are never preempted: their marks are ignored.
+//   4. An allocation whose pods are all gone is TERMINATED; Reconcile then starts the next run of
+//      an ACTIVE trial (gated again, with its latest checkpoint) or marks it PAUSED.
+//   5. Queue edits: priority changes recreate the gated pods of queued allocations (pod priority is
+//      immutable); moves patch label phalanx.io/queue-position on every pod of the job.
+//   6. Recover() at start-up re-attaches to pods by label, deletes pods of no open allocation, and
+//      replaces allocations whose pods went missing. Pod names are "<allocation>-<rank>", so a
+//      retried create can never duplicate a pod.
+#ifndef PHALANX_MASTER_JOB_MANAGER_H_
+#define PHALANX_MASTER_JOB_MANAGER_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "master/config.h"
+#include "master/pod_client.h"
+#include "master/records.h"
+#include "master/store.h"
+
+namespace phalanx::master {
+
+struct TrialView {
+  TrialRecord trial;
+  std::optional<AllocationRecord> allocation;  // The open one, if any.
+};
+
+struct JobView {
+  JobRecord job;
+  std::vector<TrialView> trials;  // Tasks: their one trial.
+};
+
+enum class QueueState { kQueued, kScheduled, kBackfilled };
+
+// One ACTIVE job in its pool's queue.
+struct QueueEntry {
+  JobRecord job;
+  int position = 0;    // 0-based, in queue order within the pool.
+  int jobs_ahead = 0;  // Queued jobs ahead of it in the pool.
+  QueueState state = QueueState::kQueued;
+  int requested_slots = 0;
+  int allocated_slots = 0;
+  std::string pending_reason;
+};
+
+class JobManager {
+ public:
+  // `store` and `pods` must outlive the manager.
+  JobManager(MasterConfig config, Store& store, PodClient& pods);
+
+  absl::Status Recover();
+
+  absl::StatusOr<JobRecord> CreateExperiment(const std::string& yaml, const User& user,
+                                             bool activate);
+  absl::StatusOr<JobRecord> LaunchTask(TaskType type, const std::string& yaml,
+                                       const std::vector<std::string>& entrypoint,
+                                       const User& user);
+  absl::StatusOr<JobView> GetJob(const std::string& job_id);
+  absl::StatusOr<std::pair<std::vector<JobRecord>, int>> ListJobs(const JobFilter& filter);
+
+  absl::Status Pause(const std::string& job_id);
+  absl::Status Activate(const std::string& job_id);
+  absl::Status Kill(const std::string& job_id);
+  absl::Status SetPriority(const std::string& job_id, int priority);
+  // Moves `job_id` just ahead of (or behind) `anchor`, which must share its pool and priority.
+  absl::Status Move(const std::string& job_id, const std::string& anchor, bool ahead);
+  // Experiments only, while none of their allocations is scheduled.
+  absl::Status SetResourcePool(const std::string& job_id, const std::string& pool);
+  // ACTIVE jobs of `pool` (every pool when empty), pools by name, each in queue order.
+  absl::StatusOr<std::vector<QueueEntry>> Queue(const std::string& pool);
+
+  // The trial process's calls; `token` is the allocation's token (PHALANX_ALLOCATION_TOKEN).
+  absl::Status CheckAllocationToken(const std::string& allocation_id, const std::string& token);
+  absl::StatusOr<bool> WatchPreemption(const std::string& allocation_id, absl::Duration timeout);
+  absl::Status AckPreemption(const std::string& allocation_id);
+  absl::Status ReportCheckpoint(const std::string& allocation_id, const std::string& uuid,
+                                int64_t steps_completed);
+  absl::Status ReportCompletion(const std::string& allocation_id, bool success,
+                                const std::string& error);
+
+  // Kubernetes observations (from the pod watcher).
+  void OnPod(const PodState& pod);
+  void OnPodDeleted(const std::string& ns, const std::string& name);
+  // Preemption timeouts.
+  void Tick(absl::Time now);
+
+  const MasterConfig& config() const { return config_; }
+
+ private:
+  struct Alloc {
+    AllocationRecord rec;
+    std::vector<std::string> pod_names;
+    std::map<std::string, PodState> pods;  // Observed, by name.
+    int slots_per_pod = 0;
+    absl::Time preempt_at = absl::InfiniteFuture();
+  };
+
+  // job_manager.cc
+  absl::StatusOr<JobRecord> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReconcileLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status StopAllocationsLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobRecord> GetActiveJobLocked(const std::string& job_id, bool allow_paused)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // job_queue.cc
+  absl::StatusOr<std::vector<QueueEntry>> QueueLocked(const std::string& pool)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  QueueEntry EntryLocked(JobRecord job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // allocations.cc
+  absl::Status StartAllocationLocked(const JobRecord& job, TrialRecord trial)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RequestPreemptionLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status TerminateLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SetTrialStateLocked(int64_t trial_id, RunState state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateFromPodsLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TERMINATING with no pod left: TERMINATED, forgotten, and its job marked for Reconcile.
+  void FinishIfGoneLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reconciles the jobs marked by FinishIfGoneLocked until none is left.
+  absl::Status ReconcileDirtyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Alloc*> FindAllocLocked(const std::string& allocation_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<Alloc*> AllocsOfJobLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const MasterConfig config_;
+  Store& store_;
+  PodClient& pods_;
+  absl::Mutex mu_;
+  // Open allocations by id (node map: Alloc pointers stay valid across inserts).
+  absl::node_hash_map<std::string, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> dirty_jobs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_JOB_MANAGER_H_

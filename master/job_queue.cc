@@ -1,0 +1,130 @@
+// JobManager: the job queue view and moves within it (see job_manager.h). Order is the extender's
+// (preemption/queue.h): priority desc, queue position asc, submission time, job id.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/gang.h"
+#include "kube/decode.h"
+#include "kube/json.h"
+#include "master/job_manager.h"
+#include "master/pod_builder.h"
+#include "preemption/queue.h"
+
+namespace phalanx::master {
+namespace {
+
+core::Gang GangOf(const JobRecord& job) {
+  core::Gang g;
+  g.key = job.job_id;
+  g.priority = job.priority;
+  g.queue_position = job.queue_position;
+  g.creation_ms = job.submit_ms;
+  return g;
+}
+
+bool QueueBefore(const QueueEntry& a, const QueueEntry& b) {
+  if (a.job.resource_pool != b.job.resource_pool) return a.job.resource_pool < b.job.resource_pool;
+  return preemption::QueueLess(GangOf(a.job), GangOf(b.job));
+}
+
+// The position as the label carries it, so that the store and the pods agree.
+double Rounded(double position) {
+  double v = position;
+  (void)absl::SimpleAtod(FormatQueuePosition(position), &v);
+  return v;
+}
+
+}  // namespace
+
+QueueEntry JobManager::EntryLocked(JobRecord job) {
+  QueueEntry e{.job = std::move(job)};
+  std::vector<Alloc*> allocs = AllocsOfJobLocked(e.job.job_id);
+  bool queued = allocs.empty(), backfilled = false;
+  for (Alloc* a : allocs) {
+    e.requested_slots += e.job.slots;
+    queued = queued || a->pods.size() < a->pod_names.size();
+    for (const auto& [name, pod] : a->pods) {
+      if (pod.bound) e.allocated_slots += a->slots_per_pod;
+      queued = queued || !pod.bound;
+      backfilled = backfilled || pod.backfilled;
+      if (e.pending_reason.empty()) e.pending_reason = pod.pending_reason;
+    }
+  }
+  if (allocs.empty()) e.requested_slots = e.job.slots;
+  e.state = queued       ? QueueState::kQueued
+            : backfilled ? QueueState::kBackfilled
+                         : QueueState::kScheduled;
+  return e;
+}
+
+absl::StatusOr<std::vector<QueueEntry>> JobManager::Queue(const std::string& pool) {
+  absl::MutexLock lock(&mu_);
+  return QueueLocked(pool);
+}
+
+absl::StatusOr<std::vector<QueueEntry>> JobManager::QueueLocked(const std::string& pool) {
+  KUBE_ASSIGN_OR_RETURN(
+      auto jobs,
+      store_.ListJobs({.states = {RunState::kActive}, .resource_pool = pool, .limit = 100000}));
+  std::vector<QueueEntry> out;
+  for (JobRecord& job : jobs.first) out.push_back(EntryLocked(std::move(job)));
+  std::sort(out.begin(), out.end(), QueueBefore);
+  int position = 0, queued_ahead = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (i > 0 && out[i].job.resource_pool != out[i - 1].job.resource_pool) {
+      position = 0;
+      queued_ahead = 0;
+    }
+    out[i].position = position++;
+    out[i].jobs_ahead = queued_ahead;
+    if (out[i].state == QueueState::kQueued) ++queued_ahead;
+  }
+  return out;
+}
+
+absl::Status JobManager::Move(const std::string& job_id, const std::string& anchor_id, bool ahead) {
+  absl::MutexLock lock(&mu_);
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/false));
+  KUBE_ASSIGN_OR_RETURN(JobRecord anchor, GetActiveJobLocked(anchor_id, /*allow_paused=*/false));
+  if (job_id == anchor_id)
+    return absl::InvalidArgumentError("a job cannot move relative to itself");
+  if (job.resource_pool != anchor.resource_pool || job.priority != anchor.priority) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("moves reorder jobs of one pool and priority: ", job_id, " is ",
+                     job.resource_pool, "/", job.priority, ", ", anchor_id, " is ",
+                     anchor.resource_pool, "/", anchor.priority, "; change the priority instead"));
+  }
+  KUBE_ASSIGN_OR_RETURN(std::vector<QueueEntry> queue, QueueLocked(job.resource_pool));
+  std::vector<const JobRecord*> peers;  // Same priority, queue order, without the moved job.
+  for (const QueueEntry& e : queue) {
+    if (e.job.priority == job.priority && e.job.job_id != job_id) peers.push_back(&e.job);
+  }
+  auto at = std::find_if(peers.begin(), peers.end(),
+                         [&](const JobRecord* j) { return j->job_id == anchor_id; });
+  const JobRecord* neighbour = nullptr;
+  if (ahead && at != peers.begin()) neighbour = *(at - 1);
+  if (!ahead && at + 1 != peers.end()) neighbour = *(at + 1);
+  const double target = neighbour == nullptr
+                            ? anchor.queue_position + (ahead ? -1.0 : 1.0)
+                            : (anchor.queue_position + neighbour->queue_position) / 2;
+  job.queue_position = Rounded(target);
+  if (job.queue_position == anchor.queue_position ||
+      (neighbour != nullptr && job.queue_position == neighbour->queue_position)) {
+    return absl::FailedPreconditionError("no room between those queue positions");
+  }
+  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  const std::string label = FormatQueuePosition(job.queue_position);
+  for (Alloc* a : AllocsOfJobLocked(job_id)) {
+    for (const std::string& name : a->pod_names) {
+      absl::Status s =
+          pods_.SetPodLabel(a->rec.ns, name, std::string(kube::kQueuePositionLabel), label);
+      if (!s.ok() && !absl::IsNotFound(s)) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace phalanx::master

@@ -1,0 +1,128 @@
+// KubePodClient and PodWatcher over kube::Client (see kube_pod_client.h).
+#include "master/kube_pod_client.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "kube/decode.h"
+#include "kube/json.h"
+#include "kube/status.h"
+#include "master/pod_builder.h"
+
+namespace phalanx::master {
+
+std::string ManagedPodSelector() { return absl::StrCat(kManagedByLabel, "=", kManagedByValue); }
+
+absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
+  KUBE_ASSIGN_OR_RETURN(core::PodInfo info, kube::DecodePod(pod));
+  KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(pod, ""));
+  KUBE_ASSIGN_OR_RETURN(kube::JsonObject meta, root.Object("metadata"));
+  KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
+  KUBE_ASSIGN_OR_RETURN(std::string_view deletion, meta.String("deletionTimestamp"));
+  PodState s{.ns = info.ns,
+             .name = info.name,
+             .allocation_id = info.gang,
+             .phase = info.phase,
+             .bound = !info.node.empty(),
+             .gated = info.gated,
+             .preempt_requested = info.preempt_requested,
+             .backfilled = info.backfilled,
+             .deleting = !deletion.empty()};
+  if (const std::string* reason = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
+    s.pending_reason = *reason;
+  }
+  return s;
+}
+
+absl::Status KubePodClient::CreatePod(const nlohmann::json& pod) {
+  const std::string ns = pod["metadata"]["namespace"];
+  return client_.Create(kube::kPods, ns, pod.dump()).status();
+}
+
+absl::Status KubePodClient::DeletePod(const std::string& ns, const std::string& name) {
+  absl::Status s = client_.Delete(kube::kPods, ns, name);
+  return absl::IsNotFound(s) ? absl::OkStatus() : s;
+}
+
+absl::Status KubePodClient::SetPodLabel(const std::string& ns, const std::string& name,
+                                        const std::string& key, const std::string& value) {
+  const nlohmann::json patch = {{"metadata", {{"labels", {{key, value}}}}}};
+  return client_.Patch(kube::kPods, ns, name, kube::PatchType::kMerge, patch.dump()).status();
+}
+
+absl::StatusOr<std::vector<PodState>> KubePodClient::ListPods(const std::string& ns) {
+  std::vector<PodState> out;
+  absl::StatusOr<std::string> rv =
+      client_.ListAll(kube::kPods, ns, {.label_selector = ManagedPodSelector()},
+                      [&](simdjson::dom::element item) -> absl::Status {
+                        KUBE_ASSIGN_OR_RETURN(PodState s, DecodePodState(item));
+                        out.push_back(std::move(s));
+                        return absl::OkStatus();
+                      });
+  if (!rv.ok()) return rv.status();
+  return out;
+}
+
+PodWatcher::PodWatcher(kube::Client& client, JobManager& jobs, std::vector<std::string> namespaces)
+    : client_(client), jobs_(jobs), namespaces_(std::move(namespaces)) {}
+
+PodWatcher::~PodWatcher() { Stop(); }
+
+void PodWatcher::Start() {
+  for (const std::string& ns : namespaces_) threads_.emplace_back([this, ns] { Run(ns); });
+}
+
+void PodWatcher::Stop() {
+  stop_ = true;
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void PodWatcher::Run(const std::string& ns) {
+  std::set<std::string> known;  // Pod names seen and not deleted.
+  std::string rv;
+  while (!stop_) {
+    if (rv.empty()) {
+      std::set<std::string> listed;
+      absl::StatusOr<std::string> list =
+          client_.ListAll(kube::kPods, ns, {.label_selector = ManagedPodSelector()},
+                          [&](simdjson::dom::element item) {
+                            absl::StatusOr<PodState> s = DecodePodState(item);
+                            if (s.ok()) {
+                              listed.insert(s->name);
+                              jobs_.OnPod(*s);
+                            }
+                            return absl::OkStatus();
+                          });
+      if (!list.ok()) {
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        continue;
+      }
+      for (const std::string& name : known) {
+        if (!listed.count(name)) jobs_.OnPodDeleted(ns, name);
+      }
+      known = std::move(listed);
+      rv = *list;
+    }
+    kube::WatchResult w = client_.Watch(
+        kube::kPods, ns,
+        {.label_selector = ManagedPodSelector(), .resource_version = rv, .stop = &stop_},
+        [&](kube::EventType type, simdjson::dom::element object) {
+          absl::StatusOr<PodState> s = DecodePodState(object);
+          if (!s.ok()) return !stop_;
+          if (type == kube::EventType::kDeleted) {
+            known.erase(s->name);
+            jobs_.OnPodDeleted(ns, s->name);
+          } else {
+            known.insert(s->name);
+            jobs_.OnPod(*s);
+          }
+          return !stop_;
+        });
+    rv = w.status.ok() ? w.resource_version : "";
+    if (!w.status.ok() && !kube::IsGone(w.status))
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+}  // namespace phalanx::master

@@ -1,0 +1,96 @@
+// phalanx-master: loads master.yaml (--config), opens Postgres, re-attaches to its pods, then
+// serves the phalanx.v1 gRPC API on 0.0.0.0:<port> until SIGTERM or SIGINT.
+#include <csignal>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "master/config.h"
+#include "master/job_manager.h"
+#include "master/kube_pod_client.h"
+#include "master/server.h"
+#include "master/services.h"
+#include "master/store.h"
+
+namespace phalanx::master {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
+int Fail(const std::string& what, const absl::Status& status) {
+  std::fprintf(stderr, "phalanx-master: %s: %s\n", what.c_str(), status.ToString().c_str());
+  return 1;
+}
+
+// --config FILE or --config=FILE.
+std::string ConfigPath(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
+    if (absl::StartsWith(arg, "--config=")) return arg.substr(9);
+  }
+  return "";
+}
+
+// The chart starts the database next to the master: wait for it (up to 5 minutes).
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(const DbConfig& db) {
+  const absl::Time deadline = absl::Now() + absl::Minutes(5);
+  while (true) {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(ConnectionString(db));
+    if (store.ok() || !absl::IsUnavailable(store.status()) || absl::Now() > deadline) return store;
+    std::fprintf(stderr, "phalanx-master: waiting for the database at %s:%d: %s\n", db.host.c_str(),
+                 db.port, store.status().ToString().c_str());
+    absl::SleepFor(absl::Seconds(3));
+  }
+}
+
+int Run(int argc, char** argv) {
+  const std::string path = ConfigPath(argc, argv);
+  if (path.empty()) {
+    std::fprintf(stderr, "usage: phalanx-master --config master.yaml\n");
+    return 2;
+  }
+  absl::StatusOr<MasterConfig> config = LoadMasterConfig(path);
+  if (!config.ok()) return Fail("invalid config", config.status());
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(config->db);
+  if (!store.ok()) return Fail("database", store.status());
+  if (absl::Status s = EnsureBuiltinUsers(**store, config->default_password); !s.ok()) {
+    return Fail("creating the built-in users", s);
+  }
+  absl::StatusOr<kube::Config> kube_config = kube::DefaultConfig();
+  if (!kube_config.ok()) return Fail("kubernetes config", kube_config.status());
+  kube::Client client(*kube_config);
+  KubePodClient pods(client);
+  JobManager jobs(*config, **store, pods);
+  if (absl::Status s = jobs.Recover(); !s.ok()) return Fail("re-attaching to pods", s);
+  std::set<std::string> namespaces;
+  for (const ResourcePoolConfig& pool : config->resource_pools) namespaces.insert(pool.ns);
+  PodWatcher watcher(client, jobs, {namespaces.begin(), namespaces.end()});
+  watcher.Start();
+  absl::StatusOr<std::unique_ptr<MasterServer>> server =
+      MasterServer::Start(absl::StrCat("0.0.0.0:", config->port), config->tls, **store, jobs);
+  if (!server.ok()) return Fail("starting the gRPC server", server.status());
+  std::fprintf(stderr, "phalanx-master: serving on port %d\n", (*server)->port());
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  while (!g_stop) {
+    jobs.Tick(absl::Now());
+    absl::SleepFor(absl::Seconds(2));
+  }
+  (*server)->Shutdown();
+  watcher.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace phalanx::master
+
+int main(int argc, char** argv) { return phalanx::master::Run(argc, argv); }

@@ -1,0 +1,200 @@
+// Allocation → gang of gated pods (see pod_builder.h for the steps).
+#include "master/pod_builder.h"
+
+#include <array>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kube/decode.h"
+#include "master/strategic_merge.h"
+
+namespace phalanx::master {
+namespace {
+
+using nlohmann::json;
+
+struct PriorityClass {
+  absl::string_view name;
+  int value;
+};
+// Highest first (PriorityClassFor's tie-break);
+// deploy/helm/phalanx/templates/priority-classes.yaml.
+constexpr std::array<PriorityClass, 3> kPriorityClasses = {{
+    {"phalanx-high-priority", 100},
+    {"phalanx-medium-priority", 50},
+    {"phalanx-low-priority", 1},
+}};
+
+constexpr absl::string_view kSeedContainerName = "determined-container";
+
+// Renames the seeds' task container so that it merges into phalanx-container.
+void RenameSeedContainer(json& pod) {
+  if (!pod.is_object() || !pod.contains("spec") || !pod["spec"].contains("containers")) return;
+  for (json& c : pod["spec"]["containers"]) {
+    if (c.is_object() && c.value("name", "") == kSeedContainerName) c["name"] = kTaskContainer;
+  }
+}
+
+json MergedSpec(const PodRequest& r, const MasterConfig& master) {
+  const bool gpu = r.slots > 0 && master.slot_type == SlotType::kGpu;
+  json base = master.DefaultPodSpec(*r.pool, gpu);
+  json patch = r.environment->pod_spec;
+  RenameSeedContainer(base);
+  RenameSeedContainer(patch);
+  json pod = StrategicMergePod(base, patch);
+  if (!pod.is_object()) pod = json::object();
+  for (const char* key : {"metadata", "spec"}) {
+    if (!pod[key].is_object()) pod[key] = json::object();
+  }
+  pod["apiVersion"] = "v1";
+  pod["kind"] = "Pod";
+  return pod;
+}
+
+// Sets env var `name` (replacing a user value of the same name).
+void SetEnv(json& container, absl::string_view name, json value_or_source) {
+  json var = {{"name", name}};
+  if (value_or_source.is_string()) {
+    var["value"] = value_or_source;
+  } else {
+    var["valueFrom"] = std::move(value_or_source);
+  }
+  json& env = container["env"];
+  if (!env.is_array()) env = json::array();
+  for (json& existing : env) {
+    if (existing.value("name", "") == name) {
+      existing = std::move(var);
+      return;
+    }
+  }
+  env.push_back(std::move(var));
+}
+
+json FieldRef(absl::string_view path) { return {{"fieldRef", {{"fieldPath", path}}}}; }
+
+// The slot requests and limits; a user's GPU count never survives, other resources do.
+void SetSlotResources(json& container, int slots_per_pod, const MasterConfig& master) {
+  for (const char* kind : {"requests", "limits"}) {
+    const json::json_pointer path("/resources/" + std::string(kind));
+    if (container.contains(path) && container[path].is_object()) {
+      container[path].erase(std::string(core::kNvidiaGpu));
+    }
+    if (slots_per_pod == 0) continue;
+    json& target = container["resources"][kind];
+    if (master.slot_type == SlotType::kGpu) {
+      target[std::string(core::kNvidiaGpu)] = std::to_string(slots_per_pod);
+    } else {
+      target["cpu"] = absl::StrCat(master.cpu_milli_per_slot * slots_per_pod, "m");
+    }
+  }
+}
+
+json& TaskContainer(json& spec) {
+  json& containers = spec["containers"];
+  if (!containers.is_array()) containers = json::array();
+  for (json& c : containers) {
+    if (c.is_object() && c.value("name", "") == kTaskContainer) return c;
+  }
+  containers.insert(containers.begin(), json{{"name", kTaskContainer}});
+  return containers.front();
+}
+
+void FillTaskContainer(json& spec, const PodRequest& r, int rank, int pods, int slots_per_pod,
+                       const MasterConfig& master) {
+  json& c = TaskContainer(spec);
+  c["image"] = r.environment->image;
+  if (!r.entrypoint.empty()) c["command"] = r.entrypoint;
+  for (const auto& [name, value] : r.environment->environment_variables) SetEnv(c, name, value);
+  const std::pair<absl::string_view, std::string> vars[] = {
+      {"PHALANX_JOB_ID", r.job_id},
+      {"PHALANX_ALLOCATION_ID", r.allocation_id},
+      {"PHALANX_TASK_TYPE", std::string(TaskTypeName(r.type))},
+      {"PHALANX_RESOURCE_POOL", r.pool->name},
+      {"PHALANX_SLOTS_PER_POD", std::to_string(slots_per_pod)},
+      {"PHALANX_NUM_PODS", std::to_string(pods)},
+      {"PHALANX_POD_RANK", std::to_string(rank)},
+  };
+  for (const auto& [name, value] : vars) SetEnv(c, name, value);
+  for (const auto& [name, value] : r.env) SetEnv(c, name, value);
+  if (!master.task_master_address.empty()) SetEnv(c, "PHALANX_MASTER", master.task_master_address);
+  SetEnv(c, "PHALANX_NODE_NAME", FieldRef("spec.nodeName"));
+  SetEnv(c, "PHALANX_POD_IP", FieldRef("status.podIP"));
+  if (slots_per_pod == 0 || master.slot_type == SlotType::kCpu) {
+    SetEnv(c, "NVIDIA_VISIBLE_DEVICES", "void");
+  }
+  SetSlotResources(c, slots_per_pod, master);
+}
+
+void SetMetadata(json& meta, const PodRequest& r, int rank, int pods) {
+  meta["name"] = absl::StrCat(r.allocation_id, "-", rank);
+  meta["namespace"] = r.pool->ns;
+  meta.erase("generateName");
+  json& labels = meta["labels"];
+  if (!labels.is_object()) labels = json::object();
+  labels[std::string(kManagedByLabel)] = kManagedByValue;
+  labels[std::string(kube::kGangLabel)] = r.allocation_id;
+  labels[std::string(kube::kGangSizeLabel)] = std::to_string(pods);
+  labels[std::string(kJobIdLabel)] = r.job_id;
+  labels[std::string(kTaskTypeLabel)] = TaskTypeName(r.type);
+  labels[std::string(kResourcePoolLabel)] = r.pool->name;
+  labels[std::string(kube::kQueuePositionLabel)] = FormatQueuePosition(r.queue_position);
+  labels[std::string(kube::kPreemptibleLabel)] = r.type == TaskType::kExperiment ? "true" : "false";
+}
+
+void SetSchedulingFields(json& spec, const PodRequest& r, const MasterConfig& master) {
+  spec["restartPolicy"] = "Never";
+  spec.erase("priority");
+  if (spec.value("priorityClassName", std::string()).empty()) {  // A pod_spec class wins.
+    spec["priorityClassName"] = PriorityClassFor(r.priority);
+  }
+  if (master.default_scheduler != SchedulerKind::kPhalanx) return;
+  spec["schedulerName"] = kSchedulerName;
+  json& gates = spec["schedulingGates"];
+  if (!gates.is_array()) gates = json::array();
+  for (const json& g : gates) {
+    if (g.value("name", "") == kube::kAdmissionGate) return;
+  }
+  gates.push_back({{"name", kube::kAdmissionGate}});
+}
+
+}  // namespace
+
+int PodCount(int slots, int max_slots_per_pod) {
+  return slots <= max_slots_per_pod ? 1 : slots / max_slots_per_pod;
+}
+
+std::vector<json> BuildPods(const PodRequest& r, const MasterConfig& master) {
+  const int max = master.MaxSlotsPerPod(*r.pool);
+  const int pods = PodCount(r.slots, max);
+  const int slots_per_pod = r.slots <= max ? r.slots : max;
+  const json merged = MergedSpec(r, master);
+  std::vector<json> out;
+  for (int rank = 0; rank < pods; ++rank) {
+    json pod = merged;
+    SetMetadata(pod["metadata"], r, rank, pods);
+    SetSchedulingFields(pod["spec"], r, master);
+    FillTaskContainer(pod["spec"], r, rank, pods, slots_per_pod, master);
+    out.push_back(std::move(pod));
+  }
+  return out;
+}
+
+absl::string_view PriorityClassFor(int priority) {
+  const PriorityClass* best = &kPriorityClasses.front();
+  for (const PriorityClass& c : kPriorityClasses) {
+    if (std::abs(c.value - priority) < std::abs(best->value - priority)) best = &c;
+  }
+  return best->name;
+}
+
+std::optional<int> PriorityOfClass(absl::string_view name) {
+  for (const PriorityClass& c : kPriorityClasses) {
+    if (c.name == name) return c.value;
+  }
+  return std::nullopt;
+}
+
+std::string FormatQueuePosition(double position) { return absl::StrFormat("%.6f", position); }
+
+}  // namespace phalanx::master

@@ -1,0 +1,46 @@
+// The master's seam to Kubernetes: create, delete and label pods, and what it needs to know about a
+// pod (PodState). KubePodClient (kube_pod_client.h) is the real one; tests use a fake.
+#ifndef PHALANX_MASTER_POD_CLIENT_H_
+#define PHALANX_MASTER_POD_CLIENT_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/pod.h"
+#include "nlohmann/json.hpp"
+
+namespace phalanx::master {
+
+// One pod the master created, as last observed.
+struct PodState {
+  std::string ns;
+  std::string name;
+  std::string allocation_id;  // Label phalanx.io/gang.
+  core::PodPhase phase = core::PodPhase::kPending;
+  bool bound = false;              // spec.nodeName is set.
+  bool gated = false;              // Still carries phalanx.io/admission.
+  bool preempt_requested = false;  // Label phalanx.io/preempt=requested.
+  bool backfilled = false;         // Annotation phalanx.io/backfilled=true.
+  bool deleting = false;           // metadata.deletionTimestamp is set.
+  std::string pending_reason;      // Annotation phalanx.io/pending-reason.
+};
+
+class PodClient {
+ public:
+  virtual ~PodClient() = default;
+  // AlreadyExists when a pod of that name exists.
+  virtual absl::Status CreatePod(const nlohmann::json& pod) = 0;
+  // OK when the pod is already gone.
+  virtual absl::Status DeletePod(const std::string& ns, const std::string& name) = 0;
+  virtual absl::Status SetPodLabel(const std::string& ns, const std::string& name,
+                                   const std::string& key, const std::string& value) = 0;
+  // Every pod the master manages (label app.kubernetes.io/managed-by=phalanx-master) in `ns`.
+  virtual absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) = 0;
+};
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_POD_CLIENT_H_

@@ -1,0 +1,44 @@
+// The only place that knows both the master's records and phalanx.v1 messages: conversions both
+// ways, and absl::Status → grpc::Status (same code numbering).
+#ifndef PHALANX_MASTER_PROTO_CONVERT_H_
+#define PHALANX_MASTER_PROTO_CONVERT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+#include "master/job_manager.h"
+#include "master/records.h"
+#include "phalanx/v1/auth.pb.h"
+#include "phalanx/v1/experiment.pb.h"
+#include "phalanx/v1/job.pb.h"
+#include "phalanx/v1/task.pb.h"
+
+namespace phalanx::master {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// A request's page size: 0 (or less) means 100; at most 1000.
+int PageLimit(int requested);
+
+// "exp-12" ↔ 12.
+std::string ExperimentJobId(int64_t id);
+int64_t ExperimentNumber(const std::string& job_id);
+
+std::optional<TaskType> FromProto(v1::TaskType type);
+v1::TaskType ToProto(TaskType type);
+std::optional<RunState> FromProto(v1::ExperimentState state);
+std::optional<RunState> FromProto(v1::TaskState state);
+
+void ToProto(const User& user, v1::User* out);
+void ToProto(const JobRecord& job, v1::Experiment* out, int num_trials);
+void ToProto(const TrialView& trial, int64_t experiment_id, v1::Trial* out);
+// A task's view: the job and its one trial.
+void ToProto(const JobView& task, v1::Task* out);
+void ToProto(const QueueEntry& entry, v1::Job* out);
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_PROTO_CONVERT_H_

@@ -1,0 +1,27 @@
+// Trials of an experiment from its searcher and hyperparameters; each trial runs as one gang.
+//   single: one trial; a range takes its midpoint (for log: base^midpoint of the exponents), a
+//           categorical its first value.
+//   grid:   the cartesian product of every hyperparameter's points: `count` evenly spaced points
+//           per range (required), every value of a categorical. At most 10000 trials.
+//   random: max_trials samples, uniform per range (uniform exponent for log), from a PRNG seeded
+//           with `seed`: the same seed gives the same trials.
+#ifndef PHALANX_MASTER_SEARCHER_H_
+#define PHALANX_MASTER_SEARCHER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "master/experiment_config.h"
+#include "nlohmann/json.hpp"
+
+namespace phalanx::master {
+
+// Each trial's hyperparameters as a JSON object {name: value}.
+absl::StatusOr<std::vector<nlohmann::json>> GenerateTrials(const SearcherConfig& searcher,
+                                                           const Hyperparameters& hyperparameters,
+                                                           uint64_t seed);
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_SEARCHER_H_

@@ -1,0 +1,65 @@
+// The master's gRPC server (see server.h).
+#include "master/server.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "kube/config.h"
+#include "kube/json.h"
+
+namespace phalanx::master {
+namespace {
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const std::optional<TlsConfig>& tls) {
+  if (!tls) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  KUBE_ASSIGN_OR_RETURN(pair.cert_chain, kube::ReadFile(tls->cert));
+  KUBE_ASSIGN_OR_RETURN(pair.private_key, kube::ReadFile(tls->key));
+  options.pem_key_cert_pairs.push_back(std::move(pair));
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
+
+MasterServer::MasterServer(Store& store, JobManager& jobs)
+    : auth_(store),
+      auth_service_(store, auth_),
+      experiments_(jobs, auth_),
+      tasks_(jobs, auth_),
+      jobs_(jobs, auth_),
+      allocations_(jobs, auth_) {}
+
+MasterServer::~MasterServer() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
+    const std::string& address, const std::optional<TlsConfig>& tls, Store& store,
+    JobManager& jobs) {
+  std::unique_ptr<MasterServer> s(new MasterServer(store, jobs));
+  KUBE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(tls));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, credentials, &s->port_);
+  for (grpc::Service* service : std::initializer_list<grpc::Service*>{
+           &s->auth_service_, &s->experiments_, &s->tasks_, &s->jobs_, &s->allocations_}) {
+    builder.RegisterService(service);
+  }
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  return s;
+}
+
+void MasterServer::Shutdown() {
+  if (server_ != nullptr)
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+}
+
+void MasterServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace phalanx::master

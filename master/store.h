@@ -1,0 +1,99 @@
+// The master's Postgres store (libpqxx): schema migrations on open, then users, tokens, jobs,
+// trials, allocations and checkpoints. Every write commits before it returns, so an acknowledged
+// request survives a master crash. A broken connection (a database restart) is reopened on the next
+// call; a call whose transaction never committed is retried once on the new connection. Thread-safe
+// (one connection behind a mutex). libpqxx exceptions never leave this module: errors are
+// absl::Status (NotFound, AlreadyExists, Unavailable for connection trouble, Internal otherwise).
+#ifndef PHALANX_MASTER_STORE_H_
+#define PHALANX_MASTER_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "master/config.h"
+#include "master/records.h"
+
+namespace pqxx {
+class transaction_base;
+}  // namespace pqxx
+
+namespace phalanx::master {
+
+struct StoredUser {
+  User user;
+  std::string password_hash;
+};
+
+// A libpq connection string ("host='db' port='5432' ...") for `db`, values quoted and escaped.
+std::string ConnectionString(const DbConfig& db);
+
+class Store {
+ public:
+  // `url`: a libpq connection string or URI. Connects and applies pending migrations.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& url);
+  ~Store();
+
+  // Users and tokens (only token hashes are stored).
+  absl::StatusOr<User> CreateUser(const std::string& username, const std::string& password_hash,
+                                  bool admin);
+  // Creates the user unless it exists; an existing user is left alone.
+  absl::Status EnsureUser(const std::string& username, const std::string& password_hash,
+                          bool admin);
+  absl::StatusOr<StoredUser> FindUser(const std::string& username);
+  absl::Status AddToken(const std::string& token_hash, int64_t user_id, absl::Time expires);
+  // Unauthenticated when unknown or expired.
+  absl::StatusOr<User> UserForToken(const std::string& token_hash);
+  absl::Status DeleteToken(const std::string& token_hash);
+
+  // Jobs. NextJobNumber draws from one sequence for experiments and one for tasks.
+  absl::StatusOr<int64_t> NextJobNumber(TaskType type);
+  // Stores the job and its trials in one transaction; returns the trials with their ids.
+  absl::StatusOr<std::vector<TrialRecord>> InsertJob(const JobRecord& job,
+                                                     std::vector<TrialRecord> trials);
+  absl::StatusOr<JobRecord> GetJob(const std::string& job_id);
+  // Newest first; the second member is the count before paging.
+  absl::StatusOr<std::pair<std::vector<JobRecord>, int>> ListJobs(const JobFilter& filter);
+  // Writes name, resource_pool, priority, queue_position and state.
+  absl::Status UpdateJob(const JobRecord& job);
+
+  absl::StatusOr<std::vector<TrialRecord>> ListTrials(const std::string& job_id);
+  absl::StatusOr<TrialRecord> GetTrial(int64_t id);
+  // Writes state, runs, latest_checkpoint and steps_completed.
+  absl::Status UpdateTrial(const TrialRecord& trial);
+  // Records the checkpoint and makes it the trial's latest, in one transaction.
+  absl::Status AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
+                             const std::string& uuid, int64_t steps_completed);
+
+  absl::Status InsertAllocation(const AllocationRecord& allocation);
+  absl::StatusOr<AllocationRecord> GetAllocation(const std::string& id);
+  // Writes state, preempt_requested, preempt_acked and preempt time.
+  absl::Status UpdateAllocation(const AllocationRecord& allocation);
+  // Allocations not TERMINATED, oldest first.
+  absl::StatusOr<std::vector<AllocationRecord>> ListOpenAllocations();
+
+ private:
+  explicit Store(std::string url);
+
+  // Runs `fn` in a transaction and commits when it returns OK (see the class comment for retries).
+  absl::Status Transact(const std::function<absl::Status(pqxx::transaction_base&)>& fn);
+  absl::Status Migrate();
+
+  struct Connection;  // A pqxx::connection (a typedef, so not forward-declarable).
+
+  const std::string url_;
+  std::mutex mu_;
+  std::unique_ptr<Connection> conn_;  // Guarded by mu_; null when broken.
+};
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_STORE_H_

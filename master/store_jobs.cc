@@ -1,0 +1,270 @@
+// Store: jobs, trials, checkpoints and allocations (see store.h).
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "master/store.h"
+#include "pqxx/pqxx"
+
+namespace phalanx::master {
+namespace {
+
+constexpr char kJobColumns[] =
+    "job_id, type, name, username, resource_pool, priority, queue_position, slots, state, config, "
+    "entrypoint, (extract(epoch FROM submitted_at) * 1000)::BIGINT AS submit_ms";
+constexpr char kTrialColumns[] =
+    "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed";
+constexpr char kAllocationColumns[] =
+    "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
+    "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
+    "(extract(epoch FROM preempt_at) * 1000)::BIGINT AS preempt_ms";
+
+JobRecord JobFromRow(const pqxx::row& row) {
+  return JobRecord{
+      .job_id = row["job_id"].as<std::string>(),
+      .type = TaskTypeFromName(row["type"].as<std::string>()).value_or(TaskType::kCommand),
+      .name = row["name"].as<std::string>(),
+      .username = row["username"].as<std::string>(),
+      .resource_pool = row["resource_pool"].as<std::string>(),
+      .priority = row["priority"].as<int>(),
+      .queue_position = row["queue_position"].as<double>(),
+      .slots = row["slots"].as<int>(),
+      .state = RunStateFromName(row["state"].as<std::string>()).value_or(RunState::kError),
+      .config = row["config"].as<std::string>(),
+      .entrypoint = row["entrypoint"].as<std::string>(),
+      .submit_ms = row["submit_ms"].as<int64_t>(),
+  };
+}
+
+TrialRecord TrialFromRow(const pqxx::row& row) {
+  return TrialRecord{
+      .id = row["id"].as<int64_t>(),
+      .job_id = row["job_id"].as<std::string>(),
+      .hparams = row["hparams"].as<std::string>(),
+      .state = RunStateFromName(row["state"].as<std::string>()).value_or(RunState::kError),
+      .runs = row["runs"].as<int>(),
+      .latest_checkpoint = row["latest_checkpoint"].as<std::string>(),
+      .steps_completed = row["steps_completed"].as<int64_t>(),
+  };
+}
+
+AllocationRecord AllocationFromRow(const pqxx::row& row) {
+  AllocationRecord a{
+      .id = row["id"].as<std::string>(),
+      .job_id = row["job_id"].as<std::string>(),
+      .run = row["run"].as<int>(),
+      .state = AllocStateFromName(row["state"].as<std::string>()).value_or(AllocState::kTerminated),
+      .ns = row["namespace"].as<std::string>(),
+      .pods = row["pods"].as<int>(),
+      .preempt_requested = row["preempt_requested"].as<bool>(),
+      .preempt_acked = row["preempt_acked"].as<bool>(),
+      .token_hash = row["token_hash"].as<std::string>(),
+      .created_ms = row["created_ms"].as<int64_t>(),
+  };
+  if (!row["trial_id"].is_null()) a.trial_id = row["trial_id"].as<int64_t>();
+  if (!row["preempt_ms"].is_null()) a.preempt_ms = row["preempt_ms"].as<int64_t>();
+  return a;
+}
+
+// WHERE clause (with $n parameters appended to `params`) for `filter`.
+std::string JobWhere(const JobFilter& f, std::vector<std::string>& params) {
+  std::vector<std::string> clauses = {"true"};
+  auto param = [&](std::string v) {
+    params.push_back(std::move(v));
+    return absl::StrCat("$", params.size());
+  };
+  if (!f.types.empty()) {
+    std::vector<std::string> names;
+    for (TaskType t : f.types) names.push_back(param(std::string(TaskTypeName(t))));
+    clauses.push_back(absl::StrCat("type IN (", absl::StrJoin(names, ", "), ")"));
+  }
+  if (!f.states.empty()) {
+    std::vector<std::string> names;
+    for (RunState s : f.states) names.push_back(param(std::string(RunStateName(s))));
+    clauses.push_back(absl::StrCat("state IN (", absl::StrJoin(names, ", "), ")"));
+  }
+  if (!f.name_substring.empty()) {
+    clauses.push_back(absl::StrCat("strpos(name, ", param(f.name_substring), ") > 0"));
+  }
+  if (!f.username.empty()) clauses.push_back(absl::StrCat("username = ", param(f.username)));
+  if (!f.resource_pool.empty()) {
+    clauses.push_back(absl::StrCat("resource_pool = ", param(f.resource_pool)));
+  }
+  return absl::StrJoin(clauses, " AND ");
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> Store::NextJobNumber(TaskType type) {
+  int64_t n = 0;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    const char* seq = type == TaskType::kExperiment ? "experiment_numbers" : "task_numbers";
+    n = tx.exec1(absl::StrCat("SELECT nextval('", seq, "')"))[0].as<int64_t>();
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return n;
+}
+
+absl::StatusOr<std::vector<TrialRecord>> Store::InsertJob(const JobRecord& job,
+                                                          std::vector<TrialRecord> trials) {
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params(
+        "INSERT INTO jobs (job_id, type, name, username, resource_pool, priority, queue_position, "
+        "slots, state, config, entrypoint) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        job.job_id, std::string(TaskTypeName(job.type)), job.name, job.username, job.resource_pool,
+        job.priority, job.queue_position, job.slots, std::string(RunStateName(job.state)),
+        job.config, job.entrypoint);
+    for (TrialRecord& t : trials) {
+      t.job_id = job.job_id;
+      t.id = tx.exec_params1(
+                   "INSERT INTO trials (job_id, hparams, state) VALUES ($1, $2, $3) "
+                   "RETURNING id",
+                   t.job_id, t.hparams, std::string(RunStateName(t.state)))[0]
+                 .as<int64_t>();
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return trials;
+}
+
+absl::StatusOr<JobRecord> Store::GetJob(const std::string& job_id) {
+  JobRecord job;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    pqxx::result r = tx.exec_params(
+        absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE job_id = $1"), job_id);
+    if (r.empty()) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+    job = JobFromRow(r[0]);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<std::pair<std::vector<JobRecord>, int>> Store::ListJobs(const JobFilter& filter) {
+  std::pair<std::vector<JobRecord>, int> out;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    std::vector<std::string> params;
+    const std::string where = JobWhere(filter, params);
+    out.second = tx.exec_params1(absl::StrCat("SELECT count(*) FROM jobs WHERE ", where),
+                                 pqxx::prepare::make_dynamic_params(params))[0]
+                     .as<int>();
+    pqxx::result r = tx.exec_params(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE ", where,
+                                                 " ORDER BY submitted_at DESC, job_id DESC LIMIT ",
+                                                 filter.limit, " OFFSET ", filter.offset),
+                                    pqxx::prepare::make_dynamic_params(params));
+    for (const pqxx::row& row : r) out.first.push_back(JobFromRow(row));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::Status Store::UpdateJob(const JobRecord& job) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    pqxx::result r = tx.exec_params(
+        "UPDATE jobs SET name = $2, resource_pool = $3, priority = $4, queue_position = $5, "
+        "state = $6 WHERE job_id = $1",
+        job.job_id, job.name, job.resource_pool, job.priority, job.queue_position,
+        std::string(RunStateName(job.state)));
+    if (r.affected_rows() == 0) return absl::NotFoundError(absl::StrCat("no job ", job.job_id));
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<TrialRecord>> Store::ListTrials(const std::string& job_id) {
+  std::vector<TrialRecord> out;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    pqxx::result r = tx.exec_params(
+        absl::StrCat("SELECT ", kTrialColumns, " FROM trials WHERE job_id = $1 ORDER BY id"),
+        job_id);
+    for (const pqxx::row& row : r) out.push_back(TrialFromRow(row));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<TrialRecord> Store::GetTrial(int64_t id) {
+  TrialRecord trial;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    pqxx::result r =
+        tx.exec_params(absl::StrCat("SELECT ", kTrialColumns, " FROM trials WHERE id = $1"), id);
+    if (r.empty()) return absl::NotFoundError(absl::StrCat("no trial ", id));
+    trial = TrialFromRow(r[0]);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return trial;
+}
+
+absl::Status Store::UpdateTrial(const TrialRecord& t) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params(
+        "UPDATE trials SET state = $2, runs = $3, latest_checkpoint = $4, steps_completed = $5 "
+        "WHERE id = $1",
+        t.id, std::string(RunStateName(t.state)), t.runs, t.latest_checkpoint, t.steps_completed);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
+                                  const std::string& uuid, int64_t steps_completed) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params(
+        "INSERT INTO checkpoints (uuid, allocation_id, trial_id, steps_completed) "
+        "VALUES ($1, $2, $3, $4)",
+        uuid, allocation_id, trial_id, steps_completed);
+    tx.exec_params("UPDATE trials SET latest_checkpoint = $2, steps_completed = $3 WHERE id = $1",
+                   trial_id, uuid, steps_completed);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::InsertAllocation(const AllocationRecord& a) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params(
+        "INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, token_hash) "
+        "VALUES ($1, $2, NULLIF($3, 0), $4, $5, $6, $7, $8)",
+        a.id, a.job_id, a.trial_id.value_or(0), a.run, std::string(AllocStateName(a.state)), a.ns,
+        a.pods, a.token_hash);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<AllocationRecord> Store::GetAllocation(const std::string& id) {
+  AllocationRecord a;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    pqxx::result r = tx.exec_params(
+        absl::StrCat("SELECT ", kAllocationColumns, " FROM allocations WHERE id = $1"), id);
+    if (r.empty()) return absl::NotFoundError(absl::StrCat("no allocation \"", id, "\""));
+    a = AllocationFromRow(r[0]);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return a;
+}
+
+absl::Status Store::UpdateAllocation(const AllocationRecord& a) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params(
+        "UPDATE allocations SET state = $2, preempt_requested = $3, preempt_acked = $4, "
+        "preempt_at = CASE WHEN $3 THEN COALESCE(preempt_at, now()) END WHERE id = $1",
+        a.id, std::string(AllocStateName(a.state)), a.preempt_requested, a.preempt_acked);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<AllocationRecord>> Store::ListOpenAllocations() {
+  std::vector<AllocationRecord> out;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    pqxx::result r = tx.exec(absl::StrCat("SELECT ", kAllocationColumns,
+                                          " FROM allocations WHERE state <> 'TERMINATED' "
+                                          "ORDER BY created_at, id"));
+    for (const pqxx::row& row : r) out.push_back(AllocationFromRow(row));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace phalanx::master

@@ -1,0 +1,25 @@
+// Kubernetes strategic merge of Pod objects, as Determined merges a task's pod_spec over the
+// default pod spec (kubectl's strategicpatch without directives):
+//   * objects merge key by key; a null in the patch deletes the key;
+//   * lists with a patch merge key merge element by element on that key, base order first, new
+//     elements appended: containers, initContainers, ephemeralContainers, volumes,
+//     imagePullSecrets, schedulingGates, resourceClaims (name), hostAliases (ip),
+//     topologySpreadConstraints (topologyKey), ownerReferences (uid); in containers: env (name),
+//     volumeMounts (mountPath), volumeDevices (devicePath), ports (containerPort);
+//   * volumes keep the patch's source (retainKeys): a patch volume that names a source replaces the
+//     base volume of the same name rather than mixing two sources;
+//   * every other list (tolerations, args, command, envFrom, ...) and every scalar is replaced.
+// `$patch` directives are not supported (nor are they by Determined).
+#ifndef PHALANX_MASTER_STRATEGIC_MERGE_H_
+#define PHALANX_MASTER_STRATEGIC_MERGE_H_
+
+#include "nlohmann/json.hpp"
+
+namespace phalanx::master {
+
+// `patch` merged over `base`; both are Pod objects ({metadata, spec}) or null.
+nlohmann::json StrategicMergePod(const nlohmann::json& base, const nlohmann::json& patch);
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_STRATEGIC_MERGE_H_

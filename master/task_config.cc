@@ -1,0 +1,32 @@
+// Parsing and validation of task configs (see task_config.h).
+#include "master/task_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "kube/json.h"
+#include "master/yaml.h"
+
+namespace phalanx::master {
+
+absl::StatusOr<TaskConfig> ParseTaskConfig(absl::string_view yaml, TaskType type,
+                                           const std::vector<std::string>& entrypoint,
+                                           const MasterConfig& master) {
+  KUBE_ASSIGN_OR_RETURN(YAML::Node node, ParseYaml(yaml));
+  KUBE_ASSIGN_OR_RETURN(YamlMap root, YamlMap::Of(node, ""));
+  KUBE_RETURN_IF_ERROR(root.CheckKeys({"description", "entrypoint", "resources", "environment"}));
+  TaskConfig c;
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> description, root.String("description"));
+  c.description = description.value_or(std::string(TaskTypeName(type)));
+  KUBE_ASSIGN_OR_RETURN(c.entrypoint, root.StringList("entrypoint"));
+  if (!entrypoint.empty()) c.entrypoint = entrypoint;
+  if (type == TaskType::kCommand && c.entrypoint.empty()) {
+    return FieldError("entrypoint", "required: the command to run");
+  }
+  KUBE_ASSIGN_OR_RETURN(c.resources, ParseResources(root, "slots", DefaultSlots(type)));
+  KUBE_ASSIGN_OR_RETURN(c.environment, ParseEnvironment(root));
+  absl::StatusOr<const ResourcePoolConfig*> pool =
+      ResolvePool(master, c.resources, "resources.slots");
+  if (!pool.ok()) return pool.status();
+  return c;
+}
+
+}  // namespace phalanx::master

@@ -1,0 +1,32 @@
+// Configs of commands, notebooks, shells and TensorBoards (YAML, may be empty): description,
+// resources (slots, priority, resource_pool), environment and entrypoint. Validated like experiment
+// configs: zero-slot tasks go to the aux pool, slots must suit the pool's max_slots_per_pod.
+#ifndef PHALANX_MASTER_TASK_CONFIG_H_
+#define PHALANX_MASTER_TASK_CONFIG_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "master/config.h"
+#include "master/config_parts.h"
+#include "master/task_type.h"
+
+namespace phalanx::master {
+
+struct TaskConfig {
+  std::string description;
+  std::vector<std::string> entrypoint;
+  ResourcesConfig resources;  // resource_pool resolved.
+  EnvironmentConfig environment;
+};
+
+// `type` is not kExperiment. `entrypoint`, when not empty, replaces the config's.
+absl::StatusOr<TaskConfig> ParseTaskConfig(absl::string_view yaml, TaskType type,
+                                           const std::vector<std::string>& entrypoint,
+                                           const MasterConfig& master);
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_TASK_CONFIG_H_

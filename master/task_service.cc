@@ -1,0 +1,99 @@
+// TaskService (see services.h).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "master/proto_convert.h"
+#include "master/services.h"
+
+namespace phalanx::master {
+namespace {
+
+// The task `id`, or NOT_FOUND when it is unknown or an experiment.
+absl::StatusOr<JobView> GetTaskView(JobManager& jobs, const std::string& id) {
+  absl::StatusOr<JobView> view = jobs.GetJob(id);
+  if (view.ok() && view->job.type == TaskType::kExperiment) {
+    return absl::NotFoundError(absl::StrCat(id, " is an experiment, not a task"));
+  }
+  return view;
+}
+
+}  // namespace
+
+grpc::Status TaskServiceImpl::LaunchTask(grpc::ServerContext* ctx, const v1::LaunchTaskRequest* req,
+                                         v1::LaunchTaskResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  std::optional<TaskType> type = FromProto(req->type());
+  if (!type || *type == TaskType::kExperiment) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "type: must be COMMAND, NOTEBOOK, SHELL or TENSORBOARD");
+  }
+  std::vector<std::string> entrypoint(req->entrypoint().begin(), req->entrypoint().end());
+  absl::StatusOr<JobRecord> job = jobs_.LaunchTask(*type, req->config(), entrypoint, *user);
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  absl::StatusOr<JobView> view = jobs_.GetJob(job->job_id);
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  ToProto(*view, resp->mutable_task());
+  return grpc::Status::OK;
+}
+
+grpc::Status TaskServiceImpl::GetTask(grpc::ServerContext* ctx, const v1::GetTaskRequest* req,
+                                      v1::GetTaskResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id());
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  ToProto(*view, resp->mutable_task());
+  return grpc::Status::OK;
+}
+
+grpc::Status TaskServiceImpl::ListTasks(grpc::ServerContext* ctx, const v1::ListTasksRequest* req,
+                                        v1::ListTasksResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  JobFilter filter{.offset = std::max(0, req->offset()), .limit = PageLimit(req->limit())};
+  if (std::optional<TaskType> type = FromProto(req->type()); type) {
+    filter.types = {*type};
+  } else {
+    filter.types = {TaskType::kCommand, TaskType::kNotebook, TaskType::kShell,
+                    TaskType::kTensorboard};
+  }
+  for (int s : req->states()) {
+    if (std::optional<RunState> state = FromProto(static_cast<v1::TaskState>(s))) {
+      filter.states.push_back(*state);
+    }
+  }
+  auto jobs = jobs_.ListJobs(filter);
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (const JobRecord& job : jobs->first) {
+    absl::StatusOr<JobView> view = jobs_.GetJob(job.job_id);
+    if (view.ok()) ToProto(*view, resp->add_tasks());
+  }
+  resp->mutable_pagination()->set_offset(filter.offset);
+  resp->mutable_pagination()->set_limit(filter.limit);
+  resp->mutable_pagination()->set_total(jobs->second);
+  return grpc::Status::OK;
+}
+
+grpc::Status TaskServiceImpl::KillTask(grpc::ServerContext* ctx, const v1::KillTaskRequest* req,
+                                       v1::KillTaskResponse*) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id()); !view.ok()) {
+    return ToGrpcStatus(view.status());
+  }
+  return ToGrpcStatus(jobs_.Kill(req->id()));
+}
+
+grpc::Status TaskServiceImpl::SetTaskPriority(grpc::ServerContext* ctx,
+                                              const v1::SetTaskPriorityRequest* req,
+                                              v1::SetTaskPriorityResponse*) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id()); !view.ok()) {
+    return ToGrpcStatus(view.status());
+  }
+  return ToGrpcStatus(jobs_.SetPriority(req->id(), req->priority()));
+}
+
+}  // namespace phalanx::master

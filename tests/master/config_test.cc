@@ -1,0 +1,155 @@
+// master.yaml parsing: the chart's rendering loads; bad configs fail naming the field.
+#include "master/config.h"
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::master {
+namespace {
+
+using ::testing::HasSubstr;
+
+// What deploy/helm/phalanx/templates/master-config.yaml renders (toYaml sorts keys).
+constexpr char kChartConfig[] = R"(
+auth:
+  default_password: secret
+checkpoint_storage:
+  host_path: /tmp/checkpoints
+  type: shared_fs
+db:
+  host: phalanx-db
+  name: phalanx
+  password: postgres
+  port: 5432
+  user: postgres
+default_scheduler: phalanx
+max_slots_per_pod: 4
+port: 8080
+preemption_timeout: 5m
+resource_pools:
+- kubernetes_namespace: default
+  pool_name: default
+- kubernetes_namespace: prod
+  max_slots_per_pod: 8
+  pool_name: prod_pool
+  task_container_defaults:
+    gpu_pod_spec:
+      apiVersion: v1
+      kind: Pod
+      spec:
+        tolerations:
+        - key: pool_taint
+          value: prod
+slot_type: gpu
+task_container_defaults:
+  cpu_pod_spec:
+    metadata:
+      labels:
+        customLabel: cpu-label
+tls:
+  cert: /etc/phalanx/tls/tls.crt
+  key: /etc/phalanx/tls/tls.key
+)";
+
+TEST(MasterConfigTest, LoadsTheChartsRendering) {
+  absl::StatusOr<MasterConfig> c = ParseMasterConfig(kChartConfig);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->port, 8080);
+  EXPECT_EQ(c->db.host, "phalanx-db");
+  EXPECT_EQ(c->max_slots_per_pod, 4);
+  EXPECT_EQ(c->preemption_timeout, absl::Minutes(5));
+  ASSERT_EQ(c->resource_pools.size(), 2u);
+  const ResourcePoolConfig* prod = c->FindPool("prod_pool");
+  ASSERT_NE(prod, nullptr);
+  EXPECT_EQ(prod->ns, "prod");
+  EXPECT_EQ(c->MaxSlotsPerPod(*prod), 8);
+  EXPECT_EQ(c->MaxSlotsPerPod(c->resource_pools[0]), 4);
+  EXPECT_EQ(c->DefaultPodSpec(*prod, true)["spec"]["tolerations"][0]["key"], "pool_taint");
+  // The pool sets no CPU spec: the top-level one applies.
+  EXPECT_EQ(c->DefaultPodSpec(*prod, false)["metadata"]["labels"]["customLabel"], "cpu-label");
+  EXPECT_EQ(c->default_compute_pool, "default");
+  EXPECT_EQ(c->default_aux_pool, "default");
+  EXPECT_EQ(c->default_password, "secret");
+  ASSERT_TRUE(c->tls.has_value());
+  EXPECT_EQ(c->tls->key, "/etc/phalanx/tls/tls.key");
+}
+
+TEST(MasterConfigTest, CpuSlots) {
+  absl::StatusOr<MasterConfig> c = ParseMasterConfig(
+      "max_slots_per_pod: 2\nslot_type: cpu\nslot_resource_requests: {cpu: 7.5}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->slot_type, SlotType::kCpu);
+  EXPECT_EQ(c->cpu_milli_per_slot, 7500);
+  EXPECT_EQ(c->resource_pools.at(0).name, "default");
+}
+
+struct BadConfig {
+  std::string name;
+  std::string yaml;
+  std::string message;
+};
+
+class BadMasterConfigTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(BadMasterConfigTest, FailsNamingTheField) {
+  absl::StatusOr<MasterConfig> c = ParseMasterConfig(GetParam().yaml);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadMasterConfigTest,
+    ::testing::ValuesIn(std::vector<BadConfig>{
+        {"MissingMaxSlots", "port: 8080\n", "max_slots_per_pod: required"},
+        {"WrongType", "max_slots_per_pod: four\n",
+         "max_slots_per_pod: expected an integer, got \"four\""},
+        {"Zero", "max_slots_per_pod: 0\n", "max_slots_per_pod: must be > 0"},
+        {"UnknownTopLevel", "max_slots_per_pod: 4\nmaxSlotsPerPod: 4\n",
+         "maxSlotsPerPod: unknown field"},
+        {"UnknownDbKey", "max_slots_per_pod: 4\ndb: {hostname: x}\n", "db.hostname: unknown field"},
+        {"DbNotAMap", "max_slots_per_pod: 4\ndb: [1]\n", "db: expected a mapping"},
+        {"BadSlotType", "max_slots_per_pod: 4\nslot_type: tpu\n",
+         "slot_type: must be gpu or cpu, got \"tpu\""},
+        {"CpuWithoutRequests", "max_slots_per_pod: 4\nslot_type: cpu\n",
+         "slot_resource_requests.cpu: required when slot_type is cpu"},
+        {"BadScheduler", "max_slots_per_pod: 4\ndefault_scheduler: coscheduler\n",
+         "default_scheduler: must be phalanx or default"},
+        {"BadTimeout", "max_slots_per_pod: 4\npreemption_timeout: soon\n",
+         "preemption_timeout: expected a duration"},
+        {"PoolWithoutName", "max_slots_per_pod: 4\nresource_pools: [{kubernetes_namespace: x}]\n",
+         "resource_pools[0].pool_name: required"},
+        {"DuplicatePool",
+         "max_slots_per_pod: 4\nresource_pools: [{pool_name: a}, {pool_name: a}]\n",
+         "resource_pools[1].pool_name: \"a\" appears twice"},
+        {"PoolMaxSlots",
+         "max_slots_per_pod: 4\nresource_pools: [{pool_name: a, max_slots_per_pod: -2}]\n",
+         "resource_pools[0].max_slots_per_pod: must be > 0"},
+        {"UnknownAuxPool", "max_slots_per_pod: 4\ndefault_aux_resource_pool: cpu\n",
+         "default_aux_resource_pool: no resource pool named \"cpu\""},
+        {"PodSpecKind",
+         "max_slots_per_pod: 4\ntask_container_defaults: {gpu_pod_spec: {kind: Deployment}}\n",
+         "task_container_defaults.gpu_pod_spec.kind: must be Pod"},
+        {"PodSpecUnknownKey",
+         "max_slots_per_pod: 4\ntask_container_defaults: {cpu_pod_spec: {containers: []}}\n",
+         "task_container_defaults.cpu_pod_spec.containers: unknown field"},
+        {"StorageType", "max_slots_per_pod: 4\ncheckpoint_storage: {type: ftp}\n",
+         "checkpoint_storage.type: must be shared_fs, s3, gcs or azure"},
+        {"StorageBucket", "max_slots_per_pod: 4\ncheckpoint_storage: {type: s3}\n",
+         "checkpoint_storage.bucket: required"},
+        {"TlsKey", "max_slots_per_pod: 4\ntls: {cert: /a}\n", "tls.key: required"},
+        {"Syntax", "max_slots_per_pod: [4\n", "invalid YAML at line"},
+    }),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ConfigDurationTest, Forms) {
+  EXPECT_EQ(*ParseConfigDuration("90"), absl::Seconds(90));
+  EXPECT_EQ(*ParseConfigDuration("1h30m"), absl::Minutes(90));
+  EXPECT_FALSE(ParseConfigDuration("-5s").ok());
+}
+
+}  // namespace
+}  // namespace phalanx::master

@@ -1,0 +1,189 @@
+// Experiment and task configs: parsing, the slots-per-pod rule at submit time, searchers, and bad
+// YAML failing with a message that names the field.
+#include "master/experiment_config.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "master/searcher.h"
+#include "master/task_config.h"
+
+namespace phalanx::master {
+namespace {
+
+using ::testing::HasSubstr;
+
+MasterConfig Master() {
+  return *ParseMasterConfig(R"(
+max_slots_per_pod: 4
+resource_pools:
+  - pool_name: gpu
+  - pool_name: big
+    max_slots_per_pod: 8
+  - pool_name: cpu
+default_aux_resource_pool: cpu
+checkpoint_storage: {type: s3, bucket: ckpt}
+)");
+}
+
+TEST(ExperimentConfigTest, Parses) {
+  absl::StatusOr<ExperimentConfig> c = ParseExperimentConfig(R"(
+name: mnist
+entrypoint: python3 train.py
+hyperparameters:
+  global_batch_size: 64
+  lr: {type: log, base: 10, minval: -4, maxval: -1, count: 4}
+  layers: {type: categorical, vals: [2, 3]}
+searcher: {name: grid, metric: loss}
+resources: {slots_per_trial: 8, priority: 42}
+environment:
+  image: pytorch:2
+  environment_variables: [NCCL_DEBUG=TRACE]
+  pod_spec:
+    spec:
+      priorityClassName: phalanx-high-priority
+)",
+                                                             Master());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->name, "mnist");
+  EXPECT_EQ(c->entrypoint, std::vector<std::string>{"python3 train.py"});
+  EXPECT_EQ(c->resources.slots, 8);
+  EXPECT_EQ(c->resources.priority, 42);
+  EXPECT_EQ(c->resources.resource_pool, "gpu");  // The compute pool.
+  EXPECT_EQ(c->environment.image, "pytorch:2");
+  EXPECT_EQ(c->environment.environment_variables.at(0).first, "NCCL_DEBUG");
+  EXPECT_EQ(c->environment.pod_spec["spec"]["priorityClassName"], "phalanx-high-priority");
+  EXPECT_EQ(c->checkpoint_storage["bucket"], "ckpt");  // The master's.
+  ASSERT_EQ(c->hyperparameters.size(), 3u);
+  EXPECT_EQ(c->hyperparameters[0].first, "global_batch_size");  // Sorted.
+  absl::StatusOr<std::vector<nlohmann::json>> trials =
+      GenerateTrials(c->searcher, c->hyperparameters, 1);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 8u);  // 4 lr x 2 layers.
+  EXPECT_EQ((*trials)[0].dump(), R"({"global_batch_size":64,"layers":2,"lr":0.0001})");
+  EXPECT_EQ((*trials)[7]["lr"], 0.1);
+}
+
+TEST(ExperimentConfigTest, RandomSearcherIsSeeded) {
+  ExperimentConfig c = *ParseExperimentConfig(R"(
+hyperparameters:
+  lr: {type: double, minval: 0.1, maxval: 0.2}
+  n: {type: int, minval: 1, maxval: 3}
+searcher: {name: random, max_trials: 5}
+)",
+                                              Master());
+  auto a = *GenerateTrials(c.searcher, c.hyperparameters, 7);
+  auto b = *GenerateTrials(c.searcher, c.hyperparameters, 7);
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(a, b);
+  for (const auto& t : a) {
+    EXPECT_GE(t["lr"].get<double>(), 0.1);
+    EXPECT_LE(t["n"].get<int>(), 3);
+  }
+}
+
+TEST(ExperimentConfigTest, SingleSearcherTakesMidpoints) {
+  ExperimentConfig c = *ParseExperimentConfig(
+      "hyperparameters: {n: {type: int, minval: 2, maxval: 6}, o: {type: const, val: adam}}\n",
+      Master());
+  auto trials = *GenerateTrials(c.searcher, c.hyperparameters, 0);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].dump(), R"({"n":4,"o":"adam"})");
+}
+
+TEST(ExperimentConfigTest, PoolOverridesMaxSlotsPerPod) {
+  EXPECT_TRUE(
+      ParseExperimentConfig("resources: {slots_per_trial: 16, resource_pool: big}\n", Master())
+          .ok());
+  EXPECT_TRUE(ParseExperimentConfig("resources: {slots_per_trial: 3}\n", Master()).ok());
+}
+
+struct BadConfig {
+  std::string name;
+  std::string yaml;
+  std::string message;
+};
+
+class BadExperimentConfigTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(BadExperimentConfigTest, FailsNamingTheField) {
+  absl::StatusOr<ExperimentConfig> c = ParseExperimentConfig(GetParam().yaml, Master());
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadExperimentConfigTest,
+    ::testing::ValuesIn(std::vector<BadConfig>{
+        {"NotDivisible", "resources: {slots_per_trial: 6}\n",
+         "resources.slots_per_trial: 6 slots are not divisible by max_slots_per_pod 4 of "
+         "resource pool \"gpu\""},
+        {"NotDivisibleInPool", "resources: {slots_per_trial: 12, resource_pool: big}\n",
+         "12 slots are not divisible by max_slots_per_pod 8 of resource pool \"big\""},
+        {"UnknownPool", "resources: {resource_pool: tpu}\n",
+         "resources.resource_pool: no resource pool named \"tpu\""},
+        {"SlotsWrongType", "resources: {slots_per_trial: two}\n",
+         "resources.slots_per_trial: expected an integer, got \"two\""},
+        {"NegativeSlots", "resources: {slots_per_trial: -1}\n",
+         "resources.slots_per_trial: must be >= 0"},
+        {"TaskSlotsKey", "resources: {slots: 2}\n", "resources.slots: unknown field"},
+        {"UnknownTopLevel", "name: x\nhyperparameter: {}\n", "hyperparameter: unknown field"},
+        {"UnknownEnvironmentKey", "environment: {images: x}\n",
+         "environment.images: unknown field"},
+        {"PriorityType", "resources: {priority: high}\n",
+         "resources.priority: expected an integer"},
+        {"SearcherName", "searcher: {name: asha}\n",
+         "searcher.name: must be single, grid or random"},
+        {"RandomNeedsMaxTrials", "searcher: {name: random}\n",
+         "searcher.max_trials: required for the random searcher"},
+        {"HpType", "hyperparameters: {lr: {type: float, minval: 1, maxval: 2}}\n",
+         "hyperparameters.lr.type: must be const, int, double, log or categorical"},
+        {"HpMissingMax", "hyperparameters: {lr: {type: double, minval: 1}}\n",
+         "hyperparameters.lr.maxval: required"},
+        {"HpUnknownKey", "hyperparameters: {lr: {type: double, minval: 1, maxval: 2, step: 1}}\n",
+         "hyperparameters.lr.step: unknown field"},
+        {"EnvVarForm", "environment: {environment_variables: [NOEQUALS]}\n",
+         "environment.environment_variables[0]: expected NAME=value"},
+        {"PodSpecNotMap", "environment: {pod_spec: [1]}\n",
+         "environment.pod_spec: expected a mapping"},
+        {"MaxSlots", "resources: {slots_per_trial: 4, max_slots: 2}\n",
+         "resources.max_slots: must be >= slots_per_trial (4)"},
+        {"NotAMap", "- a\n- b\n", "config: expected a mapping"},
+    }),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ExperimentConfigTest, GridNeedsCounts) {
+  ExperimentConfig c = *ParseExperimentConfig(
+      "hyperparameters: {lr: {type: double, minval: 1, maxval: 2}}\nsearcher: {name: grid}\n",
+      Master());
+  absl::StatusOr<std::vector<nlohmann::json>> trials =
+      GenerateTrials(c.searcher, c.hyperparameters, 0);
+  ASSERT_FALSE(trials.ok());
+  EXPECT_THAT(std::string(trials.status().message()),
+              HasSubstr("hyperparameters.lr.count: required for the grid searcher"));
+}
+
+TEST(TaskConfigTest, ZeroSlotTasksGoToTheAuxPool) {
+  absl::StatusOr<TaskConfig> tb = ParseTaskConfig("", TaskType::kTensorboard, {}, Master());
+  ASSERT_TRUE(tb.ok()) << tb.status();
+  EXPECT_EQ(tb->resources.slots, 0);
+  EXPECT_EQ(tb->resources.resource_pool, "cpu");
+  absl::StatusOr<TaskConfig> nb = ParseTaskConfig("", TaskType::kNotebook, {}, Master());
+  ASSERT_TRUE(nb.ok()) << nb.status();
+  EXPECT_EQ(nb->resources.resource_pool, "gpu");
+}
+
+TEST(TaskConfigTest, CommandsNeedAnEntrypoint) {
+  absl::StatusOr<TaskConfig> c = ParseTaskConfig("", TaskType::kCommand, {}, Master());
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("entrypoint: required"));
+  c = ParseTaskConfig("resources: {slots: 5}\n", TaskType::kCommand, {"sleep", "1"}, Master());
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr("resources.slots: 5 slots are not divisible by max_slots_per_pod 4"));
+}
+
+}  // namespace
+}  // namespace phalanx::master

@@ -1,0 +1,69 @@
+// In-memory pods for JobManager and service tests (see fake_pod_client.h).
+#include "tests/master/fake_pod_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "kube/decode.h"
+
+namespace phalanx::master::testing {
+
+absl::Status FakePodClient::CreatePod(const nlohmann::json& pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string key = absl::StrCat(pod["metadata"]["namespace"].get<std::string>(), "/",
+                                       pod["metadata"]["name"].get<std::string>());
+  if (pods_.count(key)) return absl::AlreadyExistsError(key);
+  pods_[key] = pod;
+  ++creates_;
+  return absl::OkStatus();
+}
+
+absl::Status FakePodClient::DeletePod(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pods_.erase(absl::StrCat(ns, "/", name))) deleted_.push_back(name);
+  return absl::OkStatus();
+}
+
+absl::Status FakePodClient::SetPodLabel(const std::string& ns, const std::string& name,
+                                        const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(absl::StrCat(ns, "/", name));
+  if (it == pods_.end()) return absl::NotFoundError(name);
+  it->second["metadata"]["labels"][key] = value;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PodState>> FakePodClient::ListPods(const std::string& ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PodState> out;
+  for (const auto& [key, pod] : pods_) {
+    if (pod["metadata"]["namespace"] == ns)
+      out.push_back(StateOf(pod, core::PodPhase::kPending, false));
+  }
+  return out;
+}
+
+std::map<std::string, nlohmann::json> FakePodClient::pods() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pods_;
+}
+
+int FakePodClient::creates() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return creates_;
+}
+
+std::vector<std::string> FakePodClient::deleted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deleted_;
+}
+
+PodState FakePodClient::StateOf(const nlohmann::json& pod, core::PodPhase phase, bool bound) {
+  const nlohmann::json& meta = pod["metadata"];
+  return PodState{.ns = meta["namespace"],
+                  .name = meta["name"],
+                  .allocation_id = meta["labels"][std::string(kube::kGangLabel)],
+                  .phase = phase,
+                  .bound = bound,
+                  .gated = !bound};
+}
+
+}  // namespace phalanx::master::testing

@@ -1,0 +1,39 @@
+// A PodClient that keeps pods in memory and records every call; tests play the cluster by turning
+// its pods into PodStates for JobManager::OnPod.
+#ifndef PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_
+#define PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "master/pod_client.h"
+
+namespace phalanx::master::testing {
+
+class FakePodClient final : public PodClient {
+ public:
+  absl::Status CreatePod(const nlohmann::json& pod) override;
+  absl::Status DeletePod(const std::string& ns, const std::string& name) override;
+  absl::Status SetPodLabel(const std::string& ns, const std::string& name, const std::string& key,
+                           const std::string& value) override;
+  absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
+
+  // Pods (JSON) by "namespace/name".
+  std::map<std::string, nlohmann::json> pods();
+  int creates();
+  std::vector<std::string> deleted();
+  // The PodState of a stored pod, with the given phase and binding.
+  static PodState StateOf(const nlohmann::json& pod, core::PodPhase phase, bool bound);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, nlohmann::json> pods_;
+  int creates_ = 0;
+  std::vector<std::string> deleted_;
+};
+
+}  // namespace phalanx::master::testing
+
+#endif  // PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_

@@ -1,0 +1,232 @@
+// Pod builder golden tests (tests/master/testdata/pods_*.json; PHALANX_UPDATE_GOLDEN=1 rewrites
+// them) and strategic-merge cases, including the seeds' empty-dir override.
+#include "master/pod_builder.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "master/strategic_merge.h"
+#include "master/task_config.h"
+
+namespace phalanx::master {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kMaster[] = R"(
+max_slots_per_pod: 4
+task_master_address: phalanx-master.phalanx.svc:8080
+resource_pools:
+  - pool_name: default
+    kubernetes_namespace: team-a
+  - pool_name: prod_pool
+    kubernetes_namespace: prod
+    task_container_defaults:
+      gpu_pod_spec:
+        apiVersion: v1
+        kind: Pod
+        spec:
+          volumes:
+            - name: secret-volume
+              secret:
+                secretName: prod-test-secret
+          containers:
+            - name: determined-container
+              volumeMounts:
+                - name: secret-volume
+                  mountPath: /etc/secret-volume
+  - pool_name: aux
+    kubernetes_namespace: aux
+default_aux_resource_pool: aux
+task_container_defaults:
+  cpu_pod_spec:
+    metadata:
+      labels: {customLabel: cpu-label}
+  gpu_pod_spec:
+    metadata:
+      labels: {customLabel: gpu-label}
+    spec:
+      containers:
+        - name: phalanx-container
+          volumeMounts: [{name: example-volume, mountPath: /example-data}]
+        - name: sidecar-container
+          image: alpine:latest
+      volumes:
+        - name: example-volume
+          hostPath: {path: /data}
+)";
+
+std::string Golden(const std::string& name) {
+  return std::string(PHALANX_MASTER_TESTDATA) + "/" + name;
+}
+
+void ExpectGolden(const std::vector<json>& pods, const std::string& name) {
+  const std::string got = json(pods).dump(2) + "\n";
+  if (std::getenv("PHALANX_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(Golden(name)) << got;
+  }
+  std::ifstream in(Golden(name));
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(got, want.str()) << "golden " << name << " differs; got:\n" << got;
+}
+
+struct Built {
+  MasterConfig master;
+  TaskConfig task;
+  std::vector<json> pods;
+};
+
+Built Build(TaskType type, const std::string& task_yaml, const std::string& master_yaml = kMaster) {
+  Built b;
+  absl::StatusOr<MasterConfig> master = ParseMasterConfig(master_yaml);
+  EXPECT_TRUE(master.ok()) << master.status();
+  b.master = *master;
+  absl::StatusOr<TaskConfig> task =
+      ParseTaskConfig(task_yaml, type, {"python3", "train.py"}, b.master);
+  EXPECT_TRUE(task.ok()) << task.status();
+  b.task = *task;
+  PodRequest r{.type = type,
+               .job_id = "exp-3",
+               .allocation_id = "exp-3-trial-7-r1",
+               .slots = b.task.resources.slots,
+               .priority = b.task.resources.priority.value_or(kDefaultPriority),
+               .queue_position = 1700000000.25,
+               .pool = b.master.FindPool(b.task.resources.resource_pool),
+               .environment = &b.task.environment,
+               .entrypoint = b.task.entrypoint,
+               .env = {{"PHALANX_HPARAMS", R"({"lr":0.1})"}}};
+  b.pods = BuildPods(r, b.master);
+  return b;
+}
+
+TEST(PodBuilderTest, GpuTaskSplitsIntoPodsOfMaxSlots) {
+  Built b = Build(TaskType::kExperiment, R"(
+resources: {slots: 8, priority: 42}
+environment:
+  image: pytorch:2
+  environment_variables: [NCCL_DEBUG=TRACE]
+)");
+  ASSERT_EQ(b.pods.size(), 2u);
+  ExpectGolden(b.pods, "pods_gpu_two_pods.json");
+}
+
+TEST(PodBuilderTest, SeedEmptyDirOverride) {
+  // The seeds' example: the task mounts an emptyDir at the path where the pool's default pod spec
+  // mounts a secret; volumeMounts merge by mountPath, so the emptyDir replaces the secret mount.
+  Built b = Build(TaskType::kExperiment, R"(
+resources: {slots: 4, resource_pool: prod_pool}
+environment:
+  pod_spec:
+    apiVersion: v1
+    kind: Pod
+    spec:
+      volumes:
+        - name: empty-dir-override
+          emptyDir:
+            sizeLimit: 100Mi
+      containers:
+        - name: determined-container
+          volumeMounts:
+            - name: empty-dir-override
+              mountPath: /etc/secret-volume
+)");
+  ASSERT_EQ(b.pods.size(), 1u);
+  const json& spec = b.pods[0]["spec"];
+  ASSERT_EQ(spec["containers"].size(), 1u);  // The pool's spec replaced the top-level one.
+  EXPECT_EQ(spec["containers"][0]["volumeMounts"],
+            json::parse(R"([{"mountPath":"/etc/secret-volume","name":"empty-dir-override"}])"));
+  EXPECT_EQ(spec["volumes"].size(), 2u);
+  EXPECT_EQ(b.pods[0]["metadata"]["namespace"], "prod");
+  ExpectGolden(b.pods, "pods_seed_empty_dir_override.json");
+}
+
+TEST(PodBuilderTest, PodSpecPriorityClassWinsOverPriority) {
+  Built b = Build(TaskType::kExperiment, R"(
+resources: {slots: 1, priority: 90}
+environment:
+  pod_spec:
+    spec:
+      priorityClassName: phalanx-low-priority
+      tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
+      nodeSelector: {accelerator: a100}
+)");
+  EXPECT_EQ(b.pods[0]["spec"]["priorityClassName"], "phalanx-low-priority");
+  EXPECT_EQ(b.pods[0]["spec"]["tolerations"][0]["key"], "gpu");
+  Built plain = Build(TaskType::kExperiment, "resources: {slots: 1, priority: 90}\n");
+  EXPECT_EQ(plain.pods[0]["spec"]["priorityClassName"], "phalanx-high-priority");
+}
+
+TEST(PodBuilderTest, ZeroSlotTensorboardGoesToAuxWithoutGpus) {
+  Built b = Build(TaskType::kTensorboard, "");
+  ASSERT_EQ(b.pods.size(), 1u);
+  ExpectGolden(b.pods, "pods_tensorboard_zero_slots.json");
+}
+
+TEST(PodBuilderTest, CpuSlotsRequestCpus) {
+  Built b = Build(TaskType::kCommand, "resources: {slots: 4}\n",
+                  "max_slots_per_pod: 2\nslot_type: cpu\nslot_resource_requests: {cpu: 7.5}\n");
+  ASSERT_EQ(b.pods.size(), 2u);
+  ExpectGolden(b.pods, "pods_cpu_slots.json");
+}
+
+TEST(PodBuilderTest, DefaultSchedulerLeavesPodsUngated) {
+  Built b = Build(TaskType::kShell, "", "max_slots_per_pod: 4\ndefault_scheduler: default\n");
+  const json& spec = b.pods[0]["spec"];
+  EXPECT_FALSE(spec.contains("schedulingGates"));
+  EXPECT_FALSE(spec.contains("schedulerName"));
+  EXPECT_EQ(b.pods[0]["metadata"]["labels"]["phalanx.io/preemptible"], "false");
+}
+
+TEST(PriorityClassTest, NearestClass) {
+  EXPECT_EQ(PriorityClassFor(50), "phalanx-medium-priority");
+  EXPECT_EQ(PriorityClassFor(42), "phalanx-medium-priority");
+  EXPECT_EQ(PriorityClassFor(75), "phalanx-high-priority");  // Tie: the higher class.
+  EXPECT_EQ(PriorityClassFor(1000), "phalanx-high-priority");
+  EXPECT_EQ(PriorityClassFor(10), "phalanx-low-priority");
+  EXPECT_EQ(PriorityOfClass("phalanx-low-priority"), 1);
+  EXPECT_EQ(PriorityOfClass("custom"), std::nullopt);
+}
+
+TEST(StrategicMergeTest, MergesListsByTheirKeys) {
+  json base = json::parse(R"({"spec": {
+    "containers": [{"name": "a", "image": "x", "env": [{"name": "A", "value": "1"}],
+                    "volumeMounts": [{"name": "v", "mountPath": "/m"}]},
+                   {"name": "side", "image": "s"}],
+    "tolerations": [{"key": "t1"}],
+    "volumes": [{"name": "v", "hostPath": {"path": "/data"}}],
+    "nodeSelector": {"a": "1", "b": "2"}}})");
+  json patch = json::parse(R"({"spec": {
+    "containers": [{"name": "a", "env": [{"name": "A", "value": "2"}, {"name": "B", "value": "3"}],
+                    "volumeMounts": [{"name": "w", "mountPath": "/m"}]},
+                   {"name": "new", "image": "n"}],
+    "tolerations": [{"key": "t2"}],
+    "volumes": [{"name": "v", "emptyDir": {}}],
+    "nodeSelector": {"b": null, "c": "3"}}})");
+  json want = json::parse(R"({"spec": {
+    "containers": [{"name": "a", "image": "x",
+                    "env": [{"name": "A", "value": "2"}, {"name": "B", "value": "3"}],
+                    "volumeMounts": [{"name": "w", "mountPath": "/m"}]},
+                   {"name": "side", "image": "s"}, {"name": "new", "image": "n"}],
+    "tolerations": [{"key": "t2"}],
+    "volumes": [{"name": "v", "emptyDir": {}}],
+    "nodeSelector": {"a": "1", "c": "3"}}})");
+  EXPECT_EQ(StrategicMergePod(base, patch), want);
+}
+
+TEST(StrategicMergeTest, InitContainersMergeByNameAndNullSidesPassThrough) {
+  json base = json::parse(R"({"spec": {"initContainers": [{"name": "i", "image": "a",
+      "ports": [{"containerPort": 80, "name": "http"}]}]}})");
+  json patch = json::parse(R"({"spec": {"initContainers": [{"name": "i",
+      "ports": [{"containerPort": 80, "protocol": "TCP"}]}]}})");
+  EXPECT_EQ(StrategicMergePod(base, patch)["spec"]["initContainers"][0]["ports"],
+            json::parse(R"([{"containerPort": 80, "name": "http", "protocol": "TCP"}])"));
+  EXPECT_EQ(StrategicMergePod(nullptr, patch), patch);
+  EXPECT_EQ(StrategicMergePod(base, nullptr), base);
+}
+
+}  // namespace
+}  // namespace phalanx::master

@@ -1,0 +1,166 @@
+// Tasks, the job queue (order, moves, priority changes, pending reasons, stats) and start-up
+// recovery through the phalanx.v1 services (service_fixture.h).
+#include "absl/strings/str_format.h"
+#include "tests/master/service_fixture.h"
+
+namespace phalanx::master {
+namespace {
+
+using ::testing::ElementsAre;
+
+v1::Task Launch(v1::TaskService::Stub& stub, grpc::ClientContext* ctx, v1::TaskType type,
+                const std::string& config, grpc::Status* status = nullptr) {
+  v1::LaunchTaskRequest req;
+  req.set_type(type);
+  req.set_config(config);
+  req.add_entrypoint("sleep");
+  req.add_entrypoint("60");
+  v1::LaunchTaskResponse resp;
+  grpc::Status s = stub.LaunchTask(ctx, req, &resp);
+  if (status != nullptr) *status = s;
+  EXPECT_TRUE(status != nullptr || s.ok()) << s.error_message();
+  return resp.task();
+}
+
+std::vector<std::string> Ids(const std::vector<v1::Job>& jobs) {
+  std::vector<std::string> out;
+  for (const v1::Job& j : jobs) out.push_back(j.job_id());
+  return out;
+}
+
+TEST_F(ServiceTest, TasksAreNeverPreempted) {
+  v1::Task cmd = Launch(*tasks_, Ctx().get(), v1::TASK_TYPE_COMMAND, "resources: {slots: 2}\n");
+  ASSERT_EQ(pods_.pods().size(), 1u);
+  const nlohmann::json pod = pods_.pods().begin()->second;
+  EXPECT_EQ(pod["metadata"]["labels"]["phalanx.io/preemptible"], "false");
+  EXPECT_EQ(pod["metadata"]["labels"]["phalanx.io/task-type"], "command");
+  Play(cmd.allocation_id(), core::PodPhase::kRunning, /*preempt=*/true);
+  EXPECT_TRUE(pods_.deleted().empty());
+  v1::GetTaskRequest get;
+  get.set_id(cmd.id());
+  v1::GetTaskResponse got;
+  ASSERT_TRUE(tasks_->GetTask(Ctx().get(), get, &got).ok());
+  EXPECT_EQ(got.task().allocation_state(), v1::ALLOCATION_STATE_RUNNING);
+
+  v1::SetTaskPriorityRequest prio;
+  prio.set_id(cmd.id());
+  prio.set_priority(90);
+  EXPECT_EQ(tasks_->SetTaskPriority(Ctx().get(), prio, Ignored<v1::SetTaskPriorityResponse>())
+                .error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  v1::KillTaskRequest kill;
+  kill.set_id(cmd.id());
+  ASSERT_TRUE(tasks_->KillTask(Ctx().get(), kill, Ignored<v1::KillTaskResponse>()).ok());
+  EXPECT_TRUE(pods_.pods().empty());
+}
+
+TEST_F(ServiceTest, ZeroSlotTensorboardGoesToTheAuxPool) {
+  v1::Task tb = Launch(*tasks_, Ctx().get(), v1::TASK_TYPE_TENSORBOARD, "");
+  EXPECT_EQ(tb.resource_pool(), "cpu");
+  EXPECT_EQ(tb.slots(), 0);
+  ASSERT_EQ(pods_.pods().size(), 1u);
+  EXPECT_EQ(pods_.pods().begin()->first, "cpu-ns/" + tb.allocation_id() + "-0");
+}
+
+TEST_F(ServiceTest, QueueOrderMovesAndPriority) {
+  v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
+  v1::Experiment b = Create("resources: {slots_per_trial: 4}\n");
+  v1::Experiment c = Create("resources: {slots_per_trial: 4, priority: 100}\n");
+  EXPECT_THAT(Ids(Jobs()), ElementsAre(c.job_id(), a.job_id(), b.job_id()));
+
+  v1::UpdateJobQueueRequest move;
+  v1::QueueControl* u = move.add_updates();
+  u->set_job_id(b.job_id());
+  u->set_ahead_of(a.job_id());
+  ASSERT_TRUE(
+      queue_->UpdateJobQueue(Ctx().get(), move, Ignored<v1::UpdateJobQueueResponse>()).ok());
+  std::vector<v1::Job> jobs = Jobs();
+  EXPECT_THAT(Ids(jobs), ElementsAre(c.job_id(), b.job_id(), a.job_id()));
+  for (const auto& [key, pod] : pods_.pods()) {  // The pods carry the new position.
+    if (pod["metadata"]["labels"]["phalanx.io/job-id"] == b.job_id()) {
+      EXPECT_EQ(pod["metadata"]["labels"]["phalanx.io/queue-position"],
+                absl::StrFormat("%.6f", jobs[1].queue_position()));
+    }
+  }
+  u->set_ahead_of(c.job_id());  // Another priority: refused.
+  grpc::Status s = queue_->UpdateJobQueue(Ctx().get(), move, Ignored<v1::UpdateJobQueueResponse>());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+
+  // A queued job's new priority recreates its gated pods with the new class.
+  v1::SetExperimentPriorityRequest prio;
+  prio.set_id(a.id());
+  prio.set_priority(100);
+  const int before = pods_.creates();
+  ASSERT_TRUE(
+      experiments_
+          ->SetExperimentPriority(Ctx().get(), prio, Ignored<v1::SetExperimentPriorityResponse>())
+          .ok());
+  ReapDeleted();
+  EXPECT_EQ(pods_.creates(), before + 1);
+  for (const auto& [key, pod] : pods_.pods()) {
+    if (pod["metadata"]["labels"]["phalanx.io/job-id"] == a.job_id()) {
+      EXPECT_EQ(pod["spec"]["priorityClassName"], "phalanx-high-priority");
+    }
+  }
+  EXPECT_EQ(Jobs()[0].priority(), 100);
+}
+
+TEST_F(ServiceTest, JobStatesPendingReasonsAndStats) {
+  v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
+  v1::Experiment b = Create("resources: {slots_per_trial: 8}\n");
+  const std::string alloc_a = Get(a.id()).trials(0).allocation_id();
+  const std::string alloc_b = Get(b.id()).trials(0).allocation_id();
+  Play(alloc_a, core::PodPhase::kRunning);
+  for (const auto& [key, pod] : pods_.pods()) {
+    if (pod["metadata"]["labels"]["phalanx.io/gang"] != alloc_b) continue;
+    PodState s = FakePodClient::StateOf(pod, core::PodPhase::kPending, false);
+    s.pending_reason = "waiting for 8 GPUs; 4 free";
+    jobs_->OnPod(s);
+  }
+  std::vector<v1::Job> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].state(), v1::JOB_STATE_SCHEDULED);
+  EXPECT_EQ(jobs[0].allocated_slots(), 4);
+  EXPECT_EQ(jobs[1].state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(jobs[1].requested_slots(), 8);
+  EXPECT_EQ(jobs[1].pending_reason(), "waiting for 8 GPUs; 4 free");
+  EXPECT_EQ(jobs[1].jobs_ahead(), 0);
+
+  v1::GetJobQueueStatsResponse stats;
+  ASSERT_TRUE(queue_->GetJobQueueStats(Ctx().get(), {}, &stats).ok());
+  ASSERT_EQ(stats.results_size(), 2);  // Every configured pool.
+  EXPECT_EQ(stats.results(1).resource_pool(), "gpu");
+  EXPECT_EQ(stats.results(1).queued_count(), 1);
+  EXPECT_EQ(stats.results(1).scheduled_count(), 1);
+}
+
+TEST_F(ServiceTest, RecoveryReattachesDeletesOrphansAndNeverDuplicates) {
+  v1::Experiment a = Create("resources: {slots_per_trial: 8}\n");
+  const std::string alloc = Get(a.id()).trials(0).allocation_id();
+  nlohmann::json orphan = pods_.pods().begin()->second;
+  orphan["metadata"]["name"] = "exp-999-trial-1-r1-0";
+  orphan["metadata"]["labels"]["phalanx.io/gang"] = "exp-999-trial-1-r1";
+  ASSERT_TRUE(pods_.CreatePod(orphan).ok());
+  const int creates = pods_.creates();
+
+  // A new master on the same database and cluster.
+  server_.reset();
+  jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);
+  ASSERT_TRUE(jobs_->Recover().ok());
+  EXPECT_EQ(pods_.creates(), creates);  // Re-attached, nothing duplicated.
+  EXPECT_THAT(pods_.deleted(), ElementsAre("exp-999-trial-1-r1-0"));
+  EXPECT_EQ(jobs_->GetJob(a.job_id())->trials[0].allocation->id, alloc);
+
+  // A gang that lost a pod meanwhile is replaced by a new run.
+  ASSERT_TRUE(pods_.DeletePod("gpu-ns", alloc + "-1").ok());
+  jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);
+  ASSERT_TRUE(jobs_->Recover().ok());
+  ReapDeleted();
+  const JobView view = *jobs_->GetJob(a.job_id());
+  ASSERT_TRUE(view.trials[0].allocation.has_value());
+  EXPECT_NE(view.trials[0].allocation->id, alloc);
+  EXPECT_EQ(view.trials[0].trial.runs, 2);
+}
+
+}  // namespace
+}  // namespace phalanx::master
