@@ -48,6 +48,8 @@ class Defaults(unittest.TestCase):
     def test_master_yaml(self):
         m = self.r.config_file("master", "master.yaml")
         self.assertEqual(m["port"], 8080)
+        self.assertEqual(m["task_master_address"],
+                         f"{self.r.fullname}-master.{self.r.namespace}.svc:8080")
         self.assertEqual(m["db"], {"host": f"{self.r.fullname}-db", "port": 5432, "name": "phalanx",
                                    "user": "postgres", "password": "postgres"})
         self.assertEqual(m["max_slots_per_pod"], 8)
