@@ -23,6 +23,10 @@ bool UidLess(const ClusterSnapshot::PodPtr& a, const ClusterSnapshot::PodPtr& b)
   return a->uid < b->uid;
 }
 
+void SortByKey(std::vector<Gang>& gangs) {
+  std::sort(gangs.begin(), gangs.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
+}
+
 Gang Summarize(const std::string& key, const ClusterSnapshot::GangEntry& entry) {
   std::vector<const PodInfo*> pods;
   pods.reserve(entry.pods.size());
@@ -109,13 +113,15 @@ std::vector<Gang> ClusterSnapshot::Gangs(GangFilter filter) const {
                                     : filter == GangFilter::kMarked ? marked_
                                                                     : preemptible_,
                                     [](const GangEntry&) { return true; });
-  std::sort(out.begin(), out.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
+  SortByKey(out);
   return out;
 }
 
 std::vector<Gang> ClusterSnapshot::PreemptibleBelow(int32_t priority) const {
-  return FromIndex(preemptible_,
-                   [priority](const GangEntry& e) { return e.max_priority < priority; });
+  std::vector<Gang> out =
+      FromIndex(preemptible_, [priority](const GangEntry& e) { return e.max_priority < priority; });
+  SortByKey(out);
+  return out;
 }
 
 std::vector<Gang> ClusterSnapshot::FromIndex(
@@ -130,16 +136,14 @@ std::vector<Gang> ClusterSnapshot::FromIndex(
   return out;
 }
 
-std::vector<Gang> ClusterSnapshot::Gangs(const std::function<bool(const GangEntry&)>& keep,
-                                         bool sorted) const {
+std::vector<Gang> ClusterSnapshot::Gangs(const std::function<bool(const GangEntry&)>& keep) const {
   std::vector<Gang> out;
   for (const auto& shard : gangs_) {
     for (const auto& [key, entry] : *shard) {
       if (keep(entry)) out.push_back(Summarize(key, entry));
     }
   }
-  if (!sorted) return out;
-  std::sort(out.begin(), out.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
+  SortByKey(out);
   return out;
 }
 

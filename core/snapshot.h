@@ -61,12 +61,11 @@ class ClusterSnapshot {
   // Gangs with at least one pod (kAll), a gated pod (kPending) or a pod marked for preemption
   // (kMarked), sorted by key.
   std::vector<Gang> Gangs(GangFilter filter = GangFilter::kAll) const;
-  // Like Gangs(kPreemptible), only those whose top priority is below `priority`, unsorted.
+  // Like Gangs(kPreemptible), only those whose top priority is below `priority`.
   std::vector<Gang> PreemptibleBelow(int32_t priority) const;
-  // Gangs whose entry `keep` accepts; `keep` sees the raw entry, so a caller can skip gangs before
-  // they are summarized. Sorted by key unless `sorted` is false (then in storage order).
-  std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep,
-                          bool sorted = true) const;
+  // Gangs whose entry `keep` accepts, sorted by key; `keep` sees the raw entry, so a caller can
+  // skip gangs before they are summarized.
+  std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep) const;
   std::optional<Gang> FindGang(absl::string_view key) const;
 
  private:
