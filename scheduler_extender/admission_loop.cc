@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gang/planner.h"
 #include "kube/json.h"
 
 namespace phalanx::extender {
@@ -121,13 +122,30 @@ absl::Status AdmissionLoop::Recover(const core::ClusterSnapshot& snap) {
         if (absl::Status st = Ungate(*p); !st.ok()) return st;
       }
     } else if (!g.Pending()) {
-      for (const core::PodInfo* p : g.members) {
-        if (p->placement.empty() || !p->gated) continue;
-        std::string patch =
-            AnnotationPatch({{"phalanx.io/placement", std::nullopt}}, std::nullopt, true);
-        if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
-      }
+      if (absl::Status st = CompletePlacement(snap, g); !st.ok()) return st;
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::CompletePlacement(const core::ClusterSnapshot& snap,
+                                              const core::Gang& g) {
+  // A pin cannot be taken back (Kubernetes only lets a gated pod's nodeSelector grow), so the
+  // members placed before a crash keep their nodes and the rest are planned around them.
+  core::Gang rest = g;
+  std::erase_if(rest.members, [](const core::PodInfo* p) { return p->HoldsCapacity(); });
+  gang::GangPlan plan =
+      gang::GangPlanner(snap, options_.slots).Plan(rest, gang::FreeCapacity(snap));
+  if (!plan.placed()) {
+    // No room around the pinned members: the master recreates the gang from scratch.
+    GangDecision requeue{.gang = g.key, .victims = {g.key}};
+    return MarkVictims(snap, requeue);
+  }
+  for (size_t m = 0; m < plan.nodes.size(); ++m) {
+    const std::string& node = snap.node(plan.nodes[m]).name;
+    std::string patch = AnnotationPatch({{"phalanx.io/placement", node}}, node, true);
+    if (absl::Status st = MergePatch(*rest.members[m], patch); !st.ok()) return st;
+    awaited_[rest.members[m]->uid] = true;
   }
   return absl::OkStatus();
 }
@@ -146,7 +164,10 @@ bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
 }
 
 absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {
+  awaited_since_ms_ = deps_.now_ms();
   if (absl::Status st = Recover(snap); !st.ok()) return st;
+  // Recovery writes change what is free: plan only once the cache shows them.
+  if (!awaited_.empty()) return preemption::RoundResult{};
   auto start = std::chrono::steady_clock::now();
   preemption::AdmissionOptions opts = options_;
   opts.now_ms = deps_.now_ms();

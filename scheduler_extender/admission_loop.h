@@ -7,7 +7,8 @@
 // - WAIT/INFEASIBLE: phalanx.io/pending-reason on gated pods, written when it changes, at most
 //   every 10 s per gang.
 // - Recovery: gated gangs whose members all carry a placement are ungated; gated gangs with only
-//   some placed members lose those placements and queue again.
+//   some placed members get the rest planned around the pinned ones (pins cannot be removed), or,
+//   when that does not fit, are marked for the master to recreate.
 // A round runs only once the informer shows the previous round's writes (or they time out), so
 // nothing is planned twice.
 #ifndef PHALANX_SCHEDULER_EXTENDER_ADMISSION_LOOP_H_
@@ -54,6 +55,8 @@ class AdmissionLoop {
   absl::Status MarkVictims(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
   absl::Status NoteReason(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
   absl::Status Recover(const core::ClusterSnapshot& snap);
+  // Plans the unplaced members of a gang whose admission stopped halfway.
+  absl::Status CompletePlacement(const core::ClusterSnapshot& snap, const core::Gang& g);
   absl::Status Ungate(const core::PodInfo& pod);
   absl::Status MergePatch(const core::PodInfo& pod, const std::string& patch);
   // True while a write of the last round is not yet visible in `snap` (and not timed out).

@@ -1,0 +1,412 @@
+// The extender e2e fixture (see harness.h): namespaces, node pools, the phalanx-extender process
+// and the master's side of the pod contract.
+#include "tests/extender_e2e/harness.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "kube/decode.h"
+#include "kube/json.h"
+#include "tests/kube/test_cluster.h"
+
+namespace phalanx::e2e {
+namespace {
+
+using kube::EncodeJsonString;
+
+constexpr absl::string_view kPoolKey = "e2e.phalanx.io/pool";
+const kube::Resource kPriorityClasses{"/apis/scheduling.k8s.io/v1", "priorityclasses", false};
+
+size_t AppendBody(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+// The value of `export NAME=value` in the cluster's env file.
+std::string EnvValue(const std::string& env, absl::string_view name) {
+  for (absl::string_view line : absl::StrSplit(env, '\n')) {
+    if (absl::ConsumePrefix(&line, absl::StrCat("export ", name, "="))) {
+      return std::string(absl::StripAsciiWhitespace(line));
+    }
+  }
+  return "";
+}
+
+std::string Tail(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  size_t from = all.size() > static_cast<size_t>(lines) ? all.size() - lines : 0;
+  return absl::StrJoin(all.begin() + from, all.end(), "\n");
+}
+
+}  // namespace
+
+void ExtenderE2eTest::SetUp() {
+  absl::StatusOr<kube::Config> config = testing::TestClusterConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  client_ = std::make_unique<kube::Client>(*std::move(config));
+  cluster_dir_ = std::getenv("PHALANX_TEST_CLUSTER_DIR");
+  absl::StatusOr<std::string> env = kube::ReadFile(cluster_dir_ + "/env");
+  ASSERT_TRUE(env.ok()) << env.status();
+  extender_url_ = std::string(absl::StripSuffix(EnvValue(*env, "PHALANX_EXTENDER_URL"), "/"));
+  kubeconfig_ = EnvValue(*env, "KUBECONFIG");
+  ASSERT_FALSE(extender_url_.empty()) << "no PHALANX_EXTENDER_URL in " << cluster_dir_ << "/env";
+
+  ns_ = testing::UniqueName("e2e");
+  absl::StatusOr<std::string> created = client_->Create(
+      kube::kNamespaces, "",
+      absl::StrCat(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")", ns_, "\"}}"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  watcher_ = std::make_unique<Watcher>(client_.get(), ns_);
+  ASSERT_TRUE(watcher_->Start().ok());
+  log_path_ = absl::StrCat(cluster_dir_, "/logs/extender-", ns_, ".log");
+}
+
+void ExtenderE2eTest::TearDown() {
+  if (client_ == nullptr || watcher_ == nullptr) return;
+  if (extender_ > 0 && !HasFailure()) Settle();
+  std::vector<std::string> end = CheckFinalState(Pods(), watcher_->node_gpus());
+  EXPECT_TRUE(end.empty()) << "final state:\n" << absl::StrJoin(end, "\n");
+  if (extender_ > 0) StopExtender(SIGTERM);
+  watcher_->Stop();
+  if (!HasFailure()) {
+    EXPECT_GT(watcher_->bindings(), 0) << "the watcher saw no pod bound: nothing was checked";
+  }
+  std::vector<std::string> seen = watcher_->violations();
+  if (seen.size() > 20) seen.resize(20);
+  EXPECT_TRUE(seen.empty()) << watcher_->violations().size() << " invariant violations:\n"
+                            << absl::StrJoin(seen, "\n");
+  if (HasFailure()) {
+    std::printf("--- %s (last 40 lines)\n%s\n", log_path_.c_str(), Tail(log_path_, 40).c_str());
+  }
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  for (const PodState& p : Pods())
+    client_->Delete(kube::kPods, ns_, p.info.name, now).IgnoreError();
+  for (const std::string& n : nodes_) client_->Delete(kube::kNodes, "", n).IgnoreError();
+  client_->Delete(kube::kNamespaces, "", ns_).IgnoreError();
+}
+
+std::string ExtenderE2eTest::NodeName(const std::string& suffix, int i) const {
+  return absl::StrCat(ns_, "-", suffix, "-", i);
+}
+
+void ExtenderE2eTest::AddNodes(const std::string& suffix, int count, int64_t gpus) {
+  std::string cmd =
+      absl::StrCat(PHALANX_TEST_CLUSTER_SCRIPT, " add-nodes --dir ", cluster_dir_, " --prefix ",
+                   ns_, "-", suffix, " --nodes ", count, " --gpus ", gpus, " --label ", kPoolKey,
+                   "=", ns_, " --taint ", kPoolKey, "=", ns_, ":NoSchedule 2>&1");
+  for (int i = 0; i < count; ++i) {
+    nodes_.push_back(NodeName(suffix, i));  // Deleted in TearDown even if adding fails half-way.
+    watcher_->AddNode(nodes_.back(), gpus);
+  }
+  FILE* out = popen(cmd.c_str(), "r");
+  ASSERT_NE(out, nullptr) << cmd;
+  std::string text;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, out)) text.append(buf, n);
+  ASSERT_EQ(pclose(out), 0) << cmd << "\n" << text;
+}
+
+void ExtenderE2eTest::StartExtender(int max_slots_per_pod) {
+  ASSERT_LT(extender_, 0) << "extender already running";
+  std::string port = std::string(extender_url_.substr(extender_url_.rfind(':') + 1));
+  std::vector<std::string> args = {PHALANX_EXTENDER_BINARY,
+                                   "--kubeconfig",
+                                   kubeconfig_,
+                                   "--listen",
+                                   "127.0.0.1:" + port,
+                                   "--max-slots-per-pod",
+                                   std::to_string(max_slots_per_pod)};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  ASSERT_GE(log, 0) << log_path_;
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the test: the port is shared.
+    dup2(log, 1);
+    dup2(log, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(log);
+  ASSERT_GT(pid, 0);
+  extender_ = pid;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(60); absl::Now() < deadline;) {
+    long code = 0;
+    ExtenderGet("/readyz", &code);
+    if (code == 200) return;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      extender_ = -1;
+      FAIL() << "phalanx-extender exited (status " << status << "):\n" << Tail(log_path_, 20);
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  FAIL() << "phalanx-extender not ready after 60 s:\n" << Tail(log_path_, 20);
+}
+
+void ExtenderE2eTest::StopExtender(int signal) {
+  if (extender_ <= 0) return;
+  kill(extender_, signal);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(extender_, &status, WNOHANG) == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  if (waitpid(extender_, &status, WNOHANG) == 0) {
+    ADD_FAILURE() << "phalanx-extender ignored signal " << signal << " for 10 s";
+    kill(extender_, SIGKILL);
+    waitpid(extender_, &status, 0);
+  }
+  extender_ = -1;
+}
+
+std::string ExtenderE2eTest::ExtenderGet(const std::string& path, long* code) {
+  std::string body;
+  CURL* curl = curl_easy_init();
+  curl_easy_setopt(curl, CURLOPT_URL, (extender_url_ + path).c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  *code = 0;
+  if (curl_easy_perform(curl) == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, code);
+  curl_easy_cleanup(curl);
+  return body;
+}
+
+std::string ExtenderE2eTest::PriorityClass(int value, bool preempt_lower_priority) {
+  std::string name =
+      absl::StrCat("phalanx-e2e-p", value, preempt_lower_priority ? "-preempting" : "");
+  absl::StatusOr<std::string> r = client_->Create(
+      kPriorityClasses, "",
+      absl::StrCat(R"({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass",)",
+                   R"("metadata":{"name":")", name, R"("},"value":)", value,
+                   R"(,"preemptionPolicy":")",
+                   preempt_lower_priority ? "PreemptLowerPriority" : "Never", "\"}"));
+  EXPECT_TRUE(r.ok() || absl::IsAlreadyExists(r.status())) << r.status();
+  return name;
+}
+
+void ExtenderE2eTest::Submit(const GangSpec& gang) {
+  const std::string pc = PriorityClass(gang.priority);
+  specs_[gang.name] = gang;
+  const int run = runs_[gang.name]++;
+  for (int i = 0; i < gang.pods; ++i) {
+    std::string labels = absl::StrCat(
+        "\"phalanx.io/gang\":", EncodeJsonString(gang.name), ",\"phalanx.io/gang-size\":\"",
+        gang.pods, "\",\"phalanx.io/task-type\":", EncodeJsonString(gang.task),
+        ",\"phalanx.io/preemptible\":\"", gang.preemptible ? "true" : "false", "\"");
+    if (gang.position > 0) {
+      absl::StrAppend(&labels, ",\"phalanx.io/queue-position\":\"", gang.position, "\"");
+    }
+    std::string pod = absl::StrCat(
+        R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r", run, "-", i,
+        R"(","labels":{)", labels, R"(}},"spec":{"schedulerName":"phalanx","priorityClassName":")",
+        pc, R"(","schedulingGates":[{"name":"phalanx.io/admission"}],"nodeSelector":{")", kPoolKey,
+        R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
+        R"(","operator":"Equal","value":")", ns_,
+        R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
+        R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
+        R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
+    absl::StatusOr<std::string> r = client_->Create(kube::kPods, ns_, pod);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+}
+
+void ExtenderE2eTest::SubmitUngated(const std::string& name, int64_t gpus,
+                                    const std::string& priority_class) {
+  std::string pod = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", name,
+      R"("},"spec":{"schedulerName":"phalanx","priorityClassName":")", priority_class,
+      R"(","nodeSelector":{")", kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
+      R"(","operator":"Equal","value":")", ns_,
+      R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
+      R"("resources":{"requests":{"nvidia.com/gpu":")", gpus,
+      R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gpus, R"("}}}]}})");
+  absl::StatusOr<std::string> r = client_->Create(kube::kPods, ns_, pod);
+  ASSERT_TRUE(r.ok()) << r.status();
+}
+
+void ExtenderE2eTest::Finish(const std::string& gang) {
+  std::set<std::string> uids;
+  for (const PodState& p : Pods()) {
+    if (p.info.gang == gang || (p.info.gang.empty() && p.info.name == gang)) {
+      uids.insert(p.info.uid);
+      absl::Status st = client_->Delete(kube::kPods, ns_, p.info.name);
+      EXPECT_TRUE(st.ok() || absl::IsNotFound(st)) << st;
+    }
+  }
+  ASSERT_FALSE(uids.empty()) << "no pods of " << gang;
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const PodState& p : Pods()) {
+      if (uids.count(p.info.uid) > 0) return false;
+    }
+    return true;
+  })) << "pods of "
+      << gang << " not deleted";
+}
+
+std::vector<std::string> ExtenderE2eTest::RequeueVictims() {
+  std::set<std::string> gangs;
+  for (const PodState& p : Pods()) {
+    if (p.Live() && p.info.preempt_requested) gangs.insert(p.info.gang);
+  }
+  for (const std::string& g : gangs) {
+    Finish(g);
+    Submit(specs_.at(g));
+  }
+  return {gangs.begin(), gangs.end()};
+}
+
+std::vector<PodState> ExtenderE2eTest::Pods() {
+  std::vector<PodState> pods;
+  absl::StatusOr<std::string> r =
+      client_->ListAll(kube::kPods, ns_, {}, [&](simdjson::dom::element item) {
+        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item));
+        pods.push_back(std::move(p));
+        return absl::OkStatus();
+      });
+  EXPECT_TRUE(r.ok()) << r.status();
+  return pods;
+}
+
+std::vector<PodState> ExtenderE2eTest::GangPods(const std::string& gang) {
+  std::vector<PodState> out;
+  for (PodState& p : Pods()) {
+    if (p.Live() && (p.info.gang == gang || (p.info.gang.empty() && p.info.name == gang))) {
+      out.push_back(std::move(p));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PodState& a, const PodState& b) { return a.info.name < b.info.name; });
+  return out;
+}
+
+std::vector<std::string> ExtenderE2eTest::BoundNodes(const std::string& gang) {
+  std::vector<std::string> nodes;
+  for (const PodState& p : GangPods(gang)) {
+    if (!p.info.node.empty()) nodes.push_back(p.info.node);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+bool ExtenderE2eTest::Running(const std::string& gang) {
+  std::vector<PodState> pods = GangPods(gang);
+  if (pods.empty() || static_cast<int>(pods.size()) < pods[0].info.gang_size) return false;
+  return std::all_of(pods.begin(), pods.end(),
+                     [](const PodState& p) { return !p.info.node.empty(); });
+}
+
+bool ExtenderE2eTest::Gated(const std::string& gang) {
+  std::vector<PodState> pods = GangPods(gang);
+  return !pods.empty() &&
+         std::all_of(pods.begin(), pods.end(), [](const PodState& p) { return p.info.gated; });
+}
+
+bool ExtenderE2eTest::Marked(const std::string& gang) {
+  std::vector<PodState> pods = GangPods(gang);
+  return !pods.empty() && std::all_of(pods.begin(), pods.end(),
+                                      [](const PodState& p) { return p.info.preempt_requested; });
+}
+
+std::string ExtenderE2eTest::PendingReason(const std::string& gang) {
+  std::vector<PodState> pods = GangPods(gang);
+  return pods.empty() ? "" : pods[0].pending_reason;
+}
+
+void ExtenderE2eTest::ExpectReason(const std::string& gang, const std::string& reason) {
+  std::string last;
+  WaitUntil([&] { return (last = PendingReason(gang)) == reason; });
+  EXPECT_EQ(last, reason) << "pending reason of " << gang;
+}
+
+std::string ExtenderE2eTest::PreemptedBy(const std::string& gang) {
+  std::vector<PodState> pods = GangPods(gang);
+  return pods.empty() ? "" : pods[0].info.preempted_by;
+}
+
+bool ExtenderE2eTest::WaitUntil(const std::function<bool()>& pred, absl::Duration timeout) {
+  for (absl::Time deadline = absl::Now() + timeout;; absl::SleepFor(absl::Milliseconds(300))) {
+    if (pred()) return true;
+    if (absl::Now() > deadline) return false;
+  }
+}
+
+void ExtenderE2eTest::Settle() {
+  bool settled = WaitUntil(
+      [&] {
+        if (absl::Now() - watcher_->last_event() < absl::Seconds(3)) return false;
+        for (const PodState& p : Pods()) {
+          if (!p.Live()) continue;
+          if (!p.info.gated && p.info.node.empty()) return false;
+          if (p.info.gated && (!p.info.placement.empty() || p.pending_reason.empty())) {
+            return false;
+          }
+        }
+        return true;
+      },
+      absl::Seconds(120));
+  EXPECT_TRUE(settled) << "pods did not settle in 120 s";
+}
+
+void ExtenderE2eTest::Holds(const std::string& what, const std::function<bool()>& pred,
+                            absl::Duration period) {
+  for (absl::Time end = absl::Now() + period; absl::Now() < end;
+       absl::SleepFor(absl::Milliseconds(300))) {
+    if (!pred()) {
+      ADD_FAILURE() << "no longer holds: " << what;
+      return;
+    }
+  }
+}
+
+QueueEntry ExtenderE2eTest::Queued(const std::string& gang) {
+  long code = 0;
+  std::string body = ExtenderGet("/debug/queue", &code);
+  EXPECT_EQ(code, 200) << body;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  QueueEntry out;
+  if (parser.parse(body).get(doc) != simdjson::SUCCESS) return out;
+  simdjson::dom::array gangs;
+  if (doc["gangs"].get(gangs) != simdjson::SUCCESS) return out;
+  for (simdjson::dom::element g : gangs) {
+    std::string_view key, state, reason;
+    if (g["gang"].get(key) != simdjson::SUCCESS || kube::Sv(key) != Key(gang)) continue;
+    if (g["state"].get(state) == simdjson::SUCCESS) out.state = std::string(state);
+    if (g["reason"].get(reason) == simdjson::SUCCESS) out.reason = std::string(reason);
+    for (std::string_view field : {"nodes", "victims"}) {
+      simdjson::dom::array list;
+      if (g[field].get(list) != simdjson::SUCCESS) continue;
+      for (simdjson::dom::element e : list) {
+        std::string_view s;
+        if (e.get(s) != simdjson::SUCCESS) continue;
+        (field == "nodes" ? out.nodes : out.victims).emplace_back(s);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace phalanx::e2e

@@ -1,0 +1,78 @@
+// Watches the pods of one namespace and checks the pod contract's invariants at every event:
+//  - when a pod of a gang is bound (gets spec.nodeName), it is bound to its phalanx.io/placement
+//  and
+//    every live member of its gang, all phalanx.io/gang-size of them, already carries a placement;
+//  - no node is double-booked: the GPUs of live pods bound to or placed on it fit its allocatable.
+// Live means neither terminating (deletionTimestamp) nor finished.
+#ifndef PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
+#define PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/pod.h"
+#include "kube/client.h"
+#include "simdjson.h"
+
+namespace phalanx::e2e {
+
+// A pod as the tests read it.
+struct PodState {
+  core::PodInfo info;
+  bool deleting = false;  // Has a deletionTimestamp.
+  std::string pending_reason;
+  bool Live() const { return !deleting && !info.IsTerminal(); }
+};
+
+absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod);
+
+// Violations found in `pods` (one namespace): gangs with bound members that are only partly bound
+// or not all placed, and double-booked nodes. `gpus` is each known node's GPU allocatable.
+std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
+                                         const std::map<std::string, int64_t>& gpus);
+
+class Watcher {
+ public:
+  Watcher(kube::Client* client, std::string ns) : client_(client), ns_(std::move(ns)) {}
+  ~Watcher() { Stop(); }
+
+  // Lists the namespace and watches from there in a thread.
+  absl::Status Start();
+  void Stop();
+  void AddNode(const std::string& node, int64_t gpus);
+
+  std::vector<std::string> violations();
+  std::map<std::string, int64_t> node_gpus();
+  int64_t bindings();    // Pods seen getting spec.nodeName.
+  int64_t placements();  // Pods seen getting phalanx.io/placement.
+  absl::Time last_event();
+
+ private:
+  void Run(std::string resource_version);
+  void Apply(bool deleted, const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckBinding(const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckNode(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  kube::Client* client_;
+  std::string ns_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  absl::Mutex mu_;
+  std::map<std::string, PodState> pods_ ABSL_GUARDED_BY(mu_);  // By uid.
+  std::map<std::string, int64_t> gpus_ ABSL_GUARDED_BY(mu_);   // Node -> allocatable GPUs.
+  std::vector<std::string> violations_ ABSL_GUARDED_BY(mu_);
+  int64_t bindings_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t placements_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_event_ ABSL_GUARDED_BY(mu_) = absl::Now();
+};
+
+}  // namespace phalanx::e2e
+
+#endif  // PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
