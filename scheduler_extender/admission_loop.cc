@@ -121,7 +121,7 @@ absl::Status AdmissionLoop::Recover(const core::ClusterSnapshot& snap) {
         if (!p->gated) continue;
         if (absl::Status st = Ungate(*p); !st.ok()) return st;
       }
-    } else if (!g.Pending()) {
+    } else if (!g.Pending() && !g.preempt_requested) {  // Marked ones wait for the master.
       if (absl::Status st = CompletePlacement(snap, g); !st.ok()) return st;
     }
   }
