@@ -11,6 +11,7 @@
 #include "httplib.h"
 #include "simdjson.h"
 #include "tests/extender/cluster_fixture.h"
+#include "tests/testing/promtool.h"
 
 namespace phalanx::extender {
 namespace {
@@ -182,6 +183,23 @@ TEST_F(ServerTest, HealthReadinessAndMetrics) {
   EXPECT_NE(metrics.find("phalanx_extender_request_duration_seconds_count{verb=\"filter\"} 2"),
             std::string::npos);
   EXPECT_EQ(client_->Get("/debug/queue")->body, "{\"gangs\":[]}");
+}
+
+// Every metric family, after traffic on each verb and code, passes the real promtool linter.
+TEST_F(ServerTest, MetricsPassPromtool) {
+  ASSERT_EQ(Post("/filter", Testdata("filter_node_names.json"))->status, 200);
+  ASSERT_EQ(Post("/preempt", Testdata("preempt_meta.json"))->status, 200);
+  ASSERT_EQ(Post("/filter", "{").value().status, 400);
+  metrics_.ObserveRound(0.003);
+  metrics_.SetGangs("pending", 2);
+  metrics_.AddPreemptions(1);
+  metrics_.SetCacheObjects("pods", 7);
+  metrics_.SetWatchRestarts(1);
+  httplib::Result r = client_->Get("/metrics");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type").rfind("text/plain", 0), 0u);
+  absl::Status lint = testing::PromtoolCheck(r->body);
+  EXPECT_TRUE(lint.ok()) << lint << "\n" << r->body;
 }
 
 }  // namespace
