@@ -3,15 +3,14 @@
 #include "tests/extender_e2e/harness.h"
 
 #include <curl/curl.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -24,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "kube/decode.h"
 #include "kube/json.h"
+#include "tests/extender_e2e/process.h"
 #include "tests/kube/test_cluster.h"
 
 namespace phalanx::e2e {
@@ -31,7 +31,6 @@ namespace {
 
 using kube::EncodeJsonString;
 
-constexpr absl::string_view kPoolKey = "e2e.phalanx.io/pool";
 const kube::Resource kPriorityClasses{"/apis/scheduling.k8s.io/v1", "priorityclasses", false};
 
 size_t AppendBody(char* data, size_t size, size_t n, void* out) {
@@ -47,14 +46,6 @@ std::string EnvValue(const std::string& env, absl::string_view name) {
     }
   }
   return "";
-}
-
-std::string Tail(const std::string& path, int lines) {
-  std::ifstream in(path);
-  std::vector<std::string> all;
-  for (std::string line; std::getline(in, line);) all.push_back(line);
-  size_t from = all.size() > static_cast<size_t>(lines) ? all.size() - lines : 0;
-  return absl::StrJoin(all.begin() + from, all.end(), "\n");
 }
 
 }  // namespace
@@ -118,12 +109,9 @@ void ExtenderE2eTest::AddNodes(const std::string& suffix, int count, int64_t gpu
     nodes_.push_back(NodeName(suffix, i));  // Deleted in TearDown even if adding fails half-way.
     watcher_->AddNode(nodes_.back(), gpus);
   }
-  FILE* out = popen(cmd.c_str(), "r");
-  ASSERT_NE(out, nullptr) << cmd;
-  std::string text;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof buf, out)) text.append(buf, n);
-  ASSERT_EQ(pclose(out), 0) << cmd << "\n" << text;
+  int exit_status = -1;
+  std::string text = Command(cmd, &exit_status);
+  ASSERT_EQ(exit_status, 0) << cmd << "\n" << text;
 }
 
 void ExtenderE2eTest::StartExtender(int max_slots_per_pod) {
@@ -136,47 +124,47 @@ void ExtenderE2eTest::StartExtender(int max_slots_per_pod) {
                                    "127.0.0.1:" + port,
                                    "--max-slots-per-pod",
                                    std::to_string(max_slots_per_pod)};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  ASSERT_GE(log, 0) << log_path_;
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the test: the port is shared.
-    dup2(log, 1);
-    dup2(log, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
+  // The cluster only checked the port was free when it came up; if something holds it now, say
+  // what (ss) and try again for a while rather than fail on a transient holder.
+  for (int attempt = 0;; ++attempt) {
+    int status = 0;
+    std::error_code ignored;
+    const uintmax_t log_size = std::filesystem::file_size(log_path_, ignored);
+    ASSERT_NO_FATAL_FAILURE(RunExtender(args, &status));
+    if (extender_ > 0) return;
+    std::ifstream log(log_path_);
+    log.seekg(log_size == static_cast<uintmax_t>(-1) ? 0 : log_size);
+    const std::string said((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    if (attempt == 30 || !absl::StrContains(said, "cannot listen")) {
+      FAIL() << "phalanx-extender exited (status " << status << "):\n" << said;
+    }
+    std::printf("port %s is taken; holders:\n%s\n", port.c_str(),
+                Command(absl::StrCat("ss -tanp 'sport = :", port, "' 2>&1")).c_str());
+    absl::SleepFor(absl::Seconds(1));
   }
-  close(log);
-  ASSERT_GT(pid, 0);
-  extender_ = pid;
+}
+
+void ExtenderE2eTest::RunExtender(const std::vector<std::string>& args, int* status) {
+  const pid_t pid = SpawnLogged(args, log_path_);
+  ASSERT_GT(pid, 0) << "cannot start " << args[0] << " logging to " << log_path_;
   for (absl::Time deadline = absl::Now() + absl::Seconds(60); absl::Now() < deadline;) {
     long code = 0;
     ExtenderGet("/readyz", &code);
-    if (code == 200) return;
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      extender_ = -1;
-      FAIL() << "phalanx-extender exited (status " << status << "):\n" << Tail(log_path_, 20);
+    if (code == 200) {
+      extender_ = pid;
+      return;
     }
+    if (waitpid(pid, status, WNOHANG) == pid) return;
     absl::SleepFor(absl::Milliseconds(100));
   }
+  StopProcess(pid, SIGKILL);
   FAIL() << "phalanx-extender not ready after 60 s:\n" << Tail(log_path_, 20);
 }
 
 void ExtenderE2eTest::StopExtender(int signal) {
   if (extender_ <= 0) return;
-  kill(extender_, signal);
-  int status = 0;
-  for (int i = 0; i < 100 && waitpid(extender_, &status, WNOHANG) == 0; ++i) {
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  if (waitpid(extender_, &status, WNOHANG) == 0) {
+  if (!StopProcess(extender_, signal)) {
     ADD_FAILURE() << "phalanx-extender ignored signal " << signal << " for 10 s";
-    kill(extender_, SIGKILL);
-    waitpid(extender_, &status, 0);
   }
   extender_ = -1;
 }
@@ -197,6 +185,12 @@ std::string ExtenderE2eTest::ExtenderGet(const std::string& path, long* code) {
 std::string ExtenderE2eTest::PriorityClass(int value, bool preempt_lower_priority) {
   std::string name =
       absl::StrCat("phalanx-e2e-p", value, preempt_lower_priority ? "-preempting" : "");
+  EnsurePriorityClass(name, value, preempt_lower_priority);
+  return name;
+}
+
+void ExtenderE2eTest::EnsurePriorityClass(const std::string& name, int value,
+                                          bool preempt_lower_priority) {
   absl::StatusOr<std::string> r = client_->Create(
       kPriorityClasses, "",
       absl::StrCat(R"({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass",)",
@@ -204,7 +198,6 @@ std::string ExtenderE2eTest::PriorityClass(int value, bool preempt_lower_priorit
                    R"(,"preemptionPolicy":")",
                    preempt_lower_priority ? "PreemptLowerPriority" : "Never", "\"}"));
   EXPECT_TRUE(r.ok() || absl::IsAlreadyExists(r.status())) << r.status();
-  return name;
 }
 
 void ExtenderE2eTest::Submit(const GangSpec& gang) {
@@ -228,8 +221,7 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
         R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
         R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
         R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
-    absl::StatusOr<std::string> r = client_->Create(kube::kPods, ns_, pod);
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(CreatePod(pod));
   }
 }
 
@@ -243,8 +235,20 @@ void ExtenderE2eTest::SubmitUngated(const std::string& name, int64_t gpus,
       R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
       R"("resources":{"requests":{"nvidia.com/gpu":")", gpus,
       R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gpus, R"("}}}]}})");
-  absl::StatusOr<std::string> r = client_->Create(kube::kPods, ns_, pod);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(CreatePod(pod));
+}
+
+bool ExtenderE2eTest::CreatePod(const std::string& json) {
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<std::string> r = client_->Create(kube::kPods, ns_, json);
+    if (r.ok()) return true;
+    // The Priority admission plugin reads PriorityClasses from a cache that lags their creation.
+    if (attempt == 50 || !absl::StrContains(r.status().message(), "no PriorityClass")) {
+      ADD_FAILURE() << r.status();
+      return false;
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
 }
 
 void ExtenderE2eTest::Finish(const std::string& gang) {

@@ -54,6 +54,7 @@ class ExtenderE2eTest : public ::testing::Test {
   void StopExtender(int signal);
   // Ensures PriorityClass phalanx-e2e-p<value>[-preempting] exists; returns its name.
   std::string PriorityClass(int value, bool preempt_lower_priority = false);
+  void EnsurePriorityClass(const std::string& name, int value, bool preempt_lower_priority);
 
   // Creates the gang's pods gated, named "<gang>-r<run>-<i>" (run counts submissions).
   void Submit(const GangSpec& gang);
@@ -88,12 +89,20 @@ class ExtenderE2eTest : public ::testing::Test {
   void Holds(const std::string& what, const std::function<bool()>& pred, absl::Duration period);
   QueueEntry Queued(const std::string& gang);
 
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  const std::string& cluster_dir() const { return cluster_dir_; }
+  static constexpr char kPoolKey[] = "e2e.phalanx.io/pool";  // Label and taint of the node pool.
+
   std::unique_ptr<kube::Client> client_;
   std::string ns_;
   std::unique_ptr<Watcher> watcher_;
 
  private:
   std::string ExtenderGet(const std::string& path, long* code);
+  // Starts phalanx-extender with `args`; sets extender_ once it is ready, else `status` if it exited.
+  void RunExtender(const std::vector<std::string>& args, int* status);
+  // Creates a pod in the test namespace, retrying while its PriorityClass is not yet admitted.
+  bool CreatePod(const std::string& json);
 
   std::string cluster_dir_;
   std::string extender_url_;

@@ -1,0 +1,67 @@
+// Child processes of the e2e tests (see process.h).
+#include "tests/extender_e2e/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+namespace phalanx::e2e {
+
+pid_t SpawnLogged(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the test: ports are shared.
+    dup2(log, 1);
+    dup2(log, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(log);
+  return pid;
+}
+
+bool StopProcess(pid_t pid, int signal) {
+  kill(pid, signal);
+  int status = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid, &status, WNOHANG) != 0) return true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return false;
+}
+
+std::string Command(const std::string& command, int* status) {
+  std::string text;
+  FILE* out = popen(command.c_str(), "r");
+  if (out == nullptr) return "(cannot run " + command + ")";
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, out)) text.append(buf, n);
+  const int exit_status = pclose(out);
+  if (status != nullptr) *status = exit_status;
+  return text;
+}
+
+std::string Tail(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  size_t from = all.size() > static_cast<size_t>(lines) ? all.size() - lines : 0;
+  return absl::StrJoin(all.begin() + from, all.end(), "\n");
+}
+
+}  // namespace phalanx::e2e
