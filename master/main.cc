@@ -1,5 +1,5 @@
 // phalanx-master: loads master.yaml (--config), opens Postgres, re-attaches to its pods, then
-// serves the phalanx.v1 gRPC API on 0.0.0.0:<port> until SIGTERM or SIGINT.
+// serves the phalanx.v1 gRPC API on --listen (default 0.0.0.0:<port>) until SIGTERM or SIGINT.
 #include <csignal>
 #include <cstdio>
 #include <set>
@@ -30,12 +30,13 @@ int Fail(const std::string& what, const absl::Status& status) {
   return 1;
 }
 
-// --config FILE or --config=FILE.
-std::string ConfigPath(int argc, char** argv) {
+// The value of `--name VALUE` or `--name=VALUE`; "" when absent.
+std::string Flag(int argc, char** argv, const std::string& name) {
+  const std::string flag = "--" + name;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
-    if (absl::StartsWith(arg, "--config=")) return arg.substr(9);
+    if (arg == flag && i + 1 < argc) return argv[i + 1];
+    if (absl::StartsWith(arg, flag + "=")) return arg.substr(flag.size() + 1);
   }
   return "";
 }
@@ -53,11 +54,12 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const DbConfig& db) {
 }
 
 int Run(int argc, char** argv) {
-  const std::string path = ConfigPath(argc, argv);
+  const std::string path = Flag(argc, argv, "config");
   if (path.empty()) {
-    std::fprintf(stderr, "usage: phalanx-master --config master.yaml\n");
+    std::fprintf(stderr, "usage: phalanx-master --config master.yaml [--listen HOST:PORT]\n");
     return 2;
   }
+  const std::string listen = Flag(argc, argv, "listen");
   absl::StatusOr<MasterConfig> config = LoadMasterConfig(path);
   if (!config.ok()) return Fail("invalid config", config.status());
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(config->db);
@@ -76,7 +78,8 @@ int Run(int argc, char** argv) {
   PodWatcher watcher(client, jobs, {namespaces.begin(), namespaces.end()});
   watcher.Start();
   absl::StatusOr<std::unique_ptr<MasterServer>> server =
-      MasterServer::Start(absl::StrCat("0.0.0.0:", config->port), config->tls, **store, jobs);
+      MasterServer::Start(listen.empty() ? absl::StrCat("0.0.0.0:", config->port) : listen,
+                          config->tls, **store, jobs);
   if (!server.ok()) return Fail("starting the gRPC server", server.status());
   std::fprintf(stderr, "phalanx-master: serving on port %d\n", (*server)->port());
   std::signal(SIGTERM, OnSignal);

@@ -1,0 +1,111 @@
+// phalanx-master end to end on the real cluster, through gRPC, with the real phalanx-extender and
+// kube-scheduler: the seeds' seven-step priority example (victims checkpoint through
+// AllocationService before their pods go, then resume from that checkpoint).
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/extender_e2e/master_harness.h"
+
+namespace phalanx::e2e {
+namespace {
+
+using MasterSevenStepE2e = MasterE2eTest;
+
+std::string ExperimentYaml(const std::string& name, const std::string& searcher, int slots,
+                           int priority) {
+  return absl::StrCat("name: ", name, "\nsearcher: ", searcher,
+                      "\nhyperparameters: {lr: {type: double, minval: 0.001, maxval: 0.1}}",
+                      "\nresources: {slots_per_trial: ", slots, ", priority: ", priority, "}\n");
+}
+
+// The seeds' example (Determined's priorities 1, 2, 3 are the chart's classes high 100, medium 50,
+// low 1) on two 4-GPU nodes with maxSlotsPerPod 4.
+TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
+  AddNodes("n", 2, 4);
+  StartExtender(4);
+  StartMaster(4);
+
+  const v1::Experiment asha = MustCreateExperiment(ExperimentYaml(
+      "asha", "{name: random, max_trials: 20, max_concurrent_trials: 20}", 1, 50));
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(asha.job_id()).size() == 8; }));
+  Settle();
+  ShowQueue("1. priority-2 ASHA experiment, 20 one-slot trials: 8 run on all 8 GPUs");
+  EXPECT_EQ(RunningAllocations(asha.job_id()).size(), 8u);
+  EXPECT_EQ(Allocations(asha.job_id()).size(), 20u);
+
+  const v1::Experiment dist1 =
+      MustCreateExperiment(ExperimentYaml("dist-1", "{name: single}", 4, 100));
+  const std::vector<std::string> victims = CheckpointVictims(asha.job_id(), 4);
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(dist1.job_id()).size() == 1; }));
+  Settle();
+  ShowQueue("2. priority-1 4-slot experiment: 4 ASHA trials checkpoint and requeue; it runs");
+  // Each victim's trial resumes gated under its next run, from the checkpoint it reported.
+  for (const std::string& v : victims) {
+    const std::string next = v.substr(0, v.rfind("-r")) + "-r2";
+    EXPECT_TRUE(Gated(next)) << next;
+    EXPECT_EQ(PodEnv(next, "PHALANX_LATEST_CHECKPOINT"), "ckpt-" + v);
+  }
+
+  const v1::Task notebook = LaunchTask(v1::TASK_TYPE_NOTEBOOK, "resources: {slots: 1, priority: 1}");
+  Settle();
+  ShowQueue("3. priority-3 notebook: waits behind the queued trials");
+  EXPECT_TRUE(Gated(notebook.allocation_id())) << notebook.allocation_id();
+  while (!Running(notebook.allocation_id())) {
+    std::vector<std::string> running = RunningAllocations(asha.job_id());
+    ASSERT_FALSE(running.empty()) << "the notebook waits with no ASHA trial left to finish";
+    Complete(running.front());
+    ASSERT_TRUE(WaitUntil([&] { return GangPods(running.front()).empty(); }));
+    Settle();
+  }
+  // It started only once no ASHA trial waited (they needed at most 7 GPUs).
+  for (const std::string& a : Allocations(asha.job_id())) EXPECT_FALSE(Gated(a)) << a;
+  ShowQueue("3. ... trials complete; once the experiments need at most 7 GPUs the notebook runs");
+
+  for (const std::string& a : RunningAllocations(asha.job_id())) Complete(a);
+  Complete(RunningAllocations(dist1.job_id()).at(0));
+  ASSERT_TRUE(WaitUntil([&] {
+    return Allocations(asha.job_id()).empty() && Allocations(dist1.job_id()).empty();
+  }));
+  Settle();
+  ShowQueue("4. ASHA and dist-1 complete; the notebook keeps running");
+  EXPECT_EQ(GetExperiment(asha.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);
+  EXPECT_EQ(GetExperiment(dist1.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);
+  EXPECT_TRUE(Running(notebook.allocation_id()));
+
+  const v1::Experiment dist2 =
+      MustCreateExperiment(ExperimentYaml("dist-2", "{name: single}", 8, 100));
+  Settle();
+  ShowQueue("5. priority-1 8-slot experiment: cannot run (the notebook holds 1 GPU)");
+  ASSERT_EQ(Allocations(dist2.job_id()).size(), 1u);
+  EXPECT_TRUE(Gated(Allocations(dist2.job_id()).at(0)));
+
+  const v1::Experiment dist3 =
+      MustCreateExperiment(ExperimentYaml("dist-3", "{name: single}", 4, 50));
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(dist3.job_id()).size() == 1; }));
+  Settle();
+  ShowQueue("6. priority-2 4-slot experiment: backfills onto the idle 4 GPUs");
+  for (const v1::Job& j : Jobs()) {
+    if (j.job_id() == dist3.job_id()) {
+      EXPECT_EQ(j.state(), v1::JOB_STATE_SCHEDULED_BACKFILLED);
+    } else if (j.job_id() == dist2.job_id()) {
+      EXPECT_EQ(j.state(), v1::JOB_STATE_QUEUED);
+    }
+  }
+
+  KillTask(notebook.id());
+  const std::vector<std::string> dist3_victims = CheckpointVictims(dist3.job_id(), 1);
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(dist2.job_id()).size() == 1; }));
+  Settle();
+  ShowQueue("7. the notebook is killed: dist-3 checkpoints and requeues; dist-2 runs");
+  Complete(RunningAllocations(dist2.job_id()).at(0));
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(dist3.job_id()).size() == 1; }));
+  Settle();
+  ShowQueue("7. ... dist-2 completes; dist-3 restarts from its checkpoint");
+  const std::string resumed = RunningAllocations(dist3.job_id()).at(0);
+  EXPECT_EQ(PodEnv(resumed, "PHALANX_LATEST_CHECKPOINT"), "ckpt-" + dist3_victims.at(0));
+  EXPECT_EQ(GetExperiment(dist2.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);
+}
+
+}  // namespace
+}  // namespace phalanx::e2e
