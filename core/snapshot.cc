@@ -2,6 +2,7 @@
 #include "core/snapshot.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/hash/hash.h"
 
@@ -27,30 +28,16 @@ void SortByKey(std::vector<Gang>& gangs) {
   std::sort(gangs.begin(), gangs.end(), [](const Gang& a, const Gang& b) { return a.key < b.key; });
 }
 
-Gang Summarize(const std::string& key, const ClusterSnapshot::GangEntry& entry) {
-  std::vector<const PodInfo*> pods;
-  pods.reserve(entry.pods.size());
-  for (const ClusterSnapshot::PodPtr& p : entry.pods) pods.push_back(p.get());
-  return SummarizeGang(key, std::move(pods));
+// Running (holding capacity, none gated), unmarked, every member preemptible.
+bool Preemptible(const Gang& g) { return g.Running() && g.preemptible && !g.preempt_requested; }
+
+// Occupant order: priority, then key.
+bool OccupantLess(const ClusterSnapshot::Occupant& o, const Gang& g) {
+  return std::tie(o.gang->priority, o.gang->key) < std::tie(g.priority, g.key);
 }
 
-// Adds (+1) or removes (-1) `pod` from the entry's counters.
-void Count(ClusterSnapshot::GangEntry& gang, const PodInfo& pod, int sign) {
-  bool live = !pod.IsTerminal();
-  gang.gated += sign * (live && pod.gated);
-  gang.marked += sign * (live && pod.preempt_requested);
-  gang.holding += sign * pod.HoldsCapacity();
-  gang.pinned += sign * (live && !pod.preemptible);
-}
-
-void RecomputeMaxPriority(ClusterSnapshot::GangEntry& gang) {
-  bool first = true;
-  for (const ClusterSnapshot::PodPtr& p : gang.pods) {
-    if (p->IsTerminal()) continue;
-    gang.max_priority = first ? p->priority : std::max(gang.max_priority, p->priority);
-    first = false;
-  }
-  if (first) gang.max_priority = 0;
+std::shared_ptr<const Gang> SummaryOf(const ClusterSnapshot::GangPtr& gang) {
+  return std::shared_ptr<const Gang>(gang, &gang->summary);
 }
 
 auto NodeNameLess = [](const std::shared_ptr<const ClusterSnapshot::NodeEntry>& e,
@@ -68,7 +55,6 @@ std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Empty() {
     s->gangs_.fill(gangs);
     s->pending_.fill(keys);
     s->marked_.fill(keys);
-    s->preemptible_.fill(keys);
     return s;
   }();
   return empty;
@@ -109,29 +95,15 @@ void ClusterSnapshot::ForEachPod(const std::function<void(const PodInfo&)>& fn) 
 
 std::vector<Gang> ClusterSnapshot::Gangs(GangFilter filter) const {
   if (filter == GangFilter::kAll) return Gangs([](const GangEntry&) { return true; });
-  std::vector<Gang> out = FromIndex(filter == GangFilter::kPending  ? pending_
-                                    : filter == GangFilter::kMarked ? marked_
-                                                                    : preemptible_,
-                                    [](const GangEntry&) { return true; });
+  std::vector<Gang> out = FromIndex(filter == GangFilter::kPending ? pending_ : marked_);
   SortByKey(out);
   return out;
 }
 
-std::vector<Gang> ClusterSnapshot::PreemptibleBelow(int32_t priority) const {
-  std::vector<Gang> out =
-      FromIndex(preemptible_, [priority](const GangEntry& e) { return e.max_priority < priority; });
-  SortByKey(out);
-  return out;
-}
-
-std::vector<Gang> ClusterSnapshot::FromIndex(
-    const KeyIndex& index, const std::function<bool(const GangEntry&)>& keep) const {
+std::vector<Gang> ClusterSnapshot::FromIndex(const KeyIndex& index) const {
   std::vector<Gang> out;
   for (const auto& shard : index) {
-    for (const std::string& key : *shard) {
-      const GangEntry& entry = gangs_[ShardOf(key)]->at(key);
-      if (keep(entry)) out.push_back(Summarize(key, entry));
-    }
+    for (const std::string& key : *shard) out.push_back(gangs_[ShardOf(key)]->at(key)->summary);
   }
   return out;
 }
@@ -140,7 +112,7 @@ std::vector<Gang> ClusterSnapshot::Gangs(const std::function<bool(const GangEntr
   std::vector<Gang> out;
   for (const auto& shard : gangs_) {
     for (const auto& [key, entry] : *shard) {
-      if (keep(entry)) out.push_back(Summarize(key, entry));
+      if (keep(*entry)) out.push_back(entry->summary);
     }
   }
   SortByKey(out);
@@ -151,7 +123,7 @@ std::optional<Gang> ClusterSnapshot::FindGang(absl::string_view key) const {
   const GangShard& shard = *gangs_[ShardOf(key)];
   auto it = shard.find(key);
   if (it == shard.end()) return std::nullopt;
-  return Summarize(it->first, it->second);
+  return it->second->summary;
 }
 
 SnapshotBuilder::SnapshotBuilder(std::shared_ptr<const ClusterSnapshot> base)
@@ -169,7 +141,7 @@ ClusterSnapshot::GangShard& SnapshotBuilder::MutableGangs(int shard) {
   return *CopyOnWrite(next_->gangs_[shard], owned_);
 }
 
-void SnapshotBuilder::Index(const std::string& key, const ClusterSnapshot::GangEntry* gang) {
+void SnapshotBuilder::Index(const std::string& key, const Gang* gang) {
   const int shard = ClusterSnapshot::ShardOf(key);
   auto keep = [&](std::shared_ptr<const ClusterSnapshot::KeyShard>& slot, bool wanted) {
     if (slot->contains(key) == wanted) return;
@@ -180,10 +152,38 @@ void SnapshotBuilder::Index(const std::string& key, const ClusterSnapshot::GangE
       keys->erase(key);
     }
   };
-  keep(next_->pending_[shard], gang != nullptr && gang->gated > 0);
-  keep(next_->marked_[shard], gang != nullptr && gang->marked > 0);
-  keep(next_->preemptible_[shard], gang != nullptr && gang->holding > 0 && gang->gated == 0 &&
-                                       gang->marked == 0 && gang->pinned == 0);
+  keep(next_->pending_[shard], gang != nullptr && gang->gated);
+  keep(next_->marked_[shard], gang != nullptr && gang->preempt_requested);
+}
+
+std::vector<std::pair<int, Resources>> SnapshotBuilder::HeldPerNode(const Gang& gang) const {
+  std::vector<std::pair<int, Resources>> held;
+  for (const PodInfo* p : gang.members) {
+    if (!p->HoldsCapacity()) continue;
+    std::optional<int> i = next_->NodeIndex(p->AssignedNode());
+    if (!i) continue;
+    auto it = std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.first == *i; });
+    if (it == held.end()) {
+      held.emplace_back(*i, p->requests);
+    } else {
+      it->second += p->requests;
+    }
+  }
+  return held;
+}
+
+void SnapshotBuilder::ListOccupant(const ClusterSnapshot::GangPtr& gang, bool add) {
+  const Gang& g = gang->summary;
+  if (!Preemptible(g)) return;
+  for (auto& [i, held] : HeldPerNode(g)) {
+    std::vector<ClusterSnapshot::Occupant>& list = MutableNode(i)->occupants;
+    auto it = std::lower_bound(list.begin(), list.end(), g, OccupantLess);
+    if (add) {
+      list.insert(it, {SummaryOf(gang), std::move(held)});
+    } else if (it != list.end() && it->gang.get() == &g) {
+      list.erase(it);
+    }
+  }
 }
 
 void SnapshotBuilder::UpsertNode(Node node) {
@@ -213,6 +213,7 @@ void SnapshotBuilder::AttachAllTo(int node_index) {
   ClusterSnapshot::NodeEntry* entry = MutableNode(node_index);
   entry->used = Resources();
   entry->pods.clear();
+  entry->occupants.clear();
   next_->ForEachPod([&](const PodInfo& p) {
     if (p.HoldsCapacity() && p.AssignedNode() == entry->node.name) {
       entry->used += p.requests;
@@ -220,6 +221,19 @@ void SnapshotBuilder::AttachAllTo(int node_index) {
     }
   });
   std::sort(entry->pods.begin(), entry->pods.end(), UidLess);
+  absl::flat_hash_set<const ClusterSnapshot::GangEntry*> seen;
+  for (const ClusterSnapshot::PodPtr& p : entry->pods) {
+    const std::string key = p->GangKey();
+    const ClusterSnapshot::GangPtr& gang = next_->gangs_[ClusterSnapshot::ShardOf(key)]->at(key);
+    if (!seen.insert(gang.get()).second || !Preemptible(gang->summary)) continue;
+    for (auto& [i, held] : HeldPerNode(gang->summary)) {
+      if (i == node_index) entry->occupants.push_back({SummaryOf(gang), std::move(held)});
+    }
+  }
+  std::sort(entry->occupants.begin(), entry->occupants.end(),
+            [](const ClusterSnapshot::Occupant& a, const ClusterSnapshot::Occupant& b) {
+              return OccupantLess(a, *b.gang);
+            });
 }
 
 void SnapshotBuilder::Attach(const ClusterSnapshot::PodPtr& pod) {
@@ -242,39 +256,59 @@ void SnapshotBuilder::Detach(const ClusterSnapshot::PodPtr& pod) {
   e->used -= pod->requests;
 }
 
+ClusterSnapshot::PodPtr SnapshotBuilder::Unlink(absl::string_view uid) {
+  const int shard = ClusterSnapshot::ShardOf(uid);
+  auto found = next_->pods_[shard]->find(uid);
+  if (found == next_->pods_[shard]->end()) return nullptr;
+  ClusterSnapshot::PodPtr pod = found->second;
+  Detach(pod);
+  MutablePods(shard).erase(pod->uid);
+  --next_->pod_count_;
+  return pod;
+}
+
+void SnapshotBuilder::EditGang(const std::string& key, const ClusterSnapshot::PodPtr& drop,
+                               const ClusterSnapshot::PodPtr& add) {
+  ClusterSnapshot::GangShard& gangs = MutableGangs(ClusterSnapshot::ShardOf(key));
+  auto it = gangs.find(key);
+  std::vector<ClusterSnapshot::PodPtr> pods;
+  if (it != gangs.end()) {
+    pods = it->second->pods;
+    ListOccupant(it->second, /*add=*/false);
+  }
+  if (drop != nullptr) std::erase(pods, drop);
+  if (add != nullptr) pods.insert(std::lower_bound(pods.begin(), pods.end(), add, UidLess), add);
+  if (pods.empty()) {
+    if (it != gangs.end()) gangs.erase(it);
+    Index(key, nullptr);
+    return;
+  }
+  auto entry = std::make_shared<ClusterSnapshot::GangEntry>();
+  std::vector<const PodInfo*> members;
+  members.reserve(pods.size());
+  for (const ClusterSnapshot::PodPtr& p : pods) members.push_back(p.get());
+  entry->pods = std::move(pods);
+  entry->summary = SummarizeGang(key, std::move(members));
+  Index(key, &entry->summary);
+  ListOccupant(entry, /*add=*/true);
+  gangs.insert_or_assign(key, std::move(entry));
+}
+
 void SnapshotBuilder::UpsertPod(PodInfo pod) {
-  RemovePod(pod.uid);
   auto shared = std::make_shared<const PodInfo>(std::move(pod));
+  ClusterSnapshot::PodPtr old = Unlink(shared->uid);
+  const std::string key = shared->GangKey();
+  const bool moved = old != nullptr && old->GangKey() != key;
+  if (moved) EditGang(old->GangKey(), old, nullptr);
+  EditGang(key, moved ? nullptr : old, shared);
   Attach(shared);
-  std::string key = shared->GangKey();
-  ClusterSnapshot::GangEntry& gang = MutableGangs(ClusterSnapshot::ShardOf(key))[key];
-  gang.pods.insert(std::lower_bound(gang.pods.begin(), gang.pods.end(), shared, UidLess), shared);
-  Count(gang, *shared, +1);
-  RecomputeMaxPriority(gang);
-  Index(key, &gang);
   MutablePods(ClusterSnapshot::ShardOf(shared->uid))[shared->uid] = std::move(shared);
   ++next_->pod_count_;
 }
 
 void SnapshotBuilder::RemovePod(absl::string_view uid) {
-  const ClusterSnapshot::PodShard& shard = *next_->pods_[ClusterSnapshot::ShardOf(uid)];
-  auto found = shard.find(uid);
-  if (found == shard.end()) return;
-  ClusterSnapshot::PodPtr keep = found->second;
-  Detach(keep);
-  std::string key = keep->GangKey();
-  ClusterSnapshot::GangShard& gangs = MutableGangs(ClusterSnapshot::ShardOf(key));
-  auto git = gangs.find(key);
-  if (git != gangs.end()) {
-    ClusterSnapshot::GangEntry& gang = git->second;
-    std::erase(gang.pods, keep);
-    Count(gang, *keep, -1);
-    RecomputeMaxPriority(gang);
-    Index(key, gang.pods.empty() ? nullptr : &gang);
-    if (gang.pods.empty()) gangs.erase(git);
-  }
-  MutablePods(ClusterSnapshot::ShardOf(uid)).erase(uid);
-  --next_->pod_count_;
+  ClusterSnapshot::PodPtr old = Unlink(uid);
+  if (old != nullptr) EditGang(old->GangKey(), old, nullptr);
 }
 
 std::shared_ptr<const ClusterSnapshot> SnapshotBuilder::Build() {

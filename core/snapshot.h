@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,23 +26,27 @@ inline constexpr int kSnapshotShards = 256;
 class ClusterSnapshot {
  public:
   using PodPtr = std::shared_ptr<const PodInfo>;
+  // A preemptible gang (running: holding capacity, none gated; unmarked; every member
+  // preemptible) as seen from a node it holds capacity on.
+  struct Occupant {
+    std::shared_ptr<const Gang> gang;  // Its summary, shared by every snapshot it is unchanged in.
+    Resources held;                    // Requests of its members holding capacity on this node.
+  };
   struct NodeEntry {
     Node node;
-    Resources used;            // Requests of the pods holding capacity here.
-    std::vector<PodPtr> pods;  // Those pods, sorted by uid.
+    Resources used;                   // Requests of the pods holding capacity here.
+    std::vector<PodPtr> pods;         // Those pods, sorted by uid.
+    std::vector<Occupant> occupants;  // Preemptible gangs among them, by priority, then key.
   };
+  // Immutable: an update replaces the whole entry.
   struct GangEntry {
     std::vector<PodPtr> pods;  // Sorted by uid.
-    int gated = 0;             // Live members carrying the admission gate.
-    int marked = 0;            // Live members marked for preemption.
-    int holding = 0;           // Members holding capacity (bound or planned).
-    int pinned = 0;            // Live members that may not be preempted.
-    int32_t max_priority = 0;  // Highest live member priority (0 without live members).
+    Gang summary;              // Of `pods`; its members point into them.
   };
-  // kPreemptible: running (holding capacity, none gated), unmarked, every member preemptible.
-  enum class GangFilter { kAll, kPending, kMarked, kPreemptible };
+  using GangPtr = std::shared_ptr<const GangEntry>;
+  enum class GangFilter { kAll, kPending, kMarked };
   using PodShard = absl::flat_hash_map<std::string, PodPtr>;
-  using GangShard = absl::flat_hash_map<std::string, GangEntry>;
+  using GangShard = absl::flat_hash_map<std::string, GangPtr>;
   using KeyShard = absl::flat_hash_set<std::string>;
 
   static std::shared_ptr<const ClusterSnapshot> Empty();
@@ -50,6 +55,8 @@ class ClusterSnapshot {
   const Node& node(int i) const { return nodes_[i]->node; }
   const Resources& used(int i) const { return nodes_[i]->used; }
   Resources Free(int i) const { return nodes_[i]->node.allocatable - nodes_[i]->used; }
+  // Preemptible gangs holding capacity on node `i`, lowest priority first (see Occupant).
+  const std::vector<Occupant>& Occupants(int i) const { return nodes_[i]->occupants; }
   // Index of the node called `name` (nodes are sorted by name).
   std::optional<int> NodeIndex(absl::string_view name) const;
   std::vector<const PodInfo*> PodsOnNode(int i) const;
@@ -61,10 +68,7 @@ class ClusterSnapshot {
   // Gangs with at least one pod (kAll), a gated pod (kPending) or a pod marked for preemption
   // (kMarked), sorted by key.
   std::vector<Gang> Gangs(GangFilter filter = GangFilter::kAll) const;
-  // Like Gangs(kPreemptible), only those whose top priority is below `priority`.
-  std::vector<Gang> PreemptibleBelow(int32_t priority) const;
-  // Gangs whose entry `keep` accepts, sorted by key; `keep` sees the raw entry, so a caller can
-  // skip gangs before they are summarized.
+  // Gangs whose entry `keep` accepts, sorted by key.
   std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep) const;
   std::optional<Gang> FindGang(absl::string_view key) const;
 
@@ -72,8 +76,7 @@ class ClusterSnapshot {
   friend class SnapshotBuilder;
   using KeyIndex = std::array<std::shared_ptr<const KeyShard>, kSnapshotShards>;
   static int ShardOf(absl::string_view key);
-  std::vector<Gang> FromIndex(const KeyIndex& index,
-                              const std::function<bool(const GangEntry&)>& keep) const;
+  std::vector<Gang> FromIndex(const KeyIndex& index) const;
 
   std::vector<std::shared_ptr<const NodeEntry>> nodes_;
   // Node name -> index; shared by every snapshot with the same node set, rebuilt when it changes.
@@ -84,7 +87,6 @@ class ClusterSnapshot {
   // without scanning every gang.
   KeyIndex pending_;
   KeyIndex marked_;
-  KeyIndex preemptible_;
   size_t pod_count_ = 0;
 };
 
@@ -104,12 +106,21 @@ class SnapshotBuilder {
   ClusterSnapshot::NodeEntry* MutableNode(int i);
   ClusterSnapshot::PodShard& MutablePods(int shard);
   ClusterSnapshot::GangShard& MutableGangs(int shard);
-  // Keeps `key` in the pending, marked and preemptible key sets exactly when `gang` (null: gone)
-  // belongs there.
-  void Index(const std::string& key, const ClusterSnapshot::GangEntry* gang);
+  // Takes the pod out of its node and the pod index (not out of its gang); null when unknown.
+  ClusterSnapshot::PodPtr Unlink(absl::string_view uid);
+  // Replaces gang `key`'s entry by one with `drop` (may be null) taken out of its pods and `add`
+  // (may be null) put in, and re-indexes it; a gang left without pods is removed.
+  void EditGang(const std::string& key, const ClusterSnapshot::PodPtr& drop,
+                const ClusterSnapshot::PodPtr& add);
+  // Keeps `key` in the pending and marked key sets exactly when `gang` (null: gone) belongs there.
+  void Index(const std::string& key, const Gang* gang);
+  // Adds `gang` (if preemptible) to, or removes it from, the occupants of the nodes it holds.
+  void ListOccupant(const ClusterSnapshot::GangPtr& gang, bool add);
   void Attach(const ClusterSnapshot::PodPtr& pod);
   void Detach(const ClusterSnapshot::PodPtr& pod);
   void AttachAllTo(int node_index);
+  // What the members of `gang` hold, per node index, for the nodes in this snapshot.
+  std::vector<std::pair<int, Resources>> HeldPerNode(const Gang& gang) const;
 
   std::shared_ptr<ClusterSnapshot> next_;
   absl::flat_hash_set<const void*> owned_;  // Entries copied by this builder, safe to mutate.

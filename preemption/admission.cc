@@ -2,7 +2,6 @@
 #include "preemption/admission.h"
 
 #include <algorithm>
-#include <memory>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -101,7 +100,7 @@ class Round {
     std::optional<VictimChoice> choice;
     if (!KnownToFail(g)) {
       if (cap.empty()) cap = free_;
-      choice = ChooseVictims(planner_, g, cap, Running(g), opt_.now_ms);
+      choice = ChooseVictims(planner_, g, cap, claimed_, opt_.now_ms);
     }
     if (!choice) {
       RecordFailure(g);
@@ -129,22 +128,10 @@ class Round {
     Capacity left = cap;
     gang::GangPlanner::Reserve(g, plan, left);
     for (int n : plan.nodes) free_[n] = core::Resources::Min(free_[n], left[n]);
-    absl::flat_hash_set<const Gang*> claimed(victims.begin(), victims.end());
-    std::erase_if(running_, [&](const Gang* r) { return claimed.contains(r); });
+    claimed_.insert(victims.begin(), victims.end());
     for (const Gang* v : victims) d.victims.push_back(v->key);
     d.reason = victims.empty() ? "waiting for preempted gangs to exit; their capacity is reserved"
                                : absl::StrCat("preempting ", absl::StrJoin(d.victims, ", "));
-  }
-
-  // Possible victims of `g`: running, unmarked, preemptible gangs of lower priority not yet claimed
-  // this round. Built on the first victim search, for the highest-priority preemptor (later ones
-  // rank lower); the order does not matter, victims.h sorts by cost.
-  std::vector<const Gang*>& Running(const Gang& g) {
-    if (all_ == nullptr) {
-      all_ = std::make_unique<std::vector<Gang>>(snap_.PreemptibleBelow(g.priority));
-      for (const Gang& r : *all_) running_.push_back(&r);
-    }
-    return running_;
   }
 
   // The first waiting gang ahead that `g`'s plan would pass without being able to reclaim it, or
@@ -207,8 +194,7 @@ class Round {
   gang::GangPlanner planner_;
   Capacity free_;
   std::vector<Gang> pending_;
-  std::unique_ptr<std::vector<Gang>> all_;
-  std::vector<const Gang*> running_;
+  absl::flat_hash_set<const Gang*> claimed_;  // Victims taken this round.
   absl::flat_hash_map<std::string, std::vector<std::pair<int, core::Resources>>> incoming_;
   std::vector<Block> blocks_;
   absl::flat_hash_map<const std::vector<int>*, size_t> block_index_;

@@ -2,6 +2,7 @@
 #include "preemption/victims.h"
 
 #include <algorithm>
+#include <span>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -10,11 +11,6 @@ namespace phalanx::preemption {
 namespace {
 
 using Cost = std::tuple<bool, int64_t, int32_t, int64_t>;  // see victims.h
-
-// `v` is a running gang (see ChooseVictims).
-bool CanBeVictim(const core::Gang& v, const core::Gang& preemptor) {
-  return v.preemptible && !v.preempt_requested && v.priority < preemptor.priority;
-}
 
 // Slot-seconds of work lost if `g` stops now.
 int64_t LostSlotSeconds(const core::Gang& g, const gang::SlotPolicy& slots, int64_t now_ms) {
@@ -25,7 +21,22 @@ int64_t LostSlotSeconds(const core::Gang& g, const gang::SlotPolicy& slots, int6
 struct Candidate {
   const core::Gang* gang;
   Cost cost;
-  std::vector<int> nodes;  // Node index per member (-1 when unknown).
+  std::vector<int> nodes;  // Node index per member (-1 when unknown); filled when chosen.
+};
+
+// A candidate on one eligible node, with the requests of its members there.
+struct Stay {
+  int candidate;
+  const core::Resources* held;
+};
+
+// The stays of every node, flat: node n's are all[first[n]] up to all[first[n + 1]].
+struct Stays {
+  std::vector<Stay> all;
+  std::vector<int> first;
+  std::span<const Stay> On(int n) const {
+    return {all.data() + first[n], all.data() + first[n + 1]};
+  }
 };
 
 bool Cheaper(const Candidate* a, const Candidate* b) {
@@ -67,25 +78,24 @@ class FitCounter {
 
 // Eligible nodes in the order to clear them: nodes whose victims are all backfilled first, then
 // lowest lost work per extra copy of the unit gained, then node index. Nodes that gain nothing are
-// left out. `on_node` lists the candidates with a pod on each node.
-std::vector<int> NodeOrder(const std::vector<std::vector<const Candidate*>>& on_node,
+// left out. `stays` lists the candidates with a pod on each node.
+std::vector<int> NodeOrder(const Stays& stays, const std::vector<Candidate>& cands,
                            const core::Resources& unit, const gang::Capacity& cap) {
   std::vector<std::tuple<bool, double, int>> keyed;
-  for (size_t n = 0; n < on_node.size(); ++n) {
-    if (on_node[n].empty()) continue;
+  for (int n = 0; n < static_cast<int>(cap.size()); ++n) {
+    if (stays.On(n).empty()) continue;
     core::Resources freed = cap[n];
     bool all_backfilled = true;
     int64_t lost = 0;
-    for (const Candidate* c : on_node[n]) {
-      for (size_t m = 0; m < c->nodes.size(); ++m) {
-        if (c->nodes[m] == static_cast<int>(n)) freed += c->gang->members[m]->requests;
-      }
-      all_backfilled &= c->gang->backfilled;
-      lost += std::get<1>(c->cost);
+    for (const Stay& s : stays.On(n)) {
+      const Candidate& c = cands[s.candidate];
+      freed += *s.held;
+      all_backfilled &= c.gang->backfilled;
+      lost += std::get<1>(c.cost);
     }
     int64_t gain = unit.CopiesThatFit(freed) - unit.CopiesThatFit(cap[n]);
     if (gain <= 0) continue;
-    keyed.push_back({!all_backfilled, static_cast<double>(lost) / gain, static_cast<int>(n)});
+    keyed.push_back({!all_backfilled, static_cast<double>(lost) / gain, n});
   }
   std::sort(keyed.begin(), keyed.end());
   std::vector<int> order;
@@ -97,7 +107,7 @@ std::vector<int> NodeOrder(const std::vector<std::vector<const Candidate*>>& on_
 
 std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
                                           const core::Gang& preemptor, const gang::Capacity& cap,
-                                          const std::vector<const core::Gang*>& candidates,
+                                          const absl::flat_hash_set<const core::Gang*>& claimed,
                                           int64_t now_ms) {
   const gang::SlotPolicy& slots = planner.slots();
   std::vector<bool> eligible(cap.size(), false);
@@ -105,36 +115,43 @@ std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
   core::Resources unit = gang::LargestMember(preemptor, slots);
 
   std::vector<Candidate> cands;
-  for (const core::Gang* v : candidates) {
-    if (!CanBeVictim(*v, preemptor)) continue;
-    Candidate c{
-        v, {!v->backfilled, LostSlotSeconds(*v, slots, now_ms), v->priority, -v->creation_ms}, {}};
-    bool touches = false;
-    for (const core::PodInfo* p : v->members) {
-      c.nodes.push_back(planner.NodeIndex(p->AssignedNode()));
-      touches |= c.nodes.back() >= 0 && eligible[c.nodes.back()];
-    }
-    if (touches) cands.push_back(std::move(c));
-  }
-  std::vector<std::vector<const Candidate*>> on_node(cap.size());
-  for (const Candidate& c : cands) {
-    for (int n : c.nodes) {
-      if (n >= 0 && eligible[n] && (on_node[n].empty() || on_node[n].back() != &c)) {
-        on_node[n].push_back(&c);
+  absl::flat_hash_map<const core::Gang*, int> index;
+  Stays stays;
+  stays.first.reserve(cap.size() + 1);
+  for (int n = 0; n < static_cast<int>(cap.size()); ++n) {
+    stays.first.push_back(static_cast<int>(stays.all.size()));
+    if (!eligible[n]) continue;
+    for (const core::ClusterSnapshot::Occupant& o : planner.snapshot().Occupants(n)) {
+      const core::Gang* v = o.gang.get();
+      if (v->priority >= preemptor.priority) break;  // Occupants come lowest priority first.
+      if (claimed.contains(v)) continue;
+      auto [it, fresh] = index.try_emplace(v, static_cast<int>(cands.size()));
+      if (fresh) {
+        cands.push_back(
+            {v,
+             {!v->backfilled, LostSlotSeconds(*v, slots, now_ms), v->priority, -v->creation_ms},
+             {}});
       }
+      stays.all.push_back({it->second, &o.held});
     }
   }
+  stays.first.push_back(static_cast<int>(stays.all.size()));
 
   FitCounter fits(unit, cap, eligible);
   const int64_t need = static_cast<int64_t>(preemptor.members.size());
   std::vector<const Candidate*> chosen;
-  absl::flat_hash_map<const Candidate*, bool> taken;
-  for (int n : NodeOrder(on_node, unit, cap)) {
+  std::vector<bool> taken(cands.size(), false);
+  for (int n : NodeOrder(stays, cands, unit, cap)) {
     if (fits.total() >= need) break;
-    for (const Candidate* c : on_node[n]) {
-      if (!taken.try_emplace(c, true).second) continue;
-      fits.Apply(*c, /*add=*/true);
-      chosen.push_back(c);
+    for (const Stay& s : stays.On(n)) {
+      if (taken[s.candidate]) continue;
+      taken[s.candidate] = true;
+      Candidate& c = cands[s.candidate];
+      for (const core::PodInfo* p : c.gang->members) {
+        c.nodes.push_back(planner.NodeIndex(p->AssignedNode()));
+      }
+      fits.Apply(c, /*add=*/true);
+      chosen.push_back(&c);
     }
   }
   if (fits.total() < need) return std::nullopt;

@@ -1,13 +1,15 @@
 // Victim selection: the cheapest set of WHOLE lower-priority gangs whose removal lets a gang fit.
 //
 // Algorithm: candidates are running gangs that are preemptible, not already marked, of strictly
-// lower priority than the preemptor, with a pod on a node the preemptor may use. They are ordered
-// by cost: backfilled gangs first, then fewest lost slot-seconds (slots x time running), then
-// lowest priority, then newest creation, then gang key. Candidates are added in that order until
-// the preemptor's largest member fits as many times as it has members on the eligible nodes; then
-// the chosen gangs are dropped again, most expensive first, wherever the rest still suffice.
-// Finally the gang is planned on the capacity plus what the victims free; without a plan, nothing
-// is preempted.
+// lower priority than the preemptor, with a pod on a node the preemptor may use; they are read
+// from the snapshot's per-node occupants of those nodes only. A candidate's cost orders: backfilled
+// gangs first, then fewest lost slot-seconds (slots x time running), then lowest priority, then
+// newest creation, then gang key. Eligible nodes are cleared in order (nodes whose candidates are
+// all backfilled first, then lowest lost work per extra copy of the preemptor's largest member the
+// node gains, then node index; nodes that gain nothing are skipped), taking every candidate on
+// each, until that member fits as many times as the preemptor has members; then the chosen gangs
+// are dropped again, most expensive first, wherever the rest still suffice. Finally the gang is
+// planned on the capacity plus what the victims free; without a plan, nothing is preempted.
 #ifndef PHALANX_PREEMPTION_VICTIMS_H_
 #define PHALANX_PREEMPTION_VICTIMS_H_
 
@@ -16,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "core/gang.h"
 #include "gang/planner.h"
 
@@ -27,11 +30,11 @@ struct VictimChoice {
   gang::GangPlan plan;                                 // The preemptor's plan on cap + freed.
 };
 
-// `cap` is the capacity the preemptor may already count on. `candidates` are running gangs not yet
-// claimed this round; ineligible ones are skipped here.
+// `cap` is the capacity the preemptor may already count on. Gangs in `claimed` (victims taken
+// earlier this round) are not candidates. Victims point into the planner's snapshot.
 std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
                                           const core::Gang& preemptor, const gang::Capacity& cap,
-                                          const std::vector<const core::Gang*>& candidates,
+                                          const absl::flat_hash_set<const core::Gang*>& claimed,
                                           int64_t now_ms);
 
 }  // namespace phalanx::preemption

@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <random>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
 #include "tests/testing/fixtures.h"
 
 namespace phalanx::core {
@@ -95,6 +101,134 @@ TEST(SnapshotTest, PlacementHoldsCapacityBeforeBinding) {
   p.phase = PodPhase::kPending;
   b.UpsertPod(p);
   EXPECT_EQ(b.Build()->Free(0).gpu(), 5);
+}
+
+TEST(SnapshotTest, OccupantsAreThePreemptibleRunningGangsByPriority) {
+  SnapshotBuilder b;
+  b.UpsertNode(GpuNode("n1", 8));
+  b.UpsertNode(GpuNode("n2", 8));
+  PodInfo wide0 = BoundPod("w0", "n1", 1, "wide");
+  PodInfo wide1 = BoundPod("w1", "n2", 2, "wide");
+  PodInfo wide2 = BoundPod("w2", "n2", 3, "wide");
+  for (PodInfo* p : {&wide0, &wide1, &wide2}) p->priority = 30;
+  PodInfo low = BoundPod("low", "n1", 1);
+  low.priority = 10;
+  PodInfo pinned = BoundPod("pinned", "n1", 1);
+  pinned.preemptible = false;
+  PodInfo marked = BoundPod("marked", "n1", 1);
+  marked.preempt_requested = true;
+  PodInfo admitting = BoundPod("admitting", "n1", 1);
+  admitting.gated = true;
+  for (const PodInfo& p : {wide0, wide1, wide2, low, pinned, marked, admitting}) b.UpsertPod(p);
+  auto s = b.Build();
+  auto rows = [](const std::vector<ClusterSnapshot::Occupant>& occupants) {
+    std::vector<std::tuple<std::string, int64_t>> out;
+    for (const auto& o : occupants) out.push_back({o.gang->key, o.held.gpu()});
+    return out;
+  };
+  using Rows = std::vector<std::tuple<std::string, int64_t>>;
+  EXPECT_EQ(rows(s->Occupants(0)), (Rows{{"default/low", 1}, {"default/wide", 1}}));
+  EXPECT_EQ(rows(s->Occupants(1)), (Rows{{"default/wide", 5}}));
+  // Marking the gang takes it off every node; the older snapshot keeps its lists.
+  wide1.preempt_requested = true;
+  b.UpsertPod(wide1);
+  auto after = b.Build();
+  EXPECT_EQ(rows(after->Occupants(0)), (Rows{{"default/low", 1}}));
+  EXPECT_TRUE(after->Occupants(1).empty());
+  EXPECT_EQ(rows(s->Occupants(1)), (Rows{{"default/wide", 5}}));
+}
+
+// Per-node occupants, key indexes, usage and gang summaries recomputed from the pods alone.
+void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
+  std::map<std::string, std::vector<const PodInfo*>> by_gang;
+  s.ForEachPod([&](const PodInfo& p) { by_gang[p.GangKey()].push_back(&p); });
+  std::vector<std::string> pending, marked;
+  std::vector<std::vector<std::tuple<int32_t, std::string, std::string>>> want(s.node_count());
+  std::vector<Resources> used(s.node_count());
+  for (const auto& [key, pods] : by_gang) {
+    Gang g = SummarizeGang(key, pods);
+    std::optional<Gang> found = s.FindGang(key);
+    ASSERT_TRUE(found.has_value()) << key;
+    EXPECT_EQ(found->members, g.members) << key;
+    if (g.gated) pending.push_back(key);
+    if (g.preempt_requested) marked.push_back(key);
+    const bool preemptible = g.Running() && g.preemptible && !g.preempt_requested;
+    std::map<int, Resources> held;
+    for (const PodInfo* p : pods) {
+      std::optional<int> i = p->HoldsCapacity() ? s.NodeIndex(p->AssignedNode()) : std::nullopt;
+      if (!i) continue;
+      used[*i] += p->requests;
+      if (preemptible) held[*i] += p->requests;
+    }
+    for (const auto& [i, r] : held) want[i].push_back({g.priority, key, r.ToString()});
+  }
+  auto keys = [&](ClusterSnapshot::GangFilter filter) {
+    std::vector<std::string> out;
+    for (const Gang& g : s.Gangs(filter)) out.push_back(g.key);
+    return out;
+  };
+  EXPECT_EQ(keys(ClusterSnapshot::GangFilter::kPending), pending);
+  EXPECT_EQ(keys(ClusterSnapshot::GangFilter::kMarked), marked);
+  for (int i = 0; i < s.node_count(); ++i) {
+    EXPECT_EQ(s.used(i), used[i]) << s.node(i).name;
+    std::sort(want[i].begin(), want[i].end());
+    std::vector<std::tuple<int32_t, std::string, std::string>> got;
+    for (const ClusterSnapshot::Occupant& o : s.Occupants(i)) {
+      got.push_back({o.gang->priority, o.gang->key, o.held.ToString()});
+      // The occupant is the gang's current summary, not an older one.
+      EXPECT_EQ(o.gang->members, s.FindGang(o.gang->key)->members) << o.gang->key;
+    }
+    EXPECT_EQ(got, want[i]) << s.node(i).name;
+  }
+}
+
+TEST(SnapshotTest, IndexesAgreeWithRecomputationAfterRandomUpdates) {
+  for (int seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+    SnapshotBuilder b;
+    std::vector<std::shared_ptr<const ClusterSnapshot>> built;
+    for (int step = 0; step < 400; ++step) {
+      const std::string node = absl::StrCat("n", pick(8));
+      switch (pick(10)) {
+        case 0:
+          b.UpsertNode(GpuNode(node, pick(2) ? 8 : 4));
+          break;
+        case 1:
+          b.RemoveNode(node);
+          break;
+        case 2:
+          b.RemovePod(absl::StrCat("uid-p", pick(40)));
+          break;
+        default: {
+          PodInfo p =
+              BoundPod(absl::StrCat("p", pick(40)), "", pick(3), absl::StrCat("g", pick(8)));
+          p.ns = pick(4) ? "default" : "other";
+          const std::string where = pick(8) ? node : "ghost";
+          if (pick(3)) {
+            p.node = where;
+          } else if (pick(2)) {
+            p.placement = where;
+          }
+          p.phase = std::vector<PodPhase>{PodPhase::kRunning, PodPhase::kPending,
+                                          PodPhase::kSucceeded, PodPhase::kFailed}[pick(4)];
+          p.priority = 10 * (1 + pick(3));
+          p.start_ms = pick(1000);
+          p.gated = pick(6) == 0;
+          p.preempt_requested = pick(6) == 0;
+          p.preemptible = pick(6) != 0;
+          b.UpsertPod(std::move(p));
+        }
+      }
+      if (step % 7 == 0) {
+        built.push_back(b.Build());
+        ExpectAgreesWithRecomputation(*built.back());
+      }
+    }
+    // Later updates left every earlier snapshot as it was.
+    for (const auto& s : built) ExpectAgreesWithRecomputation(*s);
+    if (HasFailure()) FAIL() << "seed " << seed;
+  }
 }
 
 }  // namespace

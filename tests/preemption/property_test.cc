@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gang/eligibility.h"
 #include "preemption/admission.h"
@@ -99,6 +100,7 @@ void CheckRound(const core::ClusterSnapshot& snap, const RoundResult& r) {
   absl::flat_hash_map<std::string, core::Resources> used;
   for (int i = 0; i < snap.node_count(); ++i) used[snap.node(i).name] = snap.used(i);
   std::vector<const GangDecision*> waiting;
+  absl::flat_hash_set<std::string> victims;
   for (const GangDecision& d : r.decisions) {
     std::optional<core::Gang> g = snap.FindGang(d.gang);
     ASSERT_TRUE(g.has_value());
@@ -113,6 +115,7 @@ void CheckRound(const core::ClusterSnapshot& snap, const RoundResult& r) {
       for (const Assignment& a : d.plan) used[a.node] += snap.FindPod(a.pod_uid)->requests;
     }
     for (const std::string& v : d.victims) {
+      EXPECT_TRUE(victims.insert(v).second) << v << " taken twice";
       std::optional<core::Gang> victim = snap.FindGang(v);
       ASSERT_TRUE(victim.has_value());
       EXPECT_LT(victim->priority, g->priority) << v << " for " << d.gang;

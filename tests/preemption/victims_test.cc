@@ -85,6 +85,24 @@ TEST(VictimsTest, PrunesVictimsThatDoNotHelp) {
   EXPECT_EQ(FindDecision(r, "default/high")->victims, (std::vector<std::string>{"default/wide"}));
 }
 
+TEST(VictimsTest, PreemptorsInOneRoundTakeDifferentVictims) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 4));
+  c.AddNode(GpuNode("b", 4));
+  c.Submit({.name = "low-a", .gpus_per_pod = 4, .priority = 10});
+  c.Submit({.name = "low-b", .gpus_per_pod = 4, .priority = 10});
+  c.Step({});
+  c.Submit({.name = "high", .gpus_per_pod = 4, .priority = 90});
+  c.Submit({.name = "next", .gpus_per_pod = 4, .priority = 80});
+  RoundResult r = c.Step({});
+  const GangDecision* high = FindDecision(r, "default/high");
+  const GangDecision* next = FindDecision(r, "default/next");
+  ASSERT_EQ(high->verdict, Verdict::kPreempt);
+  ASSERT_EQ(next->verdict, Verdict::kPreempt);
+  EXPECT_EQ(high->victims, (std::vector<std::string>{"default/low-a"}));
+  EXPECT_EQ(next->victims, (std::vector<std::string>{"default/low-b"}));
+}
+
 TEST(VictimsTest, FreedCapacityIsReservedUntilVictimsExit) {
   Cluster c;
   c.AddNode(GpuNode("a", 4));
