@@ -141,7 +141,7 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   }
   if (args.positional.empty()) {
     err << "usage: phalanx [--master HOST:PORT] [--tls [--ca FILE]] "
-           "login|user|experiment|job|cmd|notebook|shell|tensorboard ...\n";
+           "login|user|experiment|job|cmd|notebook|shell|tensorboard|trial ...\n";
     return 2;
   }
   std::shared_ptr<grpc::Channel> channel = Connect(args, err);
@@ -153,6 +153,7 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   if (command == "user") return CreateUser(s, args);
   if (command == "experiment" || command == "e") return RunExperimentCommand(s, args);
   if (command == "job") return RunJobCommand(s, args);
+  if (command == "trial") return RunTrialCommand(s, args);
   if (command == "cmd" || command == "notebook" || command == "shell" || command == "tensorboard") {
     return RunTaskCommand(s, command, args);
   }

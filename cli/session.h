@@ -35,6 +35,7 @@ bool ReadWholeFile(const std::string& path, std::string& out);
 
 int RunExperimentCommand(const Session& s, const Args& args);
 int RunJobCommand(const Session& s, const Args& args);
+int RunTrialCommand(const Session& s, const Args& args);
 // `kind` is cmd, notebook, shell or tensorboard.
 int RunTaskCommand(const Session& s, const std::string& kind, const Args& args);
 

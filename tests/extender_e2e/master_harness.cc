@@ -92,13 +92,12 @@ void MasterE2eTest::StartMaster(int max_slots_per_pod) {
       {PHALANX_MASTER_BINARY, "--config", config_path, "--listen", master_address_}, master_log_);
   ASSERT_GT(master_, 0);
   channel_ = grpc::CreateChannel(master_address_, grpc::InsecureChannelCredentials());
-  auth_ = v1::AuthService::NewStub(channel_);
   experiments_ = v1::ExperimentService::NewStub(channel_);
   tasks_ = v1::TaskService::NewStub(channel_);
   jobs_ = v1::JobService::NewStub(channel_);
   allocations_ = v1::AllocationService::NewStub(channel_);
   for (absl::Time deadline = absl::Now() + absl::Seconds(60); absl::Now() < deadline;) {
-    token_ = Login();
+    token_ = Login(channel_);
     if (!token_.empty()) return;
     int status = 0;
     if (waitpid(master_, &status, WNOHANG) == master_) {
@@ -123,14 +122,14 @@ bool MasterE2eTest::MasterAlive() {
   return master_ > 0 && waitpid(master_, &status, WNOHANG) == 0;
 }
 
-std::string MasterE2eTest::Login() {
+std::string MasterE2eTest::Login(const std::shared_ptr<grpc::Channel>& channel) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::LoginRequest req;
   req.set_username("admin");
   req.set_password("e2e");
   v1::LoginResponse resp;
-  return auth_->Login(&ctx, req, &resp).ok() ? resp.token() : "";
+  return v1::AuthService::NewStub(channel)->Login(&ctx, req, &resp).ok() ? resp.token() : "";
 }
 
 std::unique_ptr<grpc::ClientContext> MasterE2eTest::Ctx(absl::Duration deadline) {

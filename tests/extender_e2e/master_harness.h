@@ -33,6 +33,10 @@ class MasterE2eTest : public ExtenderE2eTest {
   void StartMaster(int max_slots_per_pod);
   void StopMaster(int signal);
   bool MasterAlive();
+  // Where the master listens (the same across restarts).
+  const std::string& master_address() const { return master_address_; }
+  // Logs in as admin on `channel`; "" when the master does not answer.
+  static std::string Login(const std::shared_ptr<grpc::Channel>& channel);
 
   // A client context with the admin's token, `deadline` from now.
   std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration deadline = absl::Seconds(30));
@@ -61,7 +65,6 @@ class MasterE2eTest : public ExtenderE2eTest {
 
  private:
   std::unique_ptr<grpc::ClientContext> AllocationCtx(const std::string& allocation);
-  std::string Login();
 
   std::string db_url_;
   std::string master_log_;
@@ -69,7 +72,6 @@ class MasterE2eTest : public ExtenderE2eTest {
   pid_t master_ = -1;
   std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::AuthService::Stub> auth_;
   std::unique_ptr<v1::ExperimentService::Stub> experiments_;
   std::unique_ptr<v1::TaskService::Stub> tasks_;
   std::unique_ptr<v1::JobService::Stub> jobs_;

@@ -89,5 +89,40 @@ TEST_F(CliTest, Tasks) {
   EXPECT_THAT(err_, HasSubstr("entrypoint: required"));
 }
 
+// The trial's side with the allocation's own token from its pod: watch, checkpoint, acknowledge.
+TEST_F(CliTest, TrialCommandsUseTheAllocationToken) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning);
+  std::string token;
+  const nlohmann::json pod = pods_.pods().begin()->second;
+  for (const nlohmann::json& c : pod["spec"]["containers"]) {
+    for (const nlohmann::json& e : c.value("env", nlohmann::json::array())) {
+      if (e["name"] == "PHALANX_ALLOCATION_TOKEN") token = e["value"];
+    }
+  }
+  ASSERT_FALSE(token.empty());
+  setenv("PHALANX_ALLOCATION_TOKEN", "not-the-token", 1);
+  EXPECT_EQ(Run({"trial", "preemption", a}), 1);
+  EXPECT_THAT(err_, HasSubstr("UNAUTHENTICATED"));
+  setenv("PHALANX_ALLOCATION_TOKEN", token.c_str(), 1);
+  EXPECT_EQ(Run({"trial", "preemption", a, "--wait", "1"}), 3) << err_;
+  EXPECT_EQ(out_, "continue\n");
+  EXPECT_EQ(Run({"trial", "preemption", a, "--wait", "99"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--wait: seconds from 1 to 50"));
+
+  Play(a, core::PodPhase::kRunning, /*preempt=*/true);
+  EXPECT_EQ(Run({"trial", "preemption", a}), 0) << err_;
+  EXPECT_EQ(out_, "preempt\n");
+  ASSERT_EQ(Run({"trial", "checkpoint", a, "ckpt-7", "--steps", "700"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("Checkpoint ckpt-7 of " + a + " recorded"));
+  ASSERT_EQ(Run({"trial", "ack", a}), 0) << err_;
+  EXPECT_EQ(pods_.deleted().size(), 1u);
+  ReapDeleted();
+  EXPECT_EQ(Get(exp.id()).trials(0).latest_checkpoint(), "ckpt-7");
+  unsetenv("PHALANX_ALLOCATION_TOKEN");
+  EXPECT_EQ(Run({"trial", "frob", a}), 2);
+}
+
 }  // namespace
 }  // namespace phalanx::master

@@ -1,0 +1,96 @@
+// phalanx trial preemption|checkpoint|ack|complete ALLOCATION: the trial process's side of
+// AllocationService, for the harness or script that runs a trial. Authenticates with the
+// allocation's own token ($PHALANX_ALLOCATION_TOKEN, which the master puts in every trial pod),
+// else with the login's.
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "cli/session.h"
+#include "phalanx/v1/allocation.grpc.pb.h"
+
+namespace phalanx::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: phalanx trial preemption ALLOCATION [--wait SECONDS] | checkpoint ALLOCATION UUID "
+    "[--steps N] | ack ALLOCATION | complete ALLOCATION [--error MESSAGE]";
+
+std::unique_ptr<grpc::ClientContext> TrialContext(const Session& s) {
+  std::unique_ptr<grpc::ClientContext> ctx = s.Context();
+  if (const char* token = std::getenv("PHALANX_ALLOCATION_TOKEN"); token && *token) {
+    auto own = std::make_unique<grpc::ClientContext>();
+    own->AddMetadata("authorization", std::string("Bearer ") + token);
+    own->set_deadline(ctx->deadline());
+    return own;
+  }
+  return ctx;
+}
+
+// Prints "preempt" (exit 0) or "continue" (exit 3, after waiting --wait seconds, default 1).
+int Preemption(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
+  v1::WatchPreemptionRequest req;
+  req.set_allocation_id(args.positional[2]);
+  int wait = 1;
+  if (std::optional<std::string> w = args.Option("wait");
+      w && (!absl::SimpleAtoi(*w, &wait) || wait < 1 || wait > 50)) {
+    return s.Usage("--wait: seconds from 1 to 50");
+  }
+  req.set_timeout_seconds(wait);
+  v1::WatchPreemptionResponse resp;
+  if (int rc = s.Check(stub.WatchPreemption(TrialContext(s).get(), req, &resp))) return rc;
+  s.out << (resp.preempt() ? "preempt" : "continue") << "\n";
+  return resp.preempt() ? 0 : 3;
+}
+
+int Checkpoint(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
+  if (args.positional.size() != 4) return s.Usage(kUsage);
+  v1::ReportCheckpointRequest req;
+  req.set_allocation_id(args.positional[2]);
+  req.set_uuid(args.positional[3]);
+  int64_t steps = 0;
+  if (std::optional<std::string> n = args.Option("steps"); n && !absl::SimpleAtoi(*n, &steps)) {
+    return s.Usage("--steps: expected a number");
+  }
+  req.set_steps_completed(steps);
+  v1::ReportCheckpointResponse resp;
+  if (int rc = s.Check(stub.ReportCheckpoint(TrialContext(s).get(), req, &resp))) return rc;
+  s.out << "Checkpoint " << req.uuid() << " of " << req.allocation_id() << " recorded\n";
+  return 0;
+}
+
+int Ack(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
+  v1::AckPreemptionRequest req;
+  req.set_allocation_id(args.positional[2]);
+  v1::AckPreemptionResponse resp;
+  if (int rc = s.Check(stub.AckPreemption(TrialContext(s).get(), req, &resp))) return rc;
+  s.out << req.allocation_id() << " acknowledged preemption: its pods are deleted\n";
+  return 0;
+}
+
+int Complete(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
+  v1::ReportCompletionRequest req;
+  req.set_allocation_id(args.positional[2]);
+  const std::optional<std::string> error = args.Option("error");
+  req.set_success(!error.has_value());
+  req.set_error(error.value_or(""));
+  v1::ReportCompletionResponse resp;
+  if (int rc = s.Check(stub.ReportCompletion(TrialContext(s).get(), req, &resp))) return rc;
+  s.out << req.allocation_id() << (error ? " reported failure" : " reported success") << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunTrialCommand(const Session& s, const Args& args) {
+  if (args.positional.size() < 3) return s.Usage(kUsage);
+  auto stub = v1::AllocationService::NewStub(s.channel);
+  const std::string& verb = args.positional[1];
+  if (verb == "checkpoint") return Checkpoint(s, *stub, args);
+  if (args.positional.size() != 3) return s.Usage(kUsage);
+  if (verb == "preemption") return Preemption(s, *stub, args);
+  if (verb == "ack") return Ack(s, *stub, args);
+  if (verb == "complete") return Complete(s, *stub, args);
+  return s.Usage(kUsage);
+}
+
+}  // namespace phalanx::cli

@@ -1,0 +1,126 @@
+// phalanx-master killed with SIGKILL while 100 experiments are being submitted over gRPC, then
+// restarted, three times: every experiment the master acknowledged is still there, and no trial
+// has live pods of two allocations at once (checked at every kill and at the end).
+#include <signal.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "tests/extender_e2e/master_harness.h"
+
+namespace phalanx::e2e {
+namespace {
+
+using MasterCrashE2e = MasterE2eTest;
+
+constexpr int kSubmissions = 100;
+
+// Trials with live pods of more than one allocation ("<job>-trial-<id>-r<run>"): duplicates.
+std::vector<std::string> DuplicateRuns(const std::vector<PodState>& pods) {
+  std::map<std::string, std::set<std::string>> allocations_of_trial;
+  for (const PodState& p : pods) {
+    if (!p.Live()) continue;
+    const std::string& gang = p.info.gang;
+    allocations_of_trial[gang.substr(0, gang.rfind("-r"))].insert(gang);
+  }
+  std::vector<std::string> out;
+  for (const auto& [trial, allocations] : allocations_of_trial) {
+    if (allocations.size() > 1) out.push_back(absl::StrJoin(allocations, " and "));
+  }
+  return out;
+}
+
+TEST_F(MasterCrashE2e, KillNineDuringSubmissionsLosesNothingAndDuplicatesNoPod) {
+  AddNodes("n", 2, 8);
+  StartExtender(8);
+  StartMaster(8);
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  std::printf("seed %u\n", seed);
+
+  absl::Mutex mu;
+  std::map<int64_t, std::string> acked;  // Experiment id -> name, once CreateExperiment answered.
+  int retries = 0;
+  std::atomic<int> submitted{0};
+  std::atomic<bool> abandon{false};
+  std::thread submitter([&] {
+    auto channel = grpc::CreateChannel(master_address(), grpc::InsecureChannelCredentials());
+    auto stub = v1::ExperimentService::NewStub(channel);
+    std::string token;
+    for (int i = 0; i < kSubmissions && !abandon; ++i) {
+      const std::string name = absl::StrCat("sub-", i);
+      for (absl::Time deadline = absl::Now() + absl::Seconds(120); absl::Now() < deadline;) {
+        if (token.empty()) token = Login(channel);
+        grpc::ClientContext ctx;
+        ctx.AddMetadata("authorization", "Bearer " + token);
+        ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+        v1::CreateExperimentRequest req;
+        req.set_config(absl::StrCat("name: ", name, "\nresources: {slots_per_trial: 1}\n"));
+        req.set_activate(true);
+        v1::CreateExperimentResponse resp;
+        if (stub->CreateExperiment(&ctx, req, &resp).ok()) {
+          absl::MutexLock lock(&mu);
+          acked[resp.experiment().id()] = name;
+          break;
+        }
+        absl::MutexLock lock(&mu);
+        ++retries;  // Not acknowledged: the caller submits again, as a user would.
+        absl::SleepFor(absl::Milliseconds(100));
+      }
+      submitted = i + 1;
+    }
+  });
+
+  std::vector<std::string> duplicates;
+  for (int kill = 1; kill <= 3; ++kill) {
+    const int at = kill * 25 + static_cast<int>(rng() % 10);
+    while (submitted < at && submitted < kSubmissions) absl::SleepFor(absl::Milliseconds(1));
+    absl::SleepFor(absl::Milliseconds(rng() % 40));
+    StopMaster(SIGKILL);
+    std::printf("kill %d after %d submissions\n", kill, submitted.load());
+    for (const std::string& d : DuplicateRuns(Pods())) duplicates.push_back(d);
+    absl::SleepFor(absl::Milliseconds(rng() % 500));
+    StartMaster(8);
+    if (HasFatalFailure()) break;
+  }
+  abandon = HasFatalFailure();
+  submitter.join();
+  ASSERT_EQ(submitted, kSubmissions);
+
+  // Every acknowledged experiment is stored, active, and ends with one live allocation of its one
+  // trial (running or queued gated) once the master reconciled.
+  absl::MutexLock lock(&mu);
+  std::printf("%zu acknowledged, %d submissions retried\n", acked.size(), retries);
+  EXPECT_EQ(acked.size(), static_cast<size_t>(kSubmissions));
+  for (const auto& [id, name] : acked) {
+    v1::GetExperimentResponse e = GetExperiment(id);
+    EXPECT_EQ(e.experiment().name(), name) << id;
+    EXPECT_EQ(e.experiment().state(), v1::EXPERIMENT_STATE_ACTIVE) << id;
+  }
+  EXPECT_TRUE(WaitUntil([&] {
+    std::set<std::string> live;
+    for (const PodState& p : Pods()) {
+      if (p.Live()) live.insert(p.info.gang.substr(0, p.info.gang.find("-trial-")));
+    }
+    for (const auto& [id, name] : acked) {
+      if (!live.count(GetExperiment(id).experiment().job_id())) return false;
+    }
+    return true;
+  })) << "some acknowledged experiment has no pods";
+  Settle();
+  for (const std::string& d : DuplicateRuns(Pods())) duplicates.push_back(d);
+  EXPECT_TRUE(duplicates.empty()) << "trials with two allocations' pods:\n"
+                                  << absl::StrJoin(duplicates, "\n");
+  ShowQueue("after 100 submissions and 3 kills");
+}
+
+}  // namespace
+}  // namespace phalanx::e2e
