@@ -8,6 +8,7 @@
 
 #include "cli/session.h"
 #include "phalanx/v1/auth.grpc.pb.h"
+#include "proto/grpc_codes.h"
 
 namespace phalanx::cli {
 namespace {
@@ -75,26 +76,7 @@ std::unique_ptr<grpc::ClientContext> Session::Context() const {
 
 int Session::Check(const grpc::Status& status) const {
   if (status.ok()) return 0;
-  static const char* const kCodes[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  const int code = status.error_code();
-  err << "phalanx: " << (code >= 0 && code <= 16 ? kCodes[code] : "ERROR") << ": "
-      << status.error_message() << "\n";
+  err << "phalanx: " << GrpcCodeName(status.error_code()) << ": " << status.error_message() << "\n";
   if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED)
     err << "(run: phalanx login USER)\n";
   return 1;

@@ -95,6 +95,7 @@ absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
   if (a.rec.state == AllocState::kPending) return TerminateLocked(a);  // Nothing to checkpoint.
   a.rec.preempt_requested = true;
   a.rec.state = AllocState::kPreempting;
+  ++stats_.preemptions_requested;
   a.preempt_at = absl::Now();
   return store_.UpdateAllocation(a.rec);
 }
@@ -184,6 +185,14 @@ absl::StatusOr<JobManager::Alloc*> JobManager::FindAllocLocked(const std::string
   return &it->second;
 }
 
+ManagerStats JobManager::Stats() {
+  absl::MutexLock lock(&mu_);
+  ManagerStats out = stats_;
+  for (const auto& [id, a] : allocs_)
+    ++out.open_allocations[std::string(AllocStateName(a.rec.state))];
+  return out;
+}
+
 std::vector<JobManager::Alloc*> JobManager::AllocsOfJobLocked(const std::string& job_id) {
   std::vector<Alloc*> out;
   for (auto& [id, a] : allocs_) {
@@ -194,6 +203,7 @@ std::vector<JobManager::Alloc*> JobManager::AllocsOfJobLocked(const std::string&
 
 void JobManager::OnPod(const PodState& pod) {
   absl::MutexLock lock(&mu_);
+  ++stats_.pod_events;
   auto it = allocs_.find(pod.allocation_id);
   if (it == allocs_.end()) {
     if (!pod.deleting) (void)pods_.DeletePod(pod.ns, pod.name);  // An orphan.
@@ -206,6 +216,7 @@ void JobManager::OnPod(const PodState& pod) {
 
 void JobManager::OnPodDeleted(const std::string& ns, const std::string& name) {
   absl::MutexLock lock(&mu_);
+  ++stats_.pod_events;
   const size_t dash = name.rfind('-');
   auto it = allocs_.find(name.substr(0, dash));
   if (dash == std::string::npos || it == allocs_.end() || it->second.rec.ns != ns) return;

@@ -122,6 +122,7 @@ absl::Status ParseSlots(const YamlMap& root, MasterConfig& c) {
 
 absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
   KUBE_ASSIGN_OR_RETURN(c.port, PositiveInt(root, "port", c.port));
+  KUBE_ASSIGN_OR_RETURN(c.metrics_port, PositiveInt(root, "metrics_port", c.metrics_port));
   KUBE_ASSIGN_OR_RETURN(YamlMap db, root.Map("db"));
   KUBE_ASSIGN_OR_RETURN(c.db, ParseDb(db));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> scheduler, root.String("default_scheduler"));
@@ -187,7 +188,7 @@ absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {
   KUBE_ASSIGN_OR_RETURN(YAML::Node node, ParseYaml(yaml));
   KUBE_ASSIGN_OR_RETURN(YamlMap root, YamlMap::Of(node, ""));
   KUBE_RETURN_IF_ERROR(root.CheckKeys(
-      {"port", "db", "max_slots_per_pod", "slot_type", "slot_resource_requests",
+      {"port", "metrics_port", "db", "max_slots_per_pod", "slot_type", "slot_resource_requests",
        "default_scheduler", "preemption_timeout", "resource_pools", "default_compute_resource_pool",
        "default_aux_resource_pool", "checkpoint_storage", "task_container_defaults", "tls", "auth",
        "task_master_address"}));

@@ -49,6 +49,7 @@ struct TlsConfig {
 
 struct MasterConfig {
   int port = 8080;
+  int metrics_port = 9090;  // HTTP: /metrics (Prometheus text format) and /healthz.
   DbConfig db;
   int max_slots_per_pod = 0;  // Required, > 0.
   SlotType slot_type = SlotType::kGpu;

@@ -64,6 +64,15 @@ struct QueueEntry {
   std::string pending_reason;
 };
 
+// What the manager did since start, and its open allocations now (for metrics).
+struct ManagerStats {
+  std::map<std::string, int> open_allocations;  // By AllocStateName.
+  int64_t preemptions_requested = 0;            // Allocations signalled to checkpoint and stop.
+  int64_t preemptions_acknowledged = 0;         // ... that acknowledged in time.
+  int64_t preemptions_timed_out = 0;            // ... whose pods went after preemption_timeout.
+  int64_t pod_events = 0;                       // Pod observations from the watch.
+};
+
 class JobManager {
  public:
   // `store` and `pods` must outlive the manager.
@@ -106,6 +115,7 @@ class JobManager {
   void Tick(absl::Time now);
 
   const MasterConfig& config() const { return config_; }
+  ManagerStats Stats();
 
  private:
   struct Alloc {
@@ -151,6 +161,7 @@ class JobManager {
   // Open allocations by id (node map: Alloc pointers stay valid across inserts).
   absl::node_hash_map<std::string, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> dirty_jobs_ ABSL_GUARDED_BY(mu_);
+  ManagerStats stats_ ABSL_GUARDED_BY(mu_);  // open_allocations is filled in by Stats().
 };
 
 }  // namespace phalanx::master

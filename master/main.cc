@@ -1,5 +1,6 @@
 // phalanx-master: loads master.yaml (--config), opens Postgres, re-attaches to its pods, then
-// serves the phalanx.v1 gRPC API on --listen (default 0.0.0.0:<port>) until SIGTERM or SIGINT.
+// serves the phalanx.v1 gRPC API on --listen (default 0.0.0.0:<port>) and Prometheus metrics on
+// --metrics-listen (default 0.0.0.0:<metrics_port>) until SIGTERM or SIGINT.
 #include <csignal>
 #include <cstdio>
 #include <set>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "kube/client.h"
@@ -14,6 +16,7 @@
 #include "master/config.h"
 #include "master/job_manager.h"
 #include "master/kube_pod_client.h"
+#include "master/metrics.h"
 #include "master/server.h"
 #include "master/services.h"
 #include "master/store.h"
@@ -41,6 +44,16 @@ std::string Flag(int argc, char** argv, const std::string& name) {
   return "";
 }
 
+// "host:port" (port 0 when missing or not a number).
+std::pair<std::string, int> SplitHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
+    return {address, 0};
+  }
+  return {address.substr(0, colon), port};
+}
+
 // The chart starts the database next to the master: wait for it (up to 5 minutes).
 absl::StatusOr<std::unique_ptr<Store>> OpenStore(const DbConfig& db) {
   const absl::Time deadline = absl::Now() + absl::Minutes(5);
@@ -56,7 +69,9 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const DbConfig& db) {
 int Run(int argc, char** argv) {
   const std::string path = Flag(argc, argv, "config");
   if (path.empty()) {
-    std::fprintf(stderr, "usage: phalanx-master --config master.yaml [--listen HOST:PORT]\n");
+    std::fprintf(stderr,
+                 "usage: phalanx-master --config master.yaml [--listen HOST:PORT] "
+                 "[--metrics-listen HOST:PORT]\n");
     return 2;
   }
   const std::string listen = Flag(argc, argv, "listen");
@@ -77,11 +92,26 @@ int Run(int argc, char** argv) {
   for (const ResourcePoolConfig& pool : config->resource_pools) namespaces.insert(pool.ns);
   PodWatcher watcher(client, jobs, {namespaces.begin(), namespaces.end()});
   watcher.Start();
+  MasterMetrics metrics;
+  MetricsServer metrics_server([&] {
+    absl::StatusOr<std::vector<QueueEntry>> queue = jobs.Queue("");
+    metrics.Update(jobs.Stats(), queue.ok() ? *queue : std::vector<QueueEntry>{});
+    return metrics.Serialize();
+  });
+  const std::string metrics_listen = Flag(argc, argv, "metrics-listen");
+  const std::pair<std::string, int> metrics_address =
+      metrics_listen.empty() ? std::pair<std::string, int>{"0.0.0.0", config->metrics_port}
+                             : SplitHostPort(metrics_listen);
+  if (absl::Status s = metrics_server.Start(metrics_address.first, metrics_address.second);
+      !s.ok()) {
+    return Fail("starting the metrics server", s);
+  }
   absl::StatusOr<std::unique_ptr<MasterServer>> server =
       MasterServer::Start(listen.empty() ? absl::StrCat("0.0.0.0:", config->port) : listen,
-                          config->tls, **store, jobs);
+                          config->tls, **store, jobs, &metrics);
   if (!server.ok()) return Fail("starting the gRPC server", server.status());
-  std::fprintf(stderr, "phalanx-master: serving on port %d\n", (*server)->port());
+  std::fprintf(stderr, "phalanx-master: serving on port %d, metrics on port %d\n",
+               (*server)->port(), metrics_server.port());
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   while (!g_stop) {

@@ -34,14 +34,19 @@ MasterServer::MasterServer(Store& store, JobManager& jobs)
 MasterServer::~MasterServer() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
-    const std::string& address, const std::optional<TlsConfig>& tls, Store& store,
-    JobManager& jobs) {
+    const std::string& address, const std::optional<TlsConfig>& tls, Store& store, JobManager& jobs,
+    MasterMetrics* metrics) {
   std::unique_ptr<MasterServer> s(new MasterServer(store, jobs));
   KUBE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(tls));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, credentials, &s->port_);
+  if (metrics != nullptr) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(metrics->InterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
   for (grpc::Service* service : std::initializer_list<grpc::Service*>{
            &s->auth_service_, &s->experiments_, &s->tasks_, &s->jobs_, &s->allocations_}) {
     builder.RegisterService(service);

@@ -11,6 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "master/config.h"
 #include "master/job_manager.h"
+#include "master/metrics.h"
 #include "master/services.h"
 #include "master/store.h"
 
@@ -18,11 +19,12 @@ namespace phalanx::master {
 
 class MasterServer {
  public:
-  // Listens on `address` ("0.0.0.0:8080"; port 0 picks a free one). `store` and `jobs` must
-  // outlive the server.
+  // Listens on `address` ("0.0.0.0:8080"; port 0 picks a free one). `store`, `jobs` and
+  // `metrics` (when given: every call is recorded there) must outlive the server.
   static absl::StatusOr<std::unique_ptr<MasterServer>> Start(const std::string& address,
                                                              const std::optional<TlsConfig>& tls,
-                                                             Store& store, JobManager& jobs);
+                                                             Store& store, JobManager& jobs,
+                                                             MasterMetrics* metrics = nullptr);
   ~MasterServer();
 
   int port() const { return port_; }

@@ -46,6 +46,7 @@ absl::Status JobManager::AckPreemption(const std::string& allocation_id) {
     return absl::FailedPreconditionError(absl::StrCat(allocation_id, " is not being preempted"));
   }
   a->rec.preempt_acked = true;
+  ++stats_.preemptions_acknowledged;
   KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
   return ReconcileDirtyLocked();
 }
@@ -75,6 +76,7 @@ void JobManager::Tick(absl::Time now) {
       expired.push_back(&a);
     }
   }
+  stats_.preemptions_timed_out += static_cast<int64_t>(expired.size());
   for (Alloc* a : expired) (void)TerminateLocked(*a);
   // Retries runs that could not start (API server errors) and finishes jobs.
   absl::StatusOr<std::pair<std::vector<JobRecord>, int>> active =

@@ -99,7 +99,8 @@ class ExtenderE2eTest : public ::testing::Test {
 
  private:
   std::string ExtenderGet(const std::string& path, long* code);
-  // Starts phalanx-extender with `args`; sets extender_ once it is ready, else `status` if it exited.
+  // Starts phalanx-extender with `args`; sets extender_ once it is ready, else `status` if it
+  // exited.
   void RunExtender(const std::vector<std::string>& args, int* status);
   // Creates a pod in the test namespace, retrying while its PriorityClass is not yet admitted.
   bool CreatePod(const std::string& json);

@@ -26,8 +26,8 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
   StartExtender(4);
   StartMaster(4);
 
-  const v1::Experiment asha = MustCreateExperiment(ExperimentYaml(
-      "asha", "{name: random, max_trials: 20, max_concurrent_trials: 20}", 1, 50));
+  const v1::Experiment asha = MustCreateExperiment(
+      ExperimentYaml("asha", "{name: random, max_trials: 20, max_concurrent_trials: 20}", 1, 50));
   ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(asha.job_id()).size() == 8; }));
   Settle();
   ShowQueue("1. priority-2 ASHA experiment, 20 one-slot trials: 8 run on all 8 GPUs");
@@ -47,7 +47,8 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
     EXPECT_EQ(PodEnv(next, "PHALANX_LATEST_CHECKPOINT"), "ckpt-" + v);
   }
 
-  const v1::Task notebook = LaunchTask(v1::TASK_TYPE_NOTEBOOK, "resources: {slots: 1, priority: 1}");
+  const v1::Task notebook =
+      LaunchTask(v1::TASK_TYPE_NOTEBOOK, "resources: {slots: 1, priority: 1}");
   Settle();
   ShowQueue("3. priority-3 notebook: waits behind the queued trials");
   EXPECT_TRUE(Gated(notebook.allocation_id())) << notebook.allocation_id();
@@ -64,9 +65,8 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
 
   for (const std::string& a : RunningAllocations(asha.job_id())) Complete(a);
   Complete(RunningAllocations(dist1.job_id()).at(0));
-  ASSERT_TRUE(WaitUntil([&] {
-    return Allocations(asha.job_id()).empty() && Allocations(dist1.job_id()).empty();
-  }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Allocations(asha.job_id()).empty() && Allocations(dist1.job_id()).empty(); }));
   Settle();
   ShowQueue("4. ASHA and dist-1 complete; the notebook keeps running");
   EXPECT_EQ(GetExperiment(asha.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);

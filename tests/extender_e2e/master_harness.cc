@@ -85,8 +85,9 @@ void MasterE2eTest::StartMaster(int max_slots_per_pod) {
     std::ofstream(config_path) << DbYaml(db_url_) << "max_slots_per_pod: " << max_slots_per_pod
                                << "\npreemption_timeout: 5m\nauth: {default_password: e2e}\n"
                                << "resource_pools:\n  - pool_name: gpu\n    kubernetes_namespace: "
-                               << ns_ << "\n    task_container_defaults: {gpu_pod_spec: "
-                               << pod_spec << ", cpu_pod_spec: " << pod_spec << "}\n";
+                               << ns_
+                               << "\n    task_container_defaults: {gpu_pod_spec: " << pod_spec
+                               << ", cpu_pod_spec: " << pod_spec << "}\n";
   }
   master_ = SpawnLogged(
       {PHALANX_MASTER_BINARY, "--config", config_path, "--listen", master_address_}, master_log_);
@@ -295,7 +296,8 @@ std::vector<std::string> MasterE2eTest::CheckpointVictims(const std::string& job
       if (Marked(a)) marked.push_back(a);
     }
     return marked.size() == expected;
-  })) << marked.size() << " of " << job_id << "'s allocations marked, want " << expected;
+  })) << marked.size()
+      << " of " << job_id << "'s allocations marked, want " << expected;
   for (const std::string& a : marked) {
     EXPECT_TRUE(PreemptionSignalled(a)) << a << " was marked but the master did not signal it";
     EXPECT_FALSE(GangPods(a).empty()) << a << "'s pods went before it checkpointed";

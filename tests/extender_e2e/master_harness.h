@@ -58,7 +58,8 @@ class MasterE2eTest : public ExtenderE2eTest {
   bool PreemptionSignalled(const std::string& allocation);
   void CheckpointAndAck(const std::string& allocation, const std::string& uuid);
   // Waits until `expected` allocations of the job are marked for preemption; each, signalled by
-  // the master, checkpoints and acknowledges while its pods still exist; then they go. Returns them.
+  // the master, checkpoints and acknowledges while its pods still exist; then they go. Returns
+  // them.
   std::vector<std::string> CheckpointVictims(const std::string& job_id, size_t expected);
   // The trial reports success and its containers exit.
   void Complete(const std::string& allocation);
