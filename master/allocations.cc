@@ -52,7 +52,8 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
 
 }  // namespace
 
-absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord trial) {
+absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord& job,
+                                                                TrialRecord trial) {
   trial.runs += 1;
   const std::string id = job.type == TaskType::kExperiment
                              ? absl::StrCat(job.job_id, "-trial-", trial.id, "-r", trial.runs)
@@ -61,27 +62,32 @@ absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord
   EnvironmentConfig env;
   absl::StatusOr<PodRequest> request = AllocationPods(config_, job, trial, id, token, env);
   if (!request.ok()) {
-    trial.state = RunState::kError;
-    KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
     return absl::Status(request.status().code(),
                         absl::StrCat("trial ", trial.id, ": ", request.status().message()));
   }
-  std::vector<nlohmann::json> pods = BuildPods(*request, config_);
-  Alloc a{.rec = {.id = id,
-                  .job_id = job.job_id,
-                  .trial_id = trial.id,
-                  .run = trial.runs,
-                  .ns = request->pool->ns,
-                  .pods = static_cast<int>(pods.size()),
-                  .token_hash = TokenHash(token)},
-          .slots_per_pod = job.slots / static_cast<int>(pods.size())};
-  for (const nlohmann::json& pod : pods) a.pod_names.push_back(pod["metadata"]["name"]);
-  KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
-  KUBE_RETURN_IF_ERROR(store_.InsertAllocation(a.rec));
-  Alloc& stored = allocs_[id] = std::move(a);
-  for (const nlohmann::json& pod : pods) {
+  Launch launch{.pods = BuildPods(*request, config_)};
+  launch.alloc = Alloc{.rec = {.id = id,
+                               .job_id = job.job_id,
+                               .trial_id = trial.id,
+                               .run = trial.runs,
+                               .ns = request->pool->ns,
+                               .pods = static_cast<int>(launch.pods.size()),
+                               .token_hash = TokenHash(token)},
+                       .slots_per_pod = job.slots / static_cast<int>(launch.pods.size())};
+  for (const nlohmann::json& pod : launch.pods) {
+    launch.alloc.pod_names.push_back(pod["metadata"]["name"]);
+  }
+  launch.run = {.trial = std::move(trial), .allocation = launch.alloc.rec};
+  return launch;
+}
+
+absl::Status JobManager::LaunchLocked(Launch launch) {
+  const std::string id = launch.alloc.rec.id;
+  Alloc& stored = allocs_[id] = std::move(launch.alloc);
+  for (const nlohmann::json& pod : launch.pods) {
     absl::Status s = pods_.CreatePod(pod);
     if (!s.ok() && !absl::IsAlreadyExists(s)) {
+      retry_jobs_.insert(stored.rec.job_id);
       // Undo: the trial stays ACTIVE and a later Reconcile (Tick) starts a new run.
       absl::Status undo = TerminateLocked(stored);
       return absl::Status(s.code(), absl::StrCat("creating pods of ", id, ": ", s.message(),
@@ -89,6 +95,18 @@ absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord trial) {
+  absl::StatusOr<Launch> launch = PrepareRunLocked(job, trial);
+  if (!launch.ok()) {
+    trial.runs += 1;
+    trial.state = RunState::kError;
+    KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
+    return launch.status();
+  }
+  KUBE_RETURN_IF_ERROR(store_.StartRun(launch->run));
+  return LaunchLocked(*std::move(launch));
 }
 
 absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
@@ -194,9 +212,12 @@ ManagerStats JobManager::Stats() {
 }
 
 std::vector<JobManager::Alloc*> JobManager::AllocsOfJobLocked(const std::string& job_id) {
+  // Allocation ids start with "<job id>-" and allocs_ is ordered by id.
+  const std::string prefix = job_id + "-";
   std::vector<Alloc*> out;
-  for (auto& [id, a] : allocs_) {
-    if (a.rec.job_id == job_id) out.push_back(&a);
+  for (auto it = allocs_.lower_bound(prefix);
+       it != allocs_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    if (it->second.rec.job_id == job_id) out.push_back(&it->second);
   }
   return out;
 }

@@ -97,12 +97,37 @@ absl::StatusOr<JobRecord> JobManager::LaunchTask(TaskType type, const std::strin
 }
 
 absl::StatusOr<JobRecord> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials) {
-  KUBE_ASSIGN_OR_RETURN(trials, store_.InsertJob(job, std::move(trials)));
-  // The job is stored (acknowledged); pods that fail to start now are retried by Reconcile.
-  if (absl::Status s = ReconcileLocked(job.job_id); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(job.job_id, " was submitted but ", s.message()));
+  // The job, its trials and their first runs are stored in one commit; then the pods start. A run
+  // that cannot be built here is left to Reconcile (Tick), which records why.
+  std::vector<Launch> launches;
+  const Store::FirstRuns first_runs = [&](const std::vector<TrialRecord>& stored) {
+    launches.clear();
+    std::vector<StartedRun> runs;
+    const int cap = ConcurrencyCap(job, config_);
+    for (const TrialRecord& t : stored) {
+      if (static_cast<int>(launches.size()) >= cap) break;
+      absl::StatusOr<Launch> launch = PrepareRunLocked(job, t);
+      if (!launch.ok()) {
+        retry_jobs_.insert(job.job_id);  // Reconcile records why.
+        continue;
+      }
+      runs.push_back(launch->run);
+      launches.push_back(*std::move(launch));
+    }
+    return runs;
+  };
+  KUBE_ASSIGN_OR_RETURN(trials,
+                        store_.InsertJob(job, std::move(trials),
+                                         job.state == RunState::kActive ? first_runs : nullptr));
+  KUBE_ASSIGN_OR_RETURN(job, store_.GetJob(job.job_id));
+  if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
+  for (Launch& launch : launches) {
+    if (absl::Status s = LaunchLocked(std::move(launch)); !s.ok()) {
+      retry_jobs_.insert(job.job_id);
+      return absl::Status(s.code(), absl::StrCat(job.job_id, " was submitted but ", s.message()));
+    }
   }
-  return store_.GetJob(job.job_id);
+  return job;
 }
 
 absl::StatusOr<JobView> JobManager::GetJob(const std::string& job_id) {
@@ -144,7 +169,7 @@ absl::Status JobManager::Pause(const std::string& job_id) {
                                                       "s are not preemptible)"));
   }
   job.state = RunState::kPaused;
-  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   return ReconcileLocked(job_id);
 }
 
@@ -152,7 +177,7 @@ absl::Status JobManager::Activate(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kActive;
-  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
   for (const TrialRecord& t : trials) {
     if (t.state == RunState::kPaused)
@@ -165,7 +190,7 @@ absl::Status JobManager::Kill(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kCanceled;
-  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
   for (const TrialRecord& t : trials) {
     if (!IsTerminal(t.state)) KUBE_RETURN_IF_ERROR(SetTrialStateLocked(t.id, RunState::kCanceled));
@@ -189,7 +214,7 @@ absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
     }
   }
   job.priority = priority;
-  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   // Pod priority is immutable: queued gangs are replaced by gangs of the new priority. Scheduled
   // experiment gangs keep running and pick it up on their next run.
   for (Alloc* a : allocs) {
@@ -215,12 +240,18 @@ absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::s
     }
   }
   job.resource_pool = target->name;
-  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   for (Alloc* a : allocs) KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
   return ReconcileLocked(job_id);
 }
 
 absl::Status JobManager::ReconcileLocked(const std::string& job_id) {
+  absl::Status s = ReconcileOnceLocked(job_id);
+  if (!s.ok() && !absl::IsNotFound(s)) retry_jobs_.insert(job_id);
+  return s;
+}
+
+absl::Status JobManager::ReconcileOnceLocked(const std::string& job_id) {
   KUBE_ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(job_id));
   if (job.state != RunState::kActive) return StopAllocationsLocked(job);
   KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
@@ -238,7 +269,17 @@ absl::Status JobManager::ReconcileLocked(const std::string& job_id) {
   }
   if (!all_done || open > 0) return absl::OkStatus();
   job.state = FinalState(trials);
-  return store_.UpdateJob(job);
+  return UpdateJobLocked(job);
+}
+
+absl::Status JobManager::UpdateJobLocked(const JobRecord& job) {
+  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  if (job.state == RunState::kActive) {
+    active_jobs_[job.job_id] = job;
+  } else {
+    active_jobs_.erase(job.job_id);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status JobManager::StopAllocationsLocked(const JobRecord& job) {

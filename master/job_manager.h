@@ -30,7 +30,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -129,15 +128,32 @@ class JobManager {
   // job_manager.cc
   absl::StatusOr<JobRecord> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ReconcileOnceLocked; a job it fails for is tried again at the next Tick.
   absl::Status ReconcileLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReconcileOnceLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StopAllocationsLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // store_.UpdateJob, keeping active_jobs_ in step.
+  absl::Status UpdateJobLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobRecord> GetActiveJobLocked(const std::string& job_id, bool allow_paused)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // job_queue.cc
   absl::StatusOr<std::vector<QueueEntry>> QueueLocked(const std::string& pool)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  QueueEntry EntryLocked(JobRecord job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  QueueEntry EntryLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A run ready to start: what the store records, then the allocation and pods to create.
+  struct Launch {
+    StartedRun run;
+    Alloc alloc;
+    std::vector<nlohmann::json> pods;
+  };
+
   // allocations.cc
+  // Builds the next run of `trial` (no I/O).
+  absl::StatusOr<Launch> PrepareRunLocked(const JobRecord& job, TrialRecord trial)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens the stored run's allocation and creates its pods.
+  absl::Status LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Prepare, store, launch; a trial whose run cannot be built is in ERROR.
   absl::Status StartAllocationLocked(const JobRecord& job, TrialRecord trial)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RequestPreemptionLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -158,9 +174,14 @@ class JobManager {
   Store& store_;
   PodClient& pods_;
   absl::Mutex mu_;
-  // Open allocations by id (node map: Alloc pointers stay valid across inserts).
-  absl::node_hash_map<std::string, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
+  // Open allocations by id, ordered so that a job's are adjacent (AllocsOfJobLocked); Alloc
+  // pointers stay valid across inserts.
+  std::map<std::string, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> dirty_jobs_ ABSL_GUARDED_BY(mu_);
+  // Jobs whose last Reconcile or submission could not start every run: Tick tries them again.
+  absl::flat_hash_set<std::string> retry_jobs_ ABSL_GUARDED_BY(mu_);
+  // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.
+  std::map<std::string, JobRecord> active_jobs_ ABSL_GUARDED_BY(mu_);
   ManagerStats stats_ ABSL_GUARDED_BY(mu_);  // open_allocations is filled in by Stats().
 };
 

@@ -25,11 +25,6 @@ core::Gang GangOf(const JobRecord& job) {
   return g;
 }
 
-bool QueueBefore(const QueueEntry& a, const QueueEntry& b) {
-  if (a.job.resource_pool != b.job.resource_pool) return a.job.resource_pool < b.job.resource_pool;
-  return preemption::QueueLess(GangOf(a.job), GangOf(b.job));
-}
-
 // The position as the label carries it, so that the store and the pods agree.
 double Rounded(double position) {
   double v = position;
@@ -39,8 +34,8 @@ double Rounded(double position) {
 
 }  // namespace
 
-QueueEntry JobManager::EntryLocked(JobRecord job) {
-  QueueEntry e{.job = std::move(job)};
+QueueEntry JobManager::EntryLocked(const JobRecord& job) {
+  QueueEntry e{.job = job};
   std::vector<Alloc*> allocs = AllocsOfJobLocked(e.job.job_id);
   bool queued = allocs.empty(), backfilled = false;
   for (Alloc* a : allocs) {
@@ -66,12 +61,20 @@ absl::StatusOr<std::vector<QueueEntry>> JobManager::Queue(const std::string& poo
 }
 
 absl::StatusOr<std::vector<QueueEntry>> JobManager::QueueLocked(const std::string& pool) {
-  KUBE_ASSIGN_OR_RETURN(
-      auto jobs,
-      store_.ListJobs({.states = {RunState::kActive}, .resource_pool = pool, .limit = 100000}));
+  // Pools by name, then the extender's queue order, compared on gangs built once per job.
+  std::vector<std::pair<core::Gang, const JobRecord*>> order;
+  for (const auto& [id, job] : active_jobs_) {
+    if (pool.empty() || job.resource_pool == pool) order.emplace_back(GangOf(job), &job);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    if (a.second->resource_pool != b.second->resource_pool) {
+      return a.second->resource_pool < b.second->resource_pool;
+    }
+    return preemption::QueueLess(a.first, b.first);
+  });
   std::vector<QueueEntry> out;
-  for (JobRecord& job : jobs.first) out.push_back(EntryLocked(std::move(job)));
-  std::sort(out.begin(), out.end(), QueueBefore);
+  out.reserve(order.size());
+  for (const auto& [gang, job] : order) out.push_back(EntryLocked(*job));
   int position = 0, queued_ahead = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     if (i > 0 && out[i].job.resource_pool != out[i - 1].job.resource_pool) {
@@ -115,7 +118,7 @@ absl::Status JobManager::Move(const std::string& job_id, const std::string& anch
       (neighbour != nullptr && job.queue_position == neighbour->queue_position)) {
     return absl::FailedPreconditionError("no room between those queue positions");
   }
-  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   const std::string label = FormatQueuePosition(job.queue_position);
   for (Alloc* a : AllocsOfJobLocked(job_id)) {
     for (const std::string& name : a->pod_names) {

@@ -32,18 +32,17 @@ grpc::Status JobServiceImpl::GetJobs(grpc::ServerContext* ctx, const v1::GetJobs
   if (!user.ok()) return ToGrpcStatus(user.status());
   absl::StatusOr<std::vector<QueueEntry>> queue = jobs_.Queue(req->resource_pool());
   if (!queue.ok()) return ToGrpcStatus(queue.status());
-  std::vector<v1::Job> matching;
+  std::vector<const QueueEntry*> matching;
+  const auto& states = req->states();
   for (const QueueEntry& e : *queue) {
-    v1::Job job;
-    ToProto(e, &job);
-    const auto& states = req->states();
-    if (states.empty() || std::find(states.begin(), states.end(), job.state()) != states.end()) {
-      matching.push_back(std::move(job));
+    if (states.empty() ||
+        std::find(states.begin(), states.end(), ToProto(e.state)) != states.end()) {
+      matching.push_back(&e);
     }
   }
   const int offset = std::max(0, req->offset()), limit = PageLimit(req->limit());
   for (int i = offset; i < static_cast<int>(matching.size()) && i < offset + limit; ++i) {
-    *resp->add_jobs() = std::move(matching[i]);
+    ToProto(*matching[i], resp->add_jobs());
   }
   resp->mutable_pagination()->set_offset(offset);
   resp->mutable_pagination()->set_limit(limit);

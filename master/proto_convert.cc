@@ -132,6 +132,12 @@ void ToProto(const JobView& task, v1::Task* out) {
   }
 }
 
+v1::JobState ToProto(QueueState s) {
+  return s == QueueState::kQueued      ? v1::JOB_STATE_QUEUED
+         : s == QueueState::kScheduled ? v1::JOB_STATE_SCHEDULED
+                                       : v1::JOB_STATE_SCHEDULED_BACKFILLED;
+}
+
 void ToProto(const QueueEntry& e, v1::Job* out) {
   out->set_job_id(e.job.job_id);
   out->set_type(ToProto(e.job.type));
@@ -145,9 +151,7 @@ void ToProto(const QueueEntry& e, v1::Job* out) {
   out->set_queue_position(e.job.queue_position);
   out->set_position(e.position);
   out->set_jobs_ahead(e.jobs_ahead);
-  out->set_state(e.state == QueueState::kQueued      ? v1::JOB_STATE_QUEUED
-                 : e.state == QueueState::kScheduled ? v1::JOB_STATE_SCHEDULED
-                                                     : v1::JOB_STATE_SCHEDULED_BACKFILLED);
+  out->set_state(ToProto(e.state));
   out->set_requested_slots(e.requested_slots);
   out->set_allocated_slots(e.allocated_slots);
   out->set_preemptible(e.job.type == TaskType::kExperiment);

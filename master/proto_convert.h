@@ -37,6 +37,7 @@ void ToProto(const JobRecord& job, v1::Experiment* out, int num_trials);
 void ToProto(const TrialView& trial, int64_t experiment_id, v1::Trial* out);
 // A task's view: the job and its one trial.
 void ToProto(const JobView& task, v1::Task* out);
+v1::JobState ToProto(QueueState state);
 void ToProto(const QueueEntry& entry, v1::Job* out);
 
 }  // namespace phalanx::master

@@ -113,11 +113,24 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& url) {
 }
 
 absl::Status Store::Transact(const std::function<absl::Status(pqxx::transaction_base&)>& fn) {
+  return Run(fn, /*write=*/true);
+}
+
+absl::Status Store::Read(const std::function<absl::Status(pqxx::transaction_base&)>& fn) {
+  return Run(fn, /*write=*/false);
+}
+
+absl::Status Store::Run(const std::function<absl::Status(pqxx::transaction_base&)>& fn,
+                        bool write) {
   std::lock_guard<std::mutex> lock(mu_);
   for (int attempt = 0;; ++attempt) {
     const bool last = attempt >= 1;
     try {
       if (conn_ == nullptr || !conn_->conn.is_open()) conn_ = std::make_unique<Connection>(url_);
+      if (!write) {
+        pqxx::nontransaction tx(conn_->conn);
+        return fn(tx);
+      }
       pqxx::work tx(conn_->conn);
       absl::Status status = fn(tx);
       if (!status.ok()) return status;  // The transaction aborts.
@@ -189,7 +202,7 @@ absl::Status Store::EnsureUser(const std::string& username, const std::string& p
 
 absl::StatusOr<StoredUser> Store::FindUser(const std::string& username) {
   StoredUser out;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r = tx.exec_params(
         "SELECT id, username, admin, password_hash FROM users WHERE username = $1", username);
     if (r.empty()) return absl::NotFoundError(absl::StrCat("no user \"", username, "\""));
@@ -213,7 +226,7 @@ absl::Status Store::AddToken(const std::string& token_hash, int64_t user_id, abs
 
 absl::StatusOr<User> Store::UserForToken(const std::string& token_hash) {
   User user;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r = tx.exec_params(
         "SELECT u.id, u.username, u.admin FROM user_tokens t JOIN users u ON u.id = t.user_id "
         "WHERE t.token_hash = $1 AND t.expires_at > now()",

@@ -28,6 +28,12 @@ class transaction_base;
 
 namespace phalanx::master {
 
+// A trial's next run: the trial with its new run count and state, and the allocation that runs it.
+struct StartedRun {
+  TrialRecord trial;
+  AllocationRecord allocation;
+};
+
 struct StoredUser {
   User user;
   std::string password_hash;
@@ -56,9 +62,13 @@ class Store {
 
   // Jobs. NextJobNumber draws from one sequence for experiments and one for tasks.
   absl::StatusOr<int64_t> NextJobNumber(TaskType type);
-  // Stores the job and its trials in one transaction; returns the trials with their ids.
+  // Given the stored trials (with ids), the runs to start with them; no I/O.
+  using FirstRuns = std::function<std::vector<StartedRun>(const std::vector<TrialRecord>&)>;
+  // Stores the job, its trials and the runs `first_runs` prepares in one transaction (one commit
+  // for a whole submission); returns the trials with their ids.
   absl::StatusOr<std::vector<TrialRecord>> InsertJob(const JobRecord& job,
-                                                     std::vector<TrialRecord> trials);
+                                                     std::vector<TrialRecord> trials,
+                                                     const FirstRuns& first_runs = nullptr);
   absl::StatusOr<JobRecord> GetJob(const std::string& job_id);
   // Newest first; the second member is the count before paging.
   absl::StatusOr<std::pair<std::vector<JobRecord>, int>> ListJobs(const JobFilter& filter);
@@ -73,7 +83,9 @@ class Store {
   absl::Status AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
                              const std::string& uuid, int64_t steps_completed);
 
-  absl::Status InsertAllocation(const AllocationRecord& allocation);
+  // Stores the trial's new run count and state and inserts the run's allocation, in one
+  // transaction.
+  absl::Status StartRun(const StartedRun& run);
   absl::StatusOr<AllocationRecord> GetAllocation(const std::string& id);
   // Writes state, preempt_requested, preempt_acked and preempt time.
   absl::Status UpdateAllocation(const AllocationRecord& allocation);
@@ -85,6 +97,10 @@ class Store {
 
   // Runs `fn` in a transaction and commits when it returns OK (see the class comment for retries).
   absl::Status Transact(const std::function<absl::Status(pqxx::transaction_base&)>& fn);
+  // Runs `fn` without a transaction (each statement sees its own snapshot): one round trip a
+  // statement, for reads.
+  absl::Status Read(const std::function<absl::Status(pqxx::transaction_base&)>& fn);
+  absl::Status Run(const std::function<absl::Status(pqxx::transaction_base&)>& fn, bool write);
   absl::Status Migrate();
 
   struct Connection;  // A pqxx::connection (a typedef, so not forward-declarable).

@@ -65,6 +65,21 @@ AllocationRecord AllocationFromRow(const pqxx::row& row) {
 }
 
 // WHERE clause (with $n parameters appended to `params`) for `filter`.
+void WriteTrial(pqxx::transaction_base& tx, const TrialRecord& t) {
+  tx.exec_params(
+      "UPDATE trials SET state = $2, runs = $3, latest_checkpoint = $4, steps_completed = $5 "
+      "WHERE id = $1",
+      t.id, std::string(RunStateName(t.state)), t.runs, t.latest_checkpoint, t.steps_completed);
+}
+
+void WriteAllocation(pqxx::transaction_base& tx, const AllocationRecord& a) {
+  tx.exec_params(
+      "INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, token_hash) "
+      "VALUES ($1, $2, NULLIF($3, 0), $4, $5, $6, $7, $8)",
+      a.id, a.job_id, a.trial_id.value_or(0), a.run, std::string(AllocStateName(a.state)), a.ns,
+      a.pods, a.token_hash);
+}
+
 std::string JobWhere(const JobFilter& f, std::vector<std::string>& params) {
   std::vector<std::string> clauses = {"true"};
   auto param = [&](std::string v) {
@@ -95,7 +110,7 @@ std::string JobWhere(const JobFilter& f, std::vector<std::string>& params) {
 
 absl::StatusOr<int64_t> Store::NextJobNumber(TaskType type) {
   int64_t n = 0;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     const char* seq = type == TaskType::kExperiment ? "experiment_numbers" : "task_numbers";
     n = tx.exec1(absl::StrCat("SELECT nextval('", seq, "')"))[0].as<int64_t>();
     return absl::OkStatus();
@@ -105,7 +120,8 @@ absl::StatusOr<int64_t> Store::NextJobNumber(TaskType type) {
 }
 
 absl::StatusOr<std::vector<TrialRecord>> Store::InsertJob(const JobRecord& job,
-                                                          std::vector<TrialRecord> trials) {
+                                                          std::vector<TrialRecord> trials,
+                                                          const FirstRuns& first_runs) {
   absl::Status s = Transact([&](pqxx::transaction_base& tx) {
     tx.exec_params(
         "INSERT INTO jobs (job_id, type, name, username, resource_pool, priority, queue_position, "
@@ -121,6 +137,11 @@ absl::StatusOr<std::vector<TrialRecord>> Store::InsertJob(const JobRecord& job,
                    t.job_id, t.hparams, std::string(RunStateName(t.state)))[0]
                  .as<int64_t>();
     }
+    if (first_runs == nullptr) return absl::OkStatus();
+    for (const StartedRun& run : first_runs(trials)) {
+      WriteTrial(tx, run.trial);
+      WriteAllocation(tx, run.allocation);
+    }
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
@@ -129,7 +150,7 @@ absl::StatusOr<std::vector<TrialRecord>> Store::InsertJob(const JobRecord& job,
 
 absl::StatusOr<JobRecord> Store::GetJob(const std::string& job_id) {
   JobRecord job;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r = tx.exec_params(
         absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE job_id = $1"), job_id);
     if (r.empty()) return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
@@ -142,7 +163,7 @@ absl::StatusOr<JobRecord> Store::GetJob(const std::string& job_id) {
 
 absl::StatusOr<std::pair<std::vector<JobRecord>, int>> Store::ListJobs(const JobFilter& filter) {
   std::pair<std::vector<JobRecord>, int> out;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     std::vector<std::string> params;
     const std::string where = JobWhere(filter, params);
     out.second = tx.exec_params1(absl::StrCat("SELECT count(*) FROM jobs WHERE ", where),
@@ -173,7 +194,7 @@ absl::Status Store::UpdateJob(const JobRecord& job) {
 
 absl::StatusOr<std::vector<TrialRecord>> Store::ListTrials(const std::string& job_id) {
   std::vector<TrialRecord> out;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r = tx.exec_params(
         absl::StrCat("SELECT ", kTrialColumns, " FROM trials WHERE job_id = $1 ORDER BY id"),
         job_id);
@@ -186,7 +207,7 @@ absl::StatusOr<std::vector<TrialRecord>> Store::ListTrials(const std::string& jo
 
 absl::StatusOr<TrialRecord> Store::GetTrial(int64_t id) {
   TrialRecord trial;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r =
         tx.exec_params(absl::StrCat("SELECT ", kTrialColumns, " FROM trials WHERE id = $1"), id);
     if (r.empty()) return absl::NotFoundError(absl::StrCat("no trial ", id));
@@ -199,10 +220,15 @@ absl::StatusOr<TrialRecord> Store::GetTrial(int64_t id) {
 
 absl::Status Store::UpdateTrial(const TrialRecord& t) {
   return Transact([&](pqxx::transaction_base& tx) {
-    tx.exec_params(
-        "UPDATE trials SET state = $2, runs = $3, latest_checkpoint = $4, steps_completed = $5 "
-        "WHERE id = $1",
-        t.id, std::string(RunStateName(t.state)), t.runs, t.latest_checkpoint, t.steps_completed);
+    WriteTrial(tx, t);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::StartRun(const StartedRun& run) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    WriteTrial(tx, run.trial);
+    WriteAllocation(tx, run.allocation);
     return absl::OkStatus();
   });
 }
@@ -220,20 +246,9 @@ absl::Status Store::AddCheckpoint(const std::string& allocation_id, int64_t tria
   });
 }
 
-absl::Status Store::InsertAllocation(const AllocationRecord& a) {
-  return Transact([&](pqxx::transaction_base& tx) {
-    tx.exec_params(
-        "INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, token_hash) "
-        "VALUES ($1, $2, NULLIF($3, 0), $4, $5, $6, $7, $8)",
-        a.id, a.job_id, a.trial_id.value_or(0), a.run, std::string(AllocStateName(a.state)), a.ns,
-        a.pods, a.token_hash);
-    return absl::OkStatus();
-  });
-}
-
 absl::StatusOr<AllocationRecord> Store::GetAllocation(const std::string& id) {
   AllocationRecord a;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r = tx.exec_params(
         absl::StrCat("SELECT ", kAllocationColumns, " FROM allocations WHERE id = $1"), id);
     if (r.empty()) return absl::NotFoundError(absl::StrCat("no allocation \"", id, "\""));
@@ -256,7 +271,7 @@ absl::Status Store::UpdateAllocation(const AllocationRecord& a) {
 
 absl::StatusOr<std::vector<AllocationRecord>> Store::ListOpenAllocations() {
   std::vector<AllocationRecord> out;
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r = tx.exec(absl::StrCat("SELECT ", kAllocationColumns,
                                           " FROM allocations WHERE state <> 'TERMINATED' "
                                           "ORDER BY created_at, id"));

@@ -78,12 +78,9 @@ void JobManager::Tick(absl::Time now) {
   }
   stats_.preemptions_timed_out += static_cast<int64_t>(expired.size());
   for (Alloc* a : expired) (void)TerminateLocked(*a);
-  // Retries runs that could not start (API server errors) and finishes jobs.
-  absl::StatusOr<std::pair<std::vector<JobRecord>, int>> active =
-      store_.ListJobs({.states = {RunState::kActive}, .limit = 100000});
-  if (active.ok()) {
-    for (const JobRecord& job : active->first) dirty_jobs_.insert(job.job_id);
-  }
+  // Retries runs that could not start (API server or database errors).
+  dirty_jobs_.merge(retry_jobs_);
+  retry_jobs_.clear();
   (void)ReconcileDirtyLocked();
 }
 
@@ -126,7 +123,10 @@ absl::Status JobManager::Recover() {
   absl::StatusOr<std::pair<std::vector<JobRecord>, int>> jobs =
       store_.ListJobs({.states = {RunState::kActive, RunState::kPaused}, .limit = 100000});
   if (!jobs.ok()) return jobs.status();
-  for (const JobRecord& job : jobs->first) dirty_jobs_.insert(job.job_id);
+  for (const JobRecord& job : jobs->first) {
+    if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
+    dirty_jobs_.insert(job.job_id);
+  }
   return ReconcileDirtyLocked();
 }
 

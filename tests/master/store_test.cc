@@ -113,8 +113,10 @@ TEST_F(StoreTest, AllocationsAndCheckpoints) {
                      .ns = "default",
                      .pods = 2,
                      .token_hash = "h"};
-  ASSERT_TRUE(store_->InsertAllocation(a).ok());
-  ASSERT_TRUE(store_->InsertAllocation({.id = "cmd-1-r1", .job_id = "exp-1", .ns = "x"}).ok());
+  TrialRecord run = trials[0];
+  run.runs = 1;
+  ASSERT_TRUE(store_->StartRun({.trial = run, .allocation = a}).ok());
+  EXPECT_EQ(store_->GetTrial(run.id)->runs, 1);
   a.state = AllocState::kPreempting;
   a.preempt_requested = true;
   ASSERT_TRUE(store_->UpdateAllocation(a).ok());
@@ -122,11 +124,10 @@ TEST_F(StoreTest, AllocationsAndCheckpoints) {
   EXPECT_EQ(got.state, AllocState::kPreempting);
   EXPECT_EQ(got.trial_id, trials[0].id);
   EXPECT_TRUE(got.preempt_ms.has_value());
-  EXPECT_FALSE(store_->GetAllocation("cmd-1-r1")->trial_id.has_value());
-  EXPECT_EQ(store_->ListOpenAllocations()->size(), 2u);
+  EXPECT_EQ(store_->ListOpenAllocations()->size(), 1u);
   a.state = AllocState::kTerminated;
   ASSERT_TRUE(store_->UpdateAllocation(a).ok());
-  EXPECT_EQ(store_->ListOpenAllocations()->size(), 1u);
+  EXPECT_TRUE(store_->ListOpenAllocations()->empty());
 
   ASSERT_TRUE(store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 100).ok());
   TrialRecord trial = *store_->GetTrial(trials[0].id);
@@ -154,6 +155,28 @@ TEST(StoreRestartTest, ReconnectsAfterTheDatabaseRestarts) {
   absl::StatusOr<JobRecord> job = (*store)->GetJob("cmd-1");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->type, TaskType::kCommand);
+}
+
+// A submission's first runs are stored with the job in the same transaction, or not at all.
+TEST_F(StoreTest, InsertJobStoresFirstRunsInTheSameTransaction) {
+  auto first_run = [](const std::vector<TrialRecord>& trials) {
+    TrialRecord t = trials[0];
+    t.runs = 1;
+    return std::vector<StartedRun>{
+        {.trial = t,
+         .allocation = {.id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = t.id, .ns = "d"}}};
+  };
+  auto trials =
+      store_->InsertJob(Job("exp-1", TaskType::kExperiment, "gpu"), {{.hparams = "{}"}}, first_run);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  EXPECT_EQ(store_->GetTrial((*trials)[0].id)->runs, 1);
+  EXPECT_EQ(store_->GetAllocation("exp-1-trial-1-r1")->trial_id, (*trials)[0].id);
+
+  // The run's allocation id is taken: the whole submission of exp-2 rolls back.
+  auto clash =
+      store_->InsertJob(Job("exp-2", TaskType::kExperiment, "gpu"), {{.hparams = "{}"}}, first_run);
+  EXPECT_TRUE(absl::IsAlreadyExists(clash.status())) << clash.status();
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJob("exp-2").status()));
 }
 
 }  // namespace

@@ -1,0 +1,191 @@
+// phalanx-master against raw Postgres, side by side in one run, on a durable Postgres
+// (scripts/pg-temp with PG_TEMP_DURABLE=1: fsync and synchronous_commit on, so a commit is on disk
+// when it returns):
+//  1. CreateExperiment over gRPC, one client, one call at a time: parse the config, store the job
+//     and its trial, store its first allocation, create its gated pod (an in-memory PodClient: the
+//     Kubernetes API is not what is measured) and answer. An answer means the experiment is
+//     committed. The floor: INSERT of a row as large as the config plus COMMIT on a plain libpqxx
+//     connection. Rounds alternate between the two; the ratio is of total rates.
+//  2. GetJobs service time (p50, p99) with --queued jobs in the queue: the first page (100 jobs)
+//     and a page of 1000.
+// Usage: build/bench/master_bench [--ops 300] [--rounds 3] [--queued 10000]
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
+#include "master/job_manager.h"
+#include "master/server.h"
+#include "master/services.h"
+#include "master/store.h"
+#include "phalanx/v1/auth.grpc.pb.h"
+#include "phalanx/v1/experiment.grpc.pb.h"
+#include "phalanx/v1/job.grpc.pb.h"
+#include "pqxx/pqxx"
+#include "tests/master/fake_pod_client.h"
+
+namespace phalanx::master {
+namespace {
+
+constexpr char kConfig[] =
+    "name: bench\nsearcher: {name: single}\n"
+    "hyperparameters: {lr: 0.01, layers: 4}\nresources: {slots_per_trial: 1, priority: 50}\n";
+
+int Flag(int argc, char** argv, const std::string& name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    int v = 0;
+    if (argv[i] == "--" + name && absl::SimpleAtoi(argv[i + 1], &v)) return v;
+  }
+  return fallback;
+}
+
+// A durable Postgres in a temp dir for the life of the bench.
+class DurablePostgres {
+ public:
+  DurablePostgres() {
+    char tmpl[] = "/tmp/phalanx-bench-pg-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    if (std::system(
+            absl::StrCat("PG_TEMP_DURABLE=1 ", PHALANX_PG_TEMP, " up --dir ", dir_, " >/dev/null")
+                .c_str()) != 0) {
+      std::fprintf(stderr, "master_bench: scripts/pg-temp up failed\n");
+      std::exit(1);
+    }
+    std::ifstream env(dir_ + "/env");
+    const std::string key = "export PHALANX_TEST_PG_URL=";
+    for (std::string line; std::getline(env, line);) {
+      if (line.rfind(key, 0) == 0) url_ = line.substr(key.size());
+    }
+  }
+  ~DurablePostgres() {
+    std::system(absl::StrCat(PHALANX_PG_TEMP, " down --dir ", dir_, " >/dev/null").c_str());
+  }
+  // A new database's URL.
+  std::string Database(const std::string& name) {
+    pqxx::connection conn(url_);
+    pqxx::nontransaction(conn).exec("CREATE DATABASE " + name);
+    return url_.substr(0, url_.rfind('/') + 1) + name;
+  }
+
+ private:
+  std::string dir_, url_;
+};
+
+double RawInsertRate(pqxx::connection& conn, int ops) {
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < ops; ++i) {
+    pqxx::work tx(conn);
+    tx.exec_params("INSERT INTO raw_jobs (job_id, config, state) VALUES ($1, $2, 'ACTIVE')",
+                   absl::StrCat("exp-", i), kConfig);
+    tx.commit();
+  }
+  return ops / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+double CreateExperimentRate(v1::ExperimentService::Stub& stub, const std::string& token, int ops) {
+  v1::CreateExperimentRequest req;
+  req.set_config(kConfig);
+  req.set_activate(true);
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < ops; ++i) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token);
+    v1::CreateExperimentResponse resp;
+    grpc::Status s = stub.CreateExperiment(&ctx, req, &resp);
+    if (!s.ok()) {
+      std::fprintf(stderr, "CreateExperiment: %s\n", s.error_message().c_str());
+      std::exit(1);
+    }
+  }
+  return ops / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+// p50 and p99 in ms of `calls` GetJobs with `limit`.
+std::pair<double, double> GetJobsLatency(v1::JobService::Stub& stub, const std::string& token,
+                                         int limit, int calls, int* returned) {
+  std::vector<double> ms;
+  for (int i = 0; i < calls; ++i) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token);
+    v1::GetJobsRequest req;
+    req.set_limit(limit);
+    v1::GetJobsResponse resp;
+    const absl::Time start = absl::Now();
+    if (!stub.GetJobs(&ctx, req, &resp).ok()) std::exit(1);
+    ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    *returned = resp.jobs_size();
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms[ms.size() * 99 / 100]};
+}
+
+int Run(int argc, char** argv) {
+  const int ops = Flag(argc, argv, "ops", 300), rounds = Flag(argc, argv, "rounds", 3);
+  const int queued = Flag(argc, argv, "queued", 10000);
+  DurablePostgres pg;
+  pqxx::connection raw(pg.Database("raw"));
+  pqxx::nontransaction(raw).exec(
+      "CREATE TABLE raw_jobs (id BIGSERIAL PRIMARY KEY, job_id TEXT NOT NULL, config TEXT NOT "
+      "NULL, state TEXT NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now())");
+
+  std::unique_ptr<Store> store = *Store::Open(pg.Database("master"));
+  if (!EnsureBuiltinUsers(*store, "pw").ok()) return 1;
+  absl::StatusOr<MasterConfig> config = ParseMasterConfig(
+      "max_slots_per_pod: 8\nresource_pools: [{pool_name: gpu, kubernetes_namespace: gpu}]\n");
+  testing::FakePodClient pods;
+  JobManager jobs(*config, *store, pods);
+  std::unique_ptr<MasterServer> server =
+      *MasterServer::Start("127.0.0.1:0", std::nullopt, *store, jobs);
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()),
+                                     grpc::InsecureChannelCredentials());
+  grpc::ClientContext login_ctx;
+  v1::LoginRequest login;
+  login.set_username("admin");
+  login.set_password("pw");
+  v1::LoginResponse session;
+  if (!v1::AuthService::NewStub(channel)->Login(&login_ctx, login, &session).ok()) return 1;
+  auto experiments = v1::ExperimentService::NewStub(channel);
+
+  char host[256] = "";
+  gethostname(host, sizeof host);
+  std::printf("machine: %s, %ld cores; Postgres 15 (pg-temp, fsync on); %d ops x %d rounds\n", host,
+              sysconf(_SC_NPROCESSORS_ONLN), ops, rounds);
+  std::printf("%-8s %16s %22s %8s\n", "round", "raw insert/s", "CreateExperiment/s", "ratio");
+  double raw_total = 0, master_total = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const double raw_rate = RawInsertRate(raw, ops);
+    const double master_rate = CreateExperimentRate(*experiments, session.token(), ops);
+    raw_total += raw_rate;
+    master_total += master_rate;
+    std::printf("%-8d %16.0f %22.0f %8.2f\n", r + 1, raw_rate, master_rate, master_rate / raw_rate);
+  }
+  std::printf("%-8s %16.0f %22.0f %8.2f   (target >= 0.5)\n\n", "mean", raw_total / rounds,
+              master_total / rounds, master_total / raw_total);
+
+  const User admin = store->FindUser("admin")->user;
+  for (int n = ops * rounds; n < queued; ++n) {
+    if (!jobs.CreateExperiment(kConfig, admin, true).ok()) return 1;
+  }
+  auto queue = v1::JobService::NewStub(channel);
+  std::printf("GetJobs with %d queued jobs (200 calls each):\n", queued);
+  for (int limit : {100, 1000}) {
+    int returned = 0;
+    auto [p50, p99] = GetJobsLatency(*queue, session.token(), limit, 200, &returned);
+    std::printf("  page of %4d: p50 %6.2f ms  p99 %6.2f ms   (target p99 <= 20 ms)\n", returned,
+                p50, p99);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace phalanx::master
+
+int main(int argc, char** argv) { return phalanx::master::Run(argc, argv); }
