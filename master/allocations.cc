@@ -72,8 +72,7 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
                                .run = trial.runs,
                                .ns = request->pool->ns,
                                .pods = static_cast<int>(launch.pods.size()),
-                               .token_hash = TokenHash(token)},
-                       .slots_per_pod = job.slots / static_cast<int>(launch.pods.size())};
+                               .token_hash = TokenHash(token)}};
   for (const nlohmann::json& pod : launch.pods) {
     launch.alloc.pod_names.push_back(pod["metadata"]["name"]);
   }

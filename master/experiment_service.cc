@@ -27,10 +27,9 @@ grpc::Status ExperimentServiceImpl::CreateExperiment(grpc::ServerContext* ctx,
   if (req->validate_only()) {
     return ToGrpcStatus(ParseExperimentConfig(req->config(), jobs_.config()).status());
   }
-  absl::StatusOr<JobRecord> job = jobs_.CreateExperiment(req->config(), *user, req->activate());
-  if (!job.ok()) return ToGrpcStatus(job.status());
-  absl::StatusOr<JobView> view = jobs_.GetJob(job->job_id);
-  ToProto(*job, resp->mutable_experiment(), view.ok() ? static_cast<int>(view->trials.size()) : 0);
+  absl::StatusOr<JobView> view = jobs_.CreateExperiment(req->config(), *user, req->activate());
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  ToProto(view->job, resp->mutable_experiment(), static_cast<int>(view->trials.size()));
   return grpc::Status::OK;
 }
 

@@ -66,7 +66,7 @@ RunState FinalState(const std::vector<TrialRecord>& trials) {
 JobManager::JobManager(MasterConfig config, Store& store, PodClient& pods)
     : config_(std::move(config)), store_(store), pods_(pods) {}
 
-absl::StatusOr<JobRecord> JobManager::CreateExperiment(const std::string& yaml, const User& user,
+absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, const User& user,
                                                        bool activate) {
   KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(yaml, config_));
   absl::MutexLock lock(&mu_);
@@ -82,7 +82,7 @@ absl::StatusOr<JobRecord> JobManager::CreateExperiment(const std::string& yaml, 
   return SubmitLocked(std::move(job), std::move(trials));
 }
 
-absl::StatusOr<JobRecord> JobManager::LaunchTask(TaskType type, const std::string& yaml,
+absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string& yaml,
                                                  const std::vector<std::string>& entrypoint,
                                                  const User& user) {
   if (type == TaskType::kExperiment) {
@@ -96,7 +96,7 @@ absl::StatusOr<JobRecord> JobManager::LaunchTask(TaskType type, const std::strin
   return SubmitLocked(std::move(job), {TrialRecord{.hparams = "{}"}});
 }
 
-absl::StatusOr<JobRecord> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials) {
+absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials) {
   // The job, its trials and their first runs are stored in one commit; then the pods start. A run
   // that cannot be built here is left to Reconcile (Tick), which records why.
   std::vector<Launch> launches;
@@ -119,15 +119,22 @@ absl::StatusOr<JobRecord> JobManager::SubmitLocked(JobRecord job, std::vector<Tr
   KUBE_ASSIGN_OR_RETURN(trials,
                         store_.InsertJob(job, std::move(trials),
                                          job.state == RunState::kActive ? first_runs : nullptr));
-  KUBE_ASSIGN_OR_RETURN(job, store_.GetJob(job.job_id));
-  if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
+  JobView view;
+  KUBE_ASSIGN_OR_RETURN(view.job, store_.GetJob(job.job_id));
+  if (view.job.state == RunState::kActive) active_jobs_[job.job_id] = view.job;
+  for (TrialRecord& t : trials) view.trials.push_back({.trial = std::move(t)});
   for (Launch& launch : launches) {
+    for (TrialView& tv : view.trials) {
+      if (tv.trial.id != launch.run.trial.id) continue;
+      tv.trial = launch.run.trial;
+      tv.allocation = launch.run.allocation;
+    }
     if (absl::Status s = LaunchLocked(std::move(launch)); !s.ok()) {
       retry_jobs_.insert(job.job_id);
       return absl::Status(s.code(), absl::StrCat(job.job_id, " was submitted but ", s.message()));
     }
   }
-  return job;
+  return view;
 }
 
 absl::StatusOr<JobView> JobManager::GetJob(const std::string& job_id) {

@@ -79,9 +79,10 @@ class JobManager {
 
   absl::Status Recover();
 
-  absl::StatusOr<JobRecord> CreateExperiment(const std::string& yaml, const User& user,
+  // The stored job and its trials, with the allocations of the runs it started.
+  absl::StatusOr<JobView> CreateExperiment(const std::string& yaml, const User& user,
                                              bool activate);
-  absl::StatusOr<JobRecord> LaunchTask(TaskType type, const std::string& yaml,
+  absl::StatusOr<JobView> LaunchTask(TaskType type, const std::string& yaml,
                                        const std::vector<std::string>& entrypoint,
                                        const User& user);
   absl::StatusOr<JobView> GetJob(const std::string& job_id);
@@ -121,12 +122,11 @@ class JobManager {
     AllocationRecord rec;
     std::vector<std::string> pod_names;
     std::map<std::string, PodState> pods;  // Observed, by name.
-    int slots_per_pod = 0;
     absl::Time preempt_at = absl::InfiniteFuture();
   };
 
   // job_manager.cc
-  absl::StatusOr<JobRecord> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials)
+  absl::StatusOr<JobView> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReconcileOnceLocked; a job it fails for is tried again at the next Tick.
   absl::Status ReconcileLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -42,7 +42,7 @@ QueueEntry JobManager::EntryLocked(const JobRecord& job) {
     e.requested_slots += e.job.slots;
     queued = queued || a->pods.size() < a->pod_names.size();
     for (const auto& [name, pod] : a->pods) {
-      if (pod.bound) e.allocated_slots += a->slots_per_pod;
+      if (pod.bound) e.allocated_slots += e.job.slots / std::max(a->rec.pods, 1);
       queued = queued || !pod.bound;
       backfilled = backfilled || pod.backfilled;
       if (e.pending_reason.empty()) e.pending_reason = pod.pending_reason;

@@ -3,7 +3,10 @@
 #ifndef PHALANX_MASTER_SERVICES_H_
 #define PHALANX_MASTER_SERVICES_H_
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "master/job_manager.h"
 #include "master/store.h"
@@ -15,17 +18,25 @@
 
 namespace phalanx::master {
 
-// The caller's identity from metadata "authorization: Bearer <token>".
+// The caller's identity from metadata "authorization: Bearer <token>". A token the store vouched
+// for is trusted without asking again for kTrustFor (Logout forgets it at once).
 class Authenticator {
  public:
+  static constexpr absl::Duration kTrustFor = absl::Seconds(30);
+
   explicit Authenticator(Store& store) : store_(store) {}
   // Unauthenticated without a valid token.
   absl::StatusOr<User> Authenticate(const grpc::ServerContext& context) const;
+  void Forget(const std::string& token) const;
   // The raw bearer token, or "" when there is none.
   static std::string BearerToken(const grpc::ServerContext& context);
 
  private:
   Store& store_;
+  mutable absl::Mutex mu_;
+  // By token hash: the user and until when it is trusted.
+  mutable absl::flat_hash_map<std::string, std::pair<User, absl::Time>> trusted_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // Creates the built-in users admin (an admin) and determined with `default_password` unless they

@@ -29,9 +29,7 @@ grpc::Status TaskServiceImpl::LaunchTask(grpc::ServerContext* ctx, const v1::Lau
                         "type: must be COMMAND, NOTEBOOK, SHELL or TENSORBOARD");
   }
   std::vector<std::string> entrypoint(req->entrypoint().begin(), req->entrypoint().end());
-  absl::StatusOr<JobRecord> job = jobs_.LaunchTask(*type, req->config(), entrypoint, *user);
-  if (!job.ok()) return ToGrpcStatus(job.status());
-  absl::StatusOr<JobView> view = jobs_.GetJob(job->job_id);
+  absl::StatusOr<JobView> view = jobs_.LaunchTask(*type, req->config(), entrypoint, *user);
   if (!view.ok()) return ToGrpcStatus(view.status());
   ToProto(*view, resp->mutable_task());
   return grpc::Status::OK;

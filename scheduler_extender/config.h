@@ -25,6 +25,9 @@ struct ExtenderConfig {
   bool backfill = true;
   int64_t reservation_ttl_ms = 30'000;  // Filter-time reservations of foreign gangs.
   int64_t resync_ms = 1'000;            // Admission rounds run at least this often.
+  // Filter passes at most this many best-fitting nodes for a pod without a placement; 0 passes
+  // every node that fits (see verbs.h).
+  int64_t best_fit_candidates = 8;
   gang::SlotPolicy slots;
 };
 

@@ -41,7 +41,8 @@ int Main(int argc, char** argv) {
 
   Metrics metrics;
   ReservationBook book;
-  Verbs verbs(config->slots, config->reservation_ttl_ms, &book);
+  Verbs verbs(config->slots, config->reservation_ttl_ms, &book,
+              static_cast<size_t>(config->best_fit_candidates));
   preemption::AdmissionOptions admission{
       .slots = config->slots, .preemption = config->preemption, .backfill = config->backfill};
   AdmissionLoop loop(admission, config->resync_ms,

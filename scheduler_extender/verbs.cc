@@ -91,6 +91,7 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
     return out;
   }
   auto reserved = book_->ByNode(now_ms, "");
+  std::vector<int64_t> left;  // Slots each passing node keeps free once the pod is placed.
   for (const std::string& n : nodes) {
     std::optional<int> i = snap.NodeIndex(n);
     if (!i) {
@@ -101,11 +102,31 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
     if (auto it = reserved.find(n); it != reserved.end()) free -= it->second;
     if (pod.requests.FitsIn(free)) {
       out.passed.push_back(n);
+      left.push_back(slots_.SlotsOf(free) - slots_.SlotsOf(pod.requests));
     } else {
       out.failed[n] = Shortfall(pod.requests, free);
     }
   }
+  KeepBestFit(left, out);
   return out;
+}
+
+void Verbs::KeepBestFit(const std::vector<int64_t>& left, FilterOutcome& out) const {
+  if (best_fit_candidates_ == 0 || out.passed.empty()) return;  // 0: no narrowing.
+  const int64_t best = *std::min_element(left.begin(), left.end());
+  std::vector<std::string> kept;
+  for (size_t k = 0; k < out.passed.size(); ++k) {
+    if (left[k] == best && kept.size() < best_fit_candidates_) {
+      kept.push_back(out.passed[k]);
+    } else if (left[k] == best) {
+      out.failed[out.passed[k]] = absl::StrCat("packing: fits as well as the ",
+                                               best_fit_candidates_, " nodes that passed");
+    } else {
+      out.failed[out.passed[k]] = absl::StrCat("packing: would leave ", left[k],
+                                               " slots free; best-fit nodes leave ", best);
+    }
+  }
+  out.passed = std::move(kept);
 }
 
 std::vector<HostScore> Verbs::Prioritize(const core::ClusterSnapshot& snap,

@@ -1,7 +1,11 @@
 // The extender verbs' decisions for one pod, over the cached snapshot:
 // - Filter: a pod with a placement passes only on its planned node; an ungated gang member
 //   without one gets a filter-time all-or-nothing reservation for its whole gang; any other pod
-//   passes where free capacity minus reservations fits its requests.
+//   passes where free capacity minus reservations fits its requests and the node is a best fit:
+//   among fitting nodes only those leaving the fewest slots free pass, the first
+//   `best_fit_candidates` of them in kube-scheduler's order (the others go to FailedNodes with the
+//   reason; 0 keeps every fitting node). Packing needs no more, and kube-scheduler then scores
+//   only those few nodes.
 // - Prioritize: 10 on a pod's planned or reserved node, else a best-fit packing score 0..10: the
 //   share of the node's slots (CPU when it has none) in use once the pod is placed.
 // - Preempt: kube-scheduler's victims per node are widened to every pod of their gangs on that
@@ -41,8 +45,13 @@ using VictimMap = std::map<std::string, NodeVictims>;
 
 class Verbs {
  public:
-  Verbs(gang::SlotPolicy slots, int64_t reservation_ttl_ms, ReservationBook* book)
-      : slots_(std::move(slots)), ttl_ms_(reservation_ttl_ms), book_(book) {}
+  Verbs(gang::SlotPolicy slots, int64_t reservation_ttl_ms, ReservationBook* book,
+        size_t best_fit_candidates = 8)
+      : slots_(std::move(slots)),
+        ttl_ms_(reservation_ttl_ms),
+        book_(book),
+        best_fit_candidates_(best_fit_candidates) {}
+
 
   FilterOutcome Filter(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                        const std::vector<std::string>& nodes, int64_t now_ms) const;
@@ -56,9 +65,13 @@ class Verbs {
   std::string ReserveGang(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                           int64_t now_ms, std::string* reason) const;
 
+  // Narrows out.passed to the best fits; `left` is each passed node's slots left after placement.
+  void KeepBestFit(const std::vector<int64_t>& left, FilterOutcome& out) const;
+
   gang::SlotPolicy slots_;
   int64_t ttl_ms_;
   ReservationBook* book_;
+  size_t best_fit_candidates_;
 };
 
 }  // namespace phalanx::extender

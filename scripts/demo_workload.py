@@ -1,175 +1,187 @@
 #!/usr/bin/env python3
-"""The seven-step example under "Task Priority" in the seeds, on the real test cluster.
+"""The seven-step example under "Task Priority" in the seeds, through phalanx-master and its CLI.
 
-Determined's priorities 1, 2, 3 (lower runs first) become Kubernetes priorities 60, 50, 40 (higher
-runs first). The cluster has 8 GPUs as two 4-GPU nodes; maxSlotsPerPod is 4. This script creates
-gangs of gated pods the way phalanx-master does, completes trials by deleting their pods, and, like
-the master, deletes pods marked phalanx.io/preempt=requested and recreates them gated. After each
-step it prints the admission queue (phalanx-extender's /debug/queue) and where every gang runs.
+scripts/demo starts Postgres, the real test cluster (two 4-GPU kwok nodes), phalanx-extender and
+phalanx-master (maxSlotsPerPod 4). This script submits the workload with the `phalanx` CLI. Trials
+and notebooks only exist as kwok pods here, so it also plays the trial processes: a preempted trial
+checkpoints and acknowledges through `phalanx trial` with its allocation's own token (read from its
+pod), and a finishing trial reports success and its containers exit (annotation
+phalanx.io/sim-duration=0, which kwok turns into phase Succeeded). Determined's priorities 1, 2, 3
+(lower runs first) are the chart's classes high (100), medium (50) and low (1). After each step it
+prints the master's job queue (`phalanx job list`) and where every gang runs.
 """
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
-import urllib.request
 
 KUBECTL = os.environ["KUBECTL"]
-EXTENDER = os.environ["PHALANX_EXTENDER_URL"].rstrip("/")
-runs = {}  # gang -> how many times it was (re)created
-positions = {}  # gang -> queue position, kept across requeues as the master keeps it
+PHALANX = os.environ["PHALANX_CLI"]
+SPECS = tempfile.mkdtemp(prefix="phalanx-demo-specs.")
 
 
-def kubectl(*args, stdin=None):
-    out = subprocess.run([KUBECTL, *args], input=stdin, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
+def run(cmd, env=None, check=True):
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if check and out.returncode != 0:
+        sys.exit(f"demo: {' '.join(cmd)}: {out.stderr.strip() or out.stdout.strip()}")
     return out.stdout
 
 
-def priority_classes():
-    docs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-             "metadata": {"name": f"demo-p{v}"}, "value": v, "preemptionPolicy": "Never"}
-            for v in (40, 50, 60)]
-    kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in docs))
+def cli(*args, env=None):
+    return run([PHALANX, *args], env=env)
 
 
-def submit(gang, pods, gpus, priority, task="experiment"):
-    run = runs.get(gang, 0)
-    runs[gang] = run + 1
-    position = positions.setdefault(gang, len(positions) + 1)
-    docs = []
-    for i in range(pods):
-        docs.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {
-                "name": f"{gang}-r{run}-{i}",
-                "labels": {"phalanx.io/gang": gang, "phalanx.io/gang-size": str(pods),
-                           "phalanx.io/task-type": task,
-                           "phalanx.io/preemptible": "true" if task == "experiment" else "false",
-                           "phalanx.io/queue-position": str(position)}},
-            "spec": {
-                "schedulerName": "phalanx", "priorityClassName": f"demo-p{priority}",
-                "schedulingGates": [{"name": "phalanx.io/admission"}],
-                "tolerations": [{"operator": "Exists"}],
-                "containers": [{"name": "phalanx-container", "image": "trial",
-                                "resources": {"requests": {"nvidia.com/gpu": str(gpus), "cpu": "1"},
-                                              "limits": {"nvidia.com/gpu": str(gpus)}}}]}})
-    kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in docs))
+def kubectl(*args):
+    return run([KUBECTL, *args])
 
 
 def pods():
     return json.loads(kubectl("get", "pods", "-o", "json"))["items"]
 
 
-def finish(gang):
-    kubectl("delete", "pods", "-l", f"phalanx.io/gang={gang}", "--wait=false")
+def live(p):
+    return not p["metadata"].get("deletionTimestamp") and p["status"].get("phase") not in (
+        "Succeeded", "Failed")
 
 
-def requeue_victims():
-    """The master's part of preemption: victims go and come back gated, keeping their place."""
-    victims = {}
+def gang(p):
+    return p["metadata"]["labels"]["phalanx.io/gang"]
+
+
+def allocations(job, running=False):
+    """Live allocations of a job ("exp-3"), sorted; only fully bound ones when `running`."""
+    by = {}
     for p in pods():
-        if p["metadata"].get("labels", {}).get("phalanx.io/preempt") == "requested":
-            victims.setdefault(p["metadata"]["labels"]["phalanx.io/gang"], []).append(p)
-    for gang, members in sorted(victims.items()):
-        by = members[0]["metadata"]["annotations"].get("phalanx.io/preempted-by", "?")
-        print(f"  master: {gang} preempted by {by}: checkpoint, delete, requeue")
-        finish(gang)
-        spec = members[0]["spec"]
-        gpus = spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"]
-        submit(gang, len(members), gpus, spec["priority"])
-    return sorted(victims)
+        if live(p) and gang(p).startswith(job + "-"):
+            by.setdefault(gang(p), []).append(bool(p["spec"].get("nodeName")))
+    return sorted(a for a, bound in by.items() if not running or all(bound))
+
+
+def experiment(name, searcher, slots, priority):
+    path = os.path.join(SPECS, f"{name}.yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\nsearcher: {searcher}\n"
+                "hyperparameters: {lr: {type: double, minval: 0.001, maxval: 0.1}}\n"
+                f"resources: {{slots_per_trial: {slots}, priority: {priority}}}\n")
+    print("  $ phalanx experiment create", os.path.basename(path))
+    out = cli("experiment", "create", path)
+    print("   ", out.strip())
+    return "exp-" + out.split()[2]
+
+
+def pod_env(allocation, name):
+    pod = json.loads(kubectl("get", "pod", f"{allocation}-0", "-o", "json"))
+    for c in pod["spec"]["containers"]:
+        for e in c.get("env", []):
+            if e["name"] == name:
+                return e["value"]
+    sys.exit(f"demo: {allocation} has no {name}")
+
+
+def token_env(allocation):
+    return {"PHALANX_ALLOCATION_TOKEN": pod_env(allocation, "PHALANX_ALLOCATION_TOKEN")}
+
+
+def checkpoint_victims():
+    """Every allocation the master signalled checkpoints and acknowledges, as its trial would."""
+    for _ in range(150):
+        marked = sorted({gang(p) for p in pods() if live(p) and
+                         p["metadata"]["labels"].get("phalanx.io/preempt") == "requested"})
+        if marked:
+            break
+        time.sleep(0.2)
+    for a in marked:
+        env = token_env(a)
+        signal = run([PHALANX, "trial", "preemption", a], env=env, check=False).strip()
+        print(f"  trial {a}: `phalanx trial preemption` says {signal}; checkpoints and acknowledges")
+        cli("trial", "checkpoint", a, f"ckpt-{a}", "--steps", "100", env=env)
+        cli("trial", "ack", a, env=env)
+    return marked
+
+
+def complete(allocation):
+    cli("trial", "complete", allocation, env=token_env(allocation))
+    kubectl("annotate", "pods", "-l", f"phalanx.io/gang={allocation}", "--overwrite",
+            "phalanx.io/sim-duration=0")
+    for _ in range(150):
+        if allocation not in {gang(p) for p in pods() if live(p)}:
+            return
+        time.sleep(0.2)
 
 
 def settle():
-    """Waits until the extender's decisions have landed: no ungated pod is still unbound."""
-    for _ in range(100):
+    """Waits until the extender's and master's decisions have landed."""
+    for _ in range(150):
         time.sleep(0.3)
         ps = pods()
-        unbound = [p for p in ps if not p["spec"].get("schedulingGates")
-                   and not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-        if not unbound:
-            time.sleep(1.5)  # one more admission round
+        busy = [p for p in ps if live(p) and not p["spec"].get("schedulingGates")
+                and not p["spec"].get("nodeName")]
+        marked = [p for p in ps if live(p) and
+                  p["metadata"]["labels"].get("phalanx.io/preempt") == "requested"]
+        if not busy and not marked:
+            time.sleep(1.5)  # One more admission round.
             return
     sys.exit("demo: pods did not settle")
-
-
-def running_gangs():
-    gangs = {}
-    for p in pods():
-        if p["metadata"].get("deletionTimestamp"):
-            continue
-        gang = p["metadata"]["labels"]["phalanx.io/gang"]
-        node = p["spec"].get("nodeName")
-        if node:
-            gangs.setdefault(gang, []).append(node)
-    return gangs
 
 
 def show(title):
     settle()
     print(f"\n== {title}")
-    queue = json.load(urllib.request.urlopen(f"{EXTENDER}/debug/queue"))["gangs"]
-    if queue:
-        print("  queue (extender /debug/queue):")
-        for g in queue:
-            print(f"    {g['position']:>2}. {g['gang']:<20} prio {g['priority']:<3} "
-                  f"{g['slots']} GPUs  {g['state']:<10} {g['reason']}")
-    else:
-        print("  queue: empty")
-    marked = [p["metadata"]["name"] for p in pods()
-              if p["metadata"].get("labels", {}).get("phalanx.io/preempt") == "requested"]
-    if marked:
-        print(f"  marked for preemption: {', '.join(sorted(marked))}")
-    print("  running:")
-    backfilled = {p["metadata"]["labels"]["phalanx.io/gang"] for p in pods()
-                  if p["metadata"].get("annotations", {}).get("phalanx.io/backfilled") == "true"}
-    for gang, nodes in sorted(running_gangs().items()):
-        note = "  (backfilled)" if gang in backfilled else ""
-        print(f"    {gang:<20} on {', '.join(sorted(nodes))}{note}")
+    print("  $ phalanx job list")
+    for line in cli("job", "list").splitlines():
+        print("   ", line)
+    running = {}
+    for p in pods():
+        if live(p) and p["spec"].get("nodeName"):
+            running.setdefault(gang(p), []).append(p["spec"]["nodeName"])
+    print("  running gangs:")
+    for g, nodes in sorted(running.items()):
+        print(f"    {g:<22} on {', '.join(sorted(nodes))}")
 
 
 def main():
-    priority_classes()
-    for i in range(20):
-        submit(f"asha-{i:02d}", 1, 1, 50)
-    show("1. priority-2 (k8s 50) ASHA experiment, 20 one-slot trials: 8 run on all 8 GPUs")
+    cli("login", "admin", "--password", os.environ["PHALANX_PASSWORD"])
+    asha = experiment("asha", "{name: random, max_trials: 20, max_concurrent_trials: 20}", 1, 50)
+    show("1. priority-2 ASHA experiment, 20 one-slot trials: 8 run on all 8 GPUs")
 
-    submit("dist-1", 1, 4, 60)
-    show("2. priority-1 (k8s 60) 4-slot experiment arrives: 4 ASHA trials are marked")
-    requeue_victims()
-    show("2. ... the victims are requeued; dist-1 runs on the freed node")
+    dist1 = experiment("dist-1", "{name: single}", 4, 100)
+    checkpoint_victims()
+    show("2. priority-1 4-slot experiment: 4 ASHA trials checkpoint and requeue; it runs")
 
-    submit("notebook", 1, 1, 40, task="notebook")
-    show("3. priority-3 (k8s 40) notebook, not preemptible: waits behind the queued trials")
-    while "notebook" not in running_gangs():
-        trial = sorted(g for g in running_gangs() if g.startswith("asha-"))[0]
-        finish(trial)
+    nb_config = os.path.join(SPECS, "notebook.yaml")
+    with open(nb_config, "w") as f:
+        f.write("resources: {slots: 1, priority: 1}\n")
+    print("  $ phalanx notebook start --config notebook.yaml")
+    notebook = cli("notebook", "start", "--config", nb_config).split()[2]
+    show("3. priority-3 notebook: waits behind the queued trials")
+    while not allocations(notebook, running=True):
+        complete(allocations(asha, running=True)[0])
         settle()
     show("3. ... trials complete; once the experiments need at most 7 GPUs the notebook runs")
 
-    for gang in running_gangs():
-        if gang != "notebook":
-            finish(gang)
-    for p in pods():
-        gang = p["metadata"]["labels"]["phalanx.io/gang"]
-        if gang.startswith("asha-"):
-            finish(gang)
+    for a in allocations(asha, running=True) + allocations(dist1, running=True):
+        complete(a)
     show("4. ASHA and dist-1 complete; the notebook keeps running")
 
-    submit("dist-2", 2, 4, 60)
-    show("5. priority-1 8-slot experiment: cannot run (notebook holds 1 GPU, not preemptible)")
+    dist2 = experiment("dist-2", "{name: single}", 8, 100)
+    show("5. priority-1 8-slot experiment: cannot run (the notebook holds 1 GPU, not preemptible)")
 
-    submit("dist-3", 1, 4, 50)
+    dist3 = experiment("dist-3", "{name: single}", 4, 50)
     show("6. priority-2 4-slot experiment: backfills onto the idle 4 GPUs")
 
-    finish("notebook")
-    show("7. the notebook is killed: the backfilled dist-3 is marked for dist-2")
-    requeue_victims()
-    show("7. ... dist-3 is requeued; dist-2 runs on both nodes")
-    finish("dist-2")
-    show("7. ... dist-2 completes; dist-3 restarts")
+    print(f"  $ phalanx notebook kill {notebook}")
+    cli("notebook", "kill", notebook)
+    checkpoint_victims()
+    show("7. the notebook is killed: dist-3 checkpoints and requeues; dist-2 runs")
+    complete(allocations(dist2, running=True)[0])
+    show("7. ... dist-2 completes; dist-3 restarts from its checkpoint")
+    resumed = allocations(dist3, running=True)[0]
+    print(f"  {resumed} resumes from checkpoint {pod_env(resumed, 'PHALANX_LATEST_CHECKPOINT')}")
+    print("\n  $ phalanx experiment list")
+    for line in cli("experiment", "list").splitlines():
+        print("   ", line)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 // Verb decisions: planned pods are pinned, foreign gangs get all-or-nothing reservations, and
-// other pods respect those reservations.
+// other pods respect those reservations and pass only on best-fitting nodes.
 #include "scheduler_extender/verbs.h"
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "tests/extender/cluster_fixture.h"
 
 namespace phalanx::extender {
@@ -51,9 +52,35 @@ TEST(VerbsTest, ForeignGangIsReservedWholeAtFilterTime) {
   FilterOutcome solo = verbs.Filter(*snap, other, kNodes, 20);
   EXPECT_TRUE(solo.passed.empty());
   EXPECT_EQ(solo.failed.size(), 3u);
-  // Reservations expire: after the TTL the singleton fits on gpu-node-01 again.
-  EXPECT_EQ(verbs.Filter(*snap, other, kNodes, 40'000).passed,
-            (std::vector<std::string>{"gpu-node-01", "gpu-node-03"}));
+  // Reservations expire: after the TTL the singleton fits on 01 and 03 again; 03 fits best.
+  FilterOutcome later = verbs.Filter(*snap, other, kNodes, 40'000);
+  EXPECT_EQ(later.passed, (std::vector<std::string>{"gpu-node-03"}));
+  EXPECT_EQ(later.failed.at("gpu-node-01"),
+            "packing: would leave 4 slots free; best-fit nodes leave 2");
+}
+
+TEST(VerbsTest, FilterPassesOnlyTheBestFitsUpToTheCandidateLimit) {
+  // Four empty 8-GPU nodes and one with 3 free: a 1-GPU pod goes to the 3-free node.
+  core::SnapshotBuilder b(ExtenderTestCluster());
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back(absl::StrCat("empty-", i));
+    b.UpsertNode(testing::GpuNode(names.back(), 8));
+  }
+  auto snap = b.Build();
+  const core::PodInfo one = PendingPod("one", "", 1, 1);
+  ReservationBook book;
+  Verbs two_candidates(gang::SlotPolicy{}, 30'000, &book, 2);
+  EXPECT_EQ(two_candidates.Filter(*snap, one, names, 0).passed,
+            (std::vector<std::string>{"empty-0", "empty-1"}));
+  EXPECT_EQ(two_candidates.Filter(*snap, one, names, 0).failed.at("empty-3"),
+            "packing: fits as well as the 2 nodes that passed");
+  std::vector<std::string> with_partial = names;
+  with_partial.push_back("gpu-node-03");  // 6 free.
+  EXPECT_EQ(two_candidates.Filter(*snap, one, with_partial, 0).passed,
+            (std::vector<std::string>{"gpu-node-03"}));
+  Verbs every_fit(gang::SlotPolicy{}, 30'000, &book, 0);
+  EXPECT_EQ(every_fit.Filter(*snap, one, with_partial, 0).passed.size(), 5u);
 }
 
 TEST(VerbsTest, ForeignGangThatCannotFitWholeIsRejectedEverywhere) {

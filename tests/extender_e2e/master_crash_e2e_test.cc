@@ -119,6 +119,14 @@ TEST_F(MasterCrashE2e, KillNineDuringSubmissionsLosesNothingAndDuplicatesNoPod) 
   for (const std::string& d : DuplicateRuns(Pods())) duplicates.push_back(d);
   EXPECT_TRUE(duplicates.empty()) << "trials with two allocations' pods:\n"
                                   << absl::StrJoin(duplicates, "\n");
+  // The restarted master accounts for what it re-attached to.
+  int scheduled = 0;
+  for (const v1::Job& j : Jobs()) {
+    if (j.state() != v1::JOB_STATE_SCHEDULED) continue;
+    ++scheduled;
+    EXPECT_EQ(j.allocated_slots(), j.requested_slots()) << j.job_id();
+  }
+  EXPECT_EQ(scheduled, 16) << "2 nodes of 8 GPUs run 16 one-GPU experiments";
   ShowQueue("after 100 submissions and 3 kills");
 }
 

@@ -89,8 +89,9 @@ void MasterE2eTest::StartMaster(int max_slots_per_pod) {
                                << "\n    task_container_defaults: {gpu_pod_spec: " << pod_spec
                                << ", cpu_pod_spec: " << pod_spec << "}\n";
   }
-  master_ = SpawnLogged(
-      {PHALANX_MASTER_BINARY, "--config", config_path, "--listen", master_address_}, master_log_);
+  master_ = SpawnLogged({PHALANX_MASTER_BINARY, "--config", config_path, "--listen",
+                         master_address_, "--metrics-listen", "127.0.0.1:0"},
+                        master_log_);
   ASSERT_GT(master_, 0);
   channel_ = grpc::CreateChannel(master_address_, grpc::InsecureChannelCredentials());
   experiments_ = v1::ExperimentService::NewStub(channel_);
