@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gang/planner.h"
@@ -18,9 +19,20 @@ using preemption::GangDecision;
 using preemption::Verdict;
 
 constexpr int64_t kWriteWaitMs = 5000;
-// A gang's pending reason is rewritten at most this often (reasons quote free capacity, which
-// changes with every admission; writing each change would patch every queued pod every round).
+// A gang's pending reason is rewritten at once when it says something new, but at most this often
+// when only its numbers changed (reasons quote free capacity, which changes with every admission;
+// writing each change would patch every queued pod every round).
 constexpr int64_t kReasonIntervalMs = 10'000;
+
+// The reason with every run of digits replaced by '#'.
+std::string Shape(absl::string_view reason) {
+  std::string out;
+  for (char c : reason) {
+    const bool digit = absl::ascii_isdigit(static_cast<unsigned char>(c));
+    if (!digit || out.empty() || out.back() != '#') out.push_back(digit ? '#' : c);
+  }
+  return out;
+}
 
 // Merge patch of annotations (nullopt removes one) and, optionally, the hostname selector.
 std::string AnnotationPatch(
@@ -99,7 +111,8 @@ absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap, const
 absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const GangDecision& d) {
   WrittenReason& last = reasons_[d.gang];
   const int64_t now = deps_.now_ms();
-  if (last.reason == d.reason || (!last.reason.empty() && now - last.at_ms < kReasonIntervalMs)) {
+  const bool only_numbers_changed = !last.reason.empty() && Shape(last.reason) == Shape(d.reason);
+  if (last.reason == d.reason || (only_numbers_changed && now - last.at_ms < kReasonIntervalMs)) {
     return absl::OkStatus();
   }
   std::optional<core::Gang> g = snap.FindGang(d.gang);
