@@ -115,16 +115,8 @@ void Verbs::KeepBestFit(const std::vector<int64_t>& left, FilterOutcome& out) co
   if (best_fit_candidates_ == 0 || out.passed.empty()) return;  // 0: no narrowing.
   const int64_t best = *std::min_element(left.begin(), left.end());
   std::vector<std::string> kept;
-  for (size_t k = 0; k < out.passed.size(); ++k) {
-    if (left[k] == best && kept.size() < best_fit_candidates_) {
-      kept.push_back(out.passed[k]);
-    } else if (left[k] == best) {
-      out.failed[out.passed[k]] = absl::StrCat("packing: fits as well as the ",
-                                               best_fit_candidates_, " nodes that passed");
-    } else {
-      out.failed[out.passed[k]] = absl::StrCat("packing: would leave ", left[k],
-                                               " slots free; best-fit nodes leave ", best);
-    }
+  for (size_t k = 0; k < out.passed.size() && kept.size() < best_fit_candidates_; ++k) {
+    if (left[k] == best) kept.push_back(out.passed[k]);
   }
   out.passed = std::move(kept);
 }

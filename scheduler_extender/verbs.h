@@ -3,9 +3,10 @@
 //   without one gets a filter-time all-or-nothing reservation for its whole gang; any other pod
 //   passes where free capacity minus reservations fits its requests and the node is a best fit:
 //   among fitting nodes only those leaving the fewest slots free pass, the first
-//   `best_fit_candidates` of them in kube-scheduler's order (the others go to FailedNodes with the
-//   reason; 0 keeps every fitting node). Packing needs no more, and kube-scheduler then scores
-//   only those few nodes.
+//   `best_fit_candidates` of them in kube-scheduler's order (0 keeps every fitting node). The other
+//   fitting nodes are left out of the reply altogether: they need no diagnosis (the pod fits), and
+//   listing hundreds of them with reasons cost kube-scheduler more than the narrowing saves.
+//   Packing needs no more, and kube-scheduler then scores only those few nodes.
 // - Prioritize: 10 on a pod's planned or reserved node, else a best-fit packing score 0..10: the
 //   share of the node's slots (CPU when it has none) in use once the pod is placed.
 // - Preempt: kube-scheduler's victims per node are widened to every pod of their gangs on that
@@ -65,7 +66,8 @@ class Verbs {
   std::string ReserveGang(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                           int64_t now_ms, std::string* reason) const;
 
-  // Narrows out.passed to the best fits; `left` is each passed node's slots left after placement.
+  // Narrows out.passed to the best fits (the rest are dropped from the reply); `left` is each
+  // passed node's slots left after placement.
   void KeepBestFit(const std::vector<int64_t>& left, FilterOutcome& out) const;
 
   gang::SlotPolicy slots_;

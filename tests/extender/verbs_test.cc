@@ -55,8 +55,7 @@ TEST(VerbsTest, ForeignGangIsReservedWholeAtFilterTime) {
   // Reservations expire: after the TTL the singleton fits on 01 and 03 again; 03 fits best.
   FilterOutcome later = verbs.Filter(*snap, other, kNodes, 40'000);
   EXPECT_EQ(later.passed, (std::vector<std::string>{"gpu-node-03"}));
-  EXPECT_EQ(later.failed.at("gpu-node-01"),
-            "packing: would leave 4 slots free; best-fit nodes leave 2");
+  EXPECT_FALSE(later.failed.contains("gpu-node-01"));  // It fits: nothing to diagnose.
 }
 
 TEST(VerbsTest, FilterPassesOnlyTheBestFitsUpToTheCandidateLimit) {
@@ -73,8 +72,7 @@ TEST(VerbsTest, FilterPassesOnlyTheBestFitsUpToTheCandidateLimit) {
   Verbs two_candidates(gang::SlotPolicy{}, 30'000, &book, 2);
   EXPECT_EQ(two_candidates.Filter(*snap, one, names, 0).passed,
             (std::vector<std::string>{"empty-0", "empty-1"}));
-  EXPECT_EQ(two_candidates.Filter(*snap, one, names, 0).failed.at("empty-3"),
-            "packing: fits as well as the 2 nodes that passed");
+  EXPECT_TRUE(two_candidates.Filter(*snap, one, names, 0).failed.empty());
   std::vector<std::string> with_partial = names;
   with_partial.push_back("gpu-node-03");  // 6 free.
   EXPECT_EQ(two_candidates.Filter(*snap, one, with_partial, 0).passed,
