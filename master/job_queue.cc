@@ -61,20 +61,26 @@ absl::StatusOr<std::vector<QueueEntry>> JobManager::Queue(const std::string& poo
 }
 
 absl::StatusOr<std::vector<QueueEntry>> JobManager::QueueLocked(const std::string& pool) {
-  // Pools by name, then the extender's queue order, compared on gangs built once per job.
-  std::vector<std::pair<core::Gang, const JobRecord*>> order;
+  // Pools by name, then the extender's queue order, compared on gangs built once per job (the
+  // sort moves indexes, not gangs).
+  std::vector<const JobRecord*> jobs;
+  std::vector<core::Gang> gangs;
   for (const auto& [id, job] : active_jobs_) {
-    if (pool.empty() || job.resource_pool == pool) order.emplace_back(GangOf(job), &job);
+    if (!pool.empty() && job.resource_pool != pool) continue;
+    jobs.push_back(&job);
+    gangs.push_back(GangOf(job));
   }
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    if (a.second->resource_pool != b.second->resource_pool) {
-      return a.second->resource_pool < b.second->resource_pool;
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (jobs[a]->resource_pool != jobs[b]->resource_pool) {
+      return jobs[a]->resource_pool < jobs[b]->resource_pool;
     }
-    return preemption::QueueLess(a.first, b.first);
+    return preemption::QueueLess(gangs[a], gangs[b]);
   });
   std::vector<QueueEntry> out;
   out.reserve(order.size());
-  for (const auto& [gang, job] : order) out.push_back(EntryLocked(*job));
+  for (size_t i : order) out.push_back(EntryLocked(*jobs[i]));
   int position = 0, queued_ahead = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     if (i > 0 && out[i].job.resource_pool != out[i - 1].job.resource_pool) {
