@@ -146,6 +146,11 @@ MetricsServer::~MetricsServer() {
 }
 
 absl::Status MetricsServer::Start(const std::string& host, int port) {
+  // SO_REUSEADDR (restarts bind over TIME_WAIT) rather than cpp-httplib's default SO_REUSEPORT.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(render_(), "text/plain; version=0.0.4; charset=utf-8");
   });

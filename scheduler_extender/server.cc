@@ -98,6 +98,12 @@ absl::Status ExtenderServer::Start() {
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_max_count(100000);
   http_->set_tcp_nodelay(true);
+  // SO_REUSEADDR and not cpp-httplib's default SO_REUSEPORT: a restart must bind over the
+  // TIME_WAIT connections of the previous process, and a second extender must not share the port.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   Routes();
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host);

@@ -203,5 +203,28 @@ TEST_F(ServerTest, MetricsPassPromtool) {
   EXPECT_TRUE(lint.ok()) << lint << "\n" << r->body;
 }
 
+// A restarted extender binds its port again at once although the previous one's connections sit
+// in TIME_WAIT there, and a second extender cannot share a port in use.
+TEST_F(ServerTest, RestartBindsOverTimeWaitButNotOverALiveServer) {
+  const int port = server_->port();
+  ASSERT_EQ(client_->Get("/healthz")->status, 200);  // A connection the server will close.
+  client_->stop();
+  server_->Stop();  // The server closes first: its side of the connection is in TIME_WAIT.
+  ServerDeps deps{.verbs = &verbs_,
+                  .metrics = &metrics_,
+                  .snapshot = [this] { return snap_; },
+                  .ready = [] { return true; },
+                  .debug_queue = [] { return std::string("{}"); },
+                  .now_ms = [] { return int64_t{0}; }};
+  server_ = std::make_unique<ExtenderServer>(
+      ServerOptions{.host = "127.0.0.1", .port = port, .max_body_bytes = 1024}, deps);
+  absl::Status again = server_->Start();
+  ASSERT_TRUE(again.ok()) << again;
+  ExtenderServer second(ServerOptions{.host = "127.0.0.1", .port = port}, deps);
+  EXPECT_FALSE(second.Start().ok());
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", port);
+  EXPECT_EQ(client_->Get("/healthz")->status, 200);
+}
+
 }  // namespace
 }  // namespace phalanx::extender
