@@ -6,6 +6,7 @@
 //
 //   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --name=philly --out=bench/results
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,7 +30,9 @@ ABSL_FLAG(uint64_t, seed, 1, "seed of the priority rule for jobs without a prior
 ABSL_FLAG(std::string, policies, "phalanx,fifo-gang,priority-no-backfill,greedy",
           "policies to compare, comma-separated");
 ABSL_FLAG(int64_t, checkpoint_min, 30, "checkpoint interval of every job, minutes (0: none)");
-ABSL_FLAG(int64_t, preempt_exit_s, 30, "seconds a marked victim takes to exit");
+ABSL_FLAG(double, preempt_exit_s, 30, "seconds a marked victim takes to exit (decimals allowed)");
+ABSL_FLAG(double, requeue_s, 0,
+          "seconds from a victim's exit until its recreated pods queue again (decimals allowed)");
 ABSL_FLAG(int64_t, deadlock_timeout_min, 60, "greedy: minutes before a deadlock is broken");
 ABSL_FLAG(int64_t, bucket_min, 60, "time-series bucket, minutes");
 ABSL_FLAG(std::string, priority_source, "trace",
@@ -79,7 +82,8 @@ absl::Status Main() {
   SimOptions& o = setup.options;
   o.max_slots_per_pod = absl::GetFlag(FLAGS_max_slots_per_pod);
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_min) * 60'000;
-  o.preempt_exit_ms = absl::GetFlag(FLAGS_preempt_exit_s) * 1000;
+  o.preempt_exit_ms = std::llround(absl::GetFlag(FLAGS_preempt_exit_s) * 1000);
+  o.requeue_ms = std::llround(absl::GetFlag(FLAGS_requeue_s) * 1000);
   o.deadlock_timeout_ms = absl::GetFlag(FLAGS_deadlock_timeout_min) * 60'000;
   o.bucket_ms = absl::GetFlag(FLAGS_bucket_min) * 60'000;
   if (o.bucket_ms <= 0) return absl::InvalidArgumentError("--bucket_min must be positive");

@@ -5,17 +5,14 @@ Usage: publish.py RESULTS_DIR RESULTS_MD RUN [RUN...]
 Each RUN names the files phalanx-replay wrote into RESULTS_DIR (<run>-summary.md, -summary.csv,
 -series.csv, -jct.csv, -timing.csv). Writes <run>-allocation.png, <run>-queue.png and
 <run>-jct-cdf.png beside them, and replaces the `## Trace replay` section of RESULTS_MD (up to the
-next `## ` heading), keeping every other section; the section is appended when missing.
+next `## ` heading), keeping every other section; the section is appended when missing. The
+section ends with RESULTS_DIR/fidelity.md when bench/replay_fidelity has written one.
 """
 
 import csv
 import os
+import re
 import sys
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 POLICIES = ["phalanx", "fifo-gang", "priority-no-backfill", "greedy"]
 COLORS = {"phalanx": "#1f77b4", "fifo-gang": "#d62728", "priority-no-backfill": "#2ca02c",
@@ -47,7 +44,7 @@ Rules (details at the top of `bench/replay/*.h`):
   by partially placed jobs (greedy). Lost GPU-h = preempted work since the last checkpoint plus exit
   time.
 - Per-job placement (nodes) and start order: `<run>-<policy>-jobs.csv`, written by `scripts/replay`
-  outside the repo (see the script) for a later comparison with a real run.
+  outside the repo (see the script); `### Fidelity` below compares them with a real run.
 
 Traces (`shared/traces/`): Philly (Jeon et al., ATC'19, via `petuum/adaptdl`
 `simulator/traces/philly.csv`, CC-BY-4.0) and Alibaba cluster-trace-gpu-v2023 `openb_pod_list_default`
@@ -75,6 +72,15 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, imported on first use (bench/replay_fidelity imports
+    this module for splice alone, without matplotlib)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def smooth(values, n):
     out, total = [], 0.0
     for i, v in enumerate(values):
@@ -95,6 +101,7 @@ def series_by_policy(rows, column):
 
 
 def plot_series(rows, column, ylabel, title, path, log=False):
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 4.5))
     for policy, (days, values) in series_by_policy(rows, column).items():
         ax.plot(days, smooth(values, SMOOTH_BUCKETS), label=policy, color=COLORS.get(policy),
@@ -112,6 +119,7 @@ def plot_series(rows, column, ylabel, title, path, log=False):
 
 
 def plot_jct(rows, title, path):
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     by = {}
     for r in rows:
@@ -179,25 +187,44 @@ def section(results_dir, md_dir, runs):
         md.append(" ".join(f"![{kind}]({os.path.relpath(base, md_dir)}-{kind}.png)"
                            for kind in ("allocation", "queue", "jct-cdf")) + "\n")
     md.append(NOTES)
+    fidelity = os.path.join(results_dir, "fidelity.md")
+    if os.path.exists(fidelity):
+        with open(fidelity) as f:
+            md.append(f.read())
     return "\n".join(md)
 
 
-def splice(results_md, text):
+def part_end(lines, start):
+    """Index of the first heading after `start` of the same or a higher level, else len(lines)."""
+    level = len(lines[start].split()[0])
+    return next((i for i in range(start + 1, len(lines))
+                 if re.match(r"#{2,%d} " % level, lines[i])), len(lines))
+
+
+def splice(results_md, text, heading="## Trace replay", within=None):
+    """Replaces the part of RESULTS_MD under `heading` (up to the next heading of its level or
+    higher) with `text`. A missing part goes at the end of the part under `within`, else of the
+    file."""
     lines = []
     if os.path.exists(results_md):
         with open(results_md) as f:
             lines = f.read().splitlines()
-    start = next((i for i, l in enumerate(lines) if l.strip() == "## Trace replay"), None)
+
+    def find(h):
+        return next((i for i, l in enumerate(lines) if l.strip() == h), None)
+
     new = text.rstrip("\n").splitlines()
+    start = find(heading)
     if start is None:
-        if lines and lines[-1].strip():
-            lines.append("")
-        lines += new
+        parent = find(within) if within else None
+        start = end = len(lines) if parent is None else part_end(lines, parent)
+        while start > 0 and not lines[start - 1].strip():
+            start -= 1
+        new = ([""] if start else []) + new
     else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-                   len(lines))
-        tail = lines[end:]
-        lines = lines[:start] + new + ([""] + tail if tail else [])
+        end = part_end(lines, start)
+    tail = lines[end:]
+    lines = lines[:start] + new + ([""] + tail if tail else [])
     with open(results_md, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -19,7 +20,7 @@ namespace {
 
 using preemption::Verdict;
 
-enum class Kind { kComplete = 0, kExit = 1, kRelease = 2 };
+enum class Kind { kComplete = 0, kExit = 1, kRequeue = 2, kRelease = 3 };
 
 struct Event {
   int64_t t;
@@ -82,7 +83,7 @@ class Simulator {
       while (!events_.empty() && events_.top().t == t && events_.top().kind < Kind::kRelease) {
         Event e = events_.top();
         events_.pop();
-        changed |= e.kind == Kind::kComplete ? Complete(e, t) : Exit(e, t);
+        changed |= Apply(e, t);
       }
       for (; next_arrival < jobs_.size() && jobs_[next_arrival].trace.submit_ms == t;
            ++next_arrival) {
@@ -91,7 +92,7 @@ class Simulator {
       while (!events_.empty() && events_.top().t == t) {
         Event e = events_.top();
         events_.pop();
-        changed |= Release(e, t);
+        changed |= Apply(e, t);
       }
       if (changed) Round(t);
     }
@@ -137,7 +138,23 @@ class Simulator {
     return true;
   }
 
-  // A marked victim leaves: it keeps the progress of its last checkpoint and queues again.
+  // Applies one event; true when it changed the cluster.
+  bool Apply(const Event& e, int64_t t) {
+    switch (e.kind) {
+      case Kind::kComplete:
+        return Complete(e, t);
+      case Kind::kExit:
+        return Exit(e, t);
+      case Kind::kRequeue:
+        return Requeue(e);
+      case Kind::kRelease:
+        return Release(e, t);
+    }
+    return false;
+  }
+
+  // A marked victim leaves: its pods go, freeing its GPUs, and it keeps the progress of its last
+  // checkpoint; the master recreates its pods `requeue_ms` later.
   bool Exit(const Event& e, int64_t t) {
     JobState& s = state_[e.job];
     if (s.epoch != e.epoch || s.phase != Phase::kExiting) return false;
@@ -151,14 +168,25 @@ class Simulator {
     ++result_.preemptions;
     ++result_.jobs[e.job].preemptions;
     auto snap = builder_.Build();
+    std::vector<core::PodInfo>& pods = requeued_[e.job];
     for (int i = 0; i < job.shape.pods; ++i) {
-      builder_.UpsertPod(core::Requeued(*snap->FindPod(PodUid(job, i))));
+      pods.push_back(core::Requeued(*snap->FindPod(PodUid(job, i))));
+      builder_.RemovePod(PodUid(job, i));
     }
     s.phase = Phase::kPending;
     ++s.epoch;
     cluster_.allocated -= job.gpus();
     cluster_.busy -= job.gpus();
     ++cluster_.queued;
+    events_.push({t + opt_.requeue_ms, Kind::kRequeue, e.job, s.epoch});
+    return true;
+  }
+
+  // A victim's recreated pods enter the queue.
+  bool Requeue(const Event& e) {
+    auto it = requeued_.find(e.job);
+    for (core::PodInfo& p : it->second) builder_.UpsertPod(std::move(p));
+    requeued_.erase(it);
     return true;
   }
 
@@ -308,6 +336,7 @@ class Simulator {
   ClusterState cluster_;
   int64_t next_start_order_ = 0;
   std::set<std::tuple<int32_t, int64_t, int>> partial_;  // Greedy: partially placed jobs.
+  std::map<int, std::vector<core::PodInfo>> requeued_;    // Victims' pods until they requeue.
   bool release_pending_ = false;
   int64_t deadlock_epoch_ = 0;
 };

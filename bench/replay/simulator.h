@@ -1,12 +1,14 @@
 // A deterministic discrete-event simulator that replays a job trace through the same engine the
 // extender runs: RunAdmissionRound over a ClusterSnapshot kept up to date with SnapshotBuilder.
 //
-// Algorithm: events are arrivals (trace submit times), completions, victim exits and deadlock
-// releases, in order of (time, kind: completion < exit < arrival < release, job). All events of one
-// timestamp are applied, then ONE round runs if any of them changed the cluster, and its decisions
-// are applied as the extender and master would: admitted and backfilled gangs bind and run for
-// their remaining work; victims are marked (preempt_requested, preempted_by) and exit after
-// `preempt_exit_ms`, still holding their GPUs, then come back gated with their creation time.
+// Algorithm: events are arrivals (trace submit times), completions, victim exits and requeues, and
+// deadlock releases, in order of (time, kind: completion < exit < requeue < arrival < release,
+// job). All events of one timestamp are applied, then ONE round runs if any of them changed the
+// cluster, and its decisions are applied as the extender and master would: admitted and
+// backfilled gangs bind and run for their remaining work; victims are marked (preempt_requested,
+// preempted_by) and exit after `preempt_exit_ms`, still holding their GPUs; then their pods go and
+// come back gated with their creation time `requeue_ms` later (the master recreating them: rounds
+// in between do not see the victim).
 // Preemption costs the victim the work done since its last checkpoint: a run started at s and
 // marked at m keeps floor((m - s) / checkpoint) checkpoints of progress; the rest, and the exit
 // time, are lost GPU time. A victim that finishes before its exit simply completes.
@@ -44,6 +46,7 @@ struct SimOptions {
   int32_t max_slots_per_pod = 8;
   int64_t checkpoint_interval_ms = 30 * 60 * 1000;
   int64_t preempt_exit_ms = 30 * 1000;
+  int64_t requeue_ms = 0;  // From a victim's exit until its recreated pods are in the queue.
   int64_t deadlock_timeout_ms = 60 * 60 * 1000;
   int64_t bucket_ms = 60 * 60 * 1000;  // Resolution of the time series.
   // Called every `progress_rounds` rounds (0: never) with the simulated time (ms since the first

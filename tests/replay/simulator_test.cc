@@ -1,5 +1,6 @@
-// The replay simulator: metrics of tiny traces computed by hand, greedy deadlocks (the seeds'
-// example), conservation of GPU time, and byte-identical outputs for the same seed.
+// The replay simulator: metrics of tiny traces computed by hand, a victim's requeue gap, greedy
+// deadlocks (the seeds' example), conservation of GPU time, and byte-identical outputs for the
+// same seed.
 #include "bench/replay/simulator.h"
 
 #include <gtest/gtest.h>
@@ -75,6 +76,34 @@ TEST(Simulator, PhalanxPreemptsByHand) {
   EXPECT_DOUBLE_EQ(sum.jct_mean_s, (157.0 + 55.0) / 2);
   EXPECT_EQ(sum.jct_p99_ms, 157000);
   EXPECT_EQ(sum.makespan_ms, 157000);
+}
+
+// One 4-GPU node, no checkpoints, victims exit 5 s after the mark. V (low, 4 GPUs, 100 s) at 0;
+// H (high, 2 GPUs, 50 s) at 10 preempts it; W (low, 2 GPUs, 30 s) at 12 queues behind V.
+TEST(Simulator, RoundsWhileAVictimRequeuesDoNotSeeIt) {
+  Scenario s = Make("1x4",
+                    "submit_time,duration,num_gpus,priority\n"
+                    "0,100,4,10\n"
+                    "10,50,2,90\n"
+                    "12,30,2,10\n");
+  SimOptions o;
+  o.checkpoint_interval_ms = 0;
+  o.preempt_exit_ms = 5000;
+  // Requeued at once, V heads the low class when it exits at 15: W may not pass it, and runs
+  // after V's rerun (65..165).
+  SimResult at_once = Replay(s, Policy::kPhalanx, o);
+  EXPECT_EQ(at_once.jobs[1].first_start_ms, 15000);
+  EXPECT_EQ(at_once.jobs[0].end_ms, 165000);
+  EXPECT_EQ(at_once.jobs[2].first_start_ms, 165000);
+  // Requeued 1 s after its exit, like the master recreating its pods: the round at 15 runs H and
+  // W on the 4 free GPUs; V queues again at 16 and reruns once H ends.
+  o.requeue_ms = 1000;
+  SimResult gap = Replay(s, Policy::kPhalanx, o);
+  EXPECT_EQ(gap.jobs[1].first_start_ms, 15000);
+  EXPECT_EQ(gap.jobs[2].first_start_ms, 15000);
+  EXPECT_EQ(gap.jobs[2].end_ms, 45000);
+  EXPECT_EQ(gap.jobs[0].end_ms, 165000);
+  EXPECT_EQ(gap.jobs[0].preemptions, 1);
 }
 
 TEST(Simulator, FifoGangWaitsByHand) {
