@@ -176,7 +176,8 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
   const bool preemptible = job.ok() && job->type == TaskType::kExperiment;
   if (failed || all_succeeded) {
     absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
-    if (!a.rec.preempt_requested && trial.ok() && !IsTerminal(trial->state)) {
+    // A run that finished while being preempted is done; one killed by its preemption is not.
+    if ((all_succeeded || !a.rec.preempt_requested) && trial.ok() && !IsTerminal(trial->state)) {
       (void)SetTrialStateLocked(trial->id, failed ? RunState::kError : RunState::kCompleted);
     }
     (void)TerminateLocked(a);

@@ -177,5 +177,19 @@ TEST_F(ServiceTest, KillDeletesEveryPod) {
             grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+// A trial that finishes while it is being preempted (before it acknowledged) is done, not rerun.
+TEST_F(ServiceTest, RunThatFinishesWhilePreemptedCompletes) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning, /*preempt=*/true);
+  EXPECT_EQ(Get(exp.id()).trials(0).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
+  Play(a, core::PodPhase::kSucceeded, /*preempt=*/true);
+  ReapDeleted();
+  const v1::Trial trial = Get(exp.id()).trials(0);
+  EXPECT_EQ(trial.state(), v1::TRIAL_STATE_COMPLETED);
+  EXPECT_EQ(trial.runs(), 1);
+  EXPECT_TRUE(pods_.pods().empty());
+}
+
 }  // namespace
 }  // namespace phalanx::master
