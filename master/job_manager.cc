@@ -27,18 +27,20 @@ int EffectivePriority(const ResourcesConfig& resources, const EnvironmentConfig&
   return resources.priority.value_or(kDefaultPriority);
 }
 
-JobRecord NewJob(TaskType type, int64_t number, const std::string& name, const User& user,
+// A job without its id (the store's number comes with its submission), submitted now.
+JobRecord NewJob(TaskType type, const std::string& name, const User& user,
                  const ResourcesConfig& resources, const EnvironmentConfig& environment,
                  const std::string& yaml) {
-  return JobRecord{.job_id = absl::StrCat(IdPrefix(type), "-", number),
-                   .type = type,
+  const absl::Time now = absl::Now();
+  return JobRecord{.type = type,
                    .name = name,
                    .username = user.username,
                    .resource_pool = resources.resource_pool,
                    .priority = EffectivePriority(resources, environment),
-                   .queue_position = absl::ToUnixMicros(absl::Now()) / 1e6,
+                   .queue_position = absl::ToUnixMicros(now) / 1e6,
                    .slots = resources.slots,
-                   .config = yaml};
+                   .config = yaml,
+                   .submit_ms = absl::ToUnixMillis(now)};
 }
 
 // How many trials of `job` may hold allocations at once.
@@ -67,67 +69,69 @@ JobManager::JobManager(MasterConfig config, Store& store, PodClient& pods)
     : config_(std::move(config)), store_(store), pods_(pods) {}
 
 absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, const User& user,
-                                                       bool activate) {
+                                                     bool activate) {
   KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(yaml, config_));
-  absl::MutexLock lock(&mu_);
-  KUBE_ASSIGN_OR_RETURN(int64_t number, store_.NextJobNumber(TaskType::kExperiment));
-  KUBE_ASSIGN_OR_RETURN(std::vector<nlohmann::json> hparams,
-                        GenerateTrials(c.searcher, c.hyperparameters, c.seed.value_or(number)));
-  JobRecord job =
-      NewJob(TaskType::kExperiment, number, c.name, user, c.resources, c.environment, yaml);
+  JobRecord job = NewJob(TaskType::kExperiment, c.name, user, c.resources, c.environment, yaml);
   job.state = activate ? RunState::kActive : RunState::kPaused;
+  // Without experiment_seed, random trials are drawn from the submission time (the trials' values
+  // are stored, so the experiment stays reproducible from its records).
+  KUBE_ASSIGN_OR_RETURN(std::vector<nlohmann::json> hparams,
+                        GenerateTrials(c.searcher, c.hyperparameters,
+                                       c.seed.value_or(static_cast<uint64_t>(job.submit_ms))));
   std::vector<TrialRecord> trials;
   for (const nlohmann::json& h : hparams)
     trials.push_back({.hparams = h.dump(), .state = job.state});
+  absl::MutexLock lock(&mu_);
   return SubmitLocked(std::move(job), std::move(trials));
 }
 
 absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string& yaml,
-                                                 const std::vector<std::string>& entrypoint,
-                                                 const User& user) {
+                                               const std::vector<std::string>& entrypoint,
+                                               const User& user) {
   if (type == TaskType::kExperiment) {
     return absl::InvalidArgumentError("type: use CreateExperiment for experiments");
   }
   KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(yaml, type, entrypoint, config_));
-  absl::MutexLock lock(&mu_);
-  KUBE_ASSIGN_OR_RETURN(int64_t number, store_.NextJobNumber(type));
-  JobRecord job = NewJob(type, number, c.description, user, c.resources, c.environment, yaml);
+  JobRecord job = NewJob(type, c.description, user, c.resources, c.environment, yaml);
   job.entrypoint = nlohmann::json(c.entrypoint).dump();
+  absl::MutexLock lock(&mu_);
   return SubmitLocked(std::move(job), {TrialRecord{.hparams = "{}"}});
 }
 
 absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials) {
-  // The job, its trials and their first runs are stored in one commit; then the pods start. A run
-  // that cannot be built here is left to Reconcile (Tick), which records why.
+  // The job's number and trial ids come first (one round trip); the job, its trials and their
+  // first runs are then stored in one commit, and only then do the pods start. A run that cannot
+  // be built here is left to Reconcile (Tick), which records why.
+  KUBE_ASSIGN_OR_RETURN(Store::JobIds ids,
+                        store_.ReserveJobIds(job.type, static_cast<int>(trials.size())));
+  job.job_id = absl::StrCat(IdPrefix(job.type), "-", ids.number);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    trials[i].id = ids.trial_ids[i];
+    trials[i].job_id = job.job_id;
+  }
   std::vector<Launch> launches;
-  const Store::FirstRuns first_runs = [&](const std::vector<TrialRecord>& stored) {
-    launches.clear();
-    std::vector<StartedRun> runs;
-    const int cap = ConcurrencyCap(job, config_);
-    for (const TrialRecord& t : stored) {
-      if (static_cast<int>(launches.size()) >= cap) break;
-      absl::StatusOr<Launch> launch = PrepareRunLocked(job, t);
-      if (!launch.ok()) {
-        retry_jobs_.insert(job.job_id);  // Reconcile records why.
-        continue;
-      }
-      runs.push_back(launch->run);
-      launches.push_back(*std::move(launch));
+  std::vector<AllocationRecord> allocations;
+  bool unprepared = false;  // Reconcile records why.
+  const int cap = job.state == RunState::kActive ? ConcurrencyCap(job, config_) : 0;
+  for (TrialRecord& t : trials) {
+    if (static_cast<int>(launches.size()) >= cap) break;
+    absl::StatusOr<Launch> launch = PrepareRunLocked(job, t);
+    if (!launch.ok()) {
+      unprepared = true;
+      continue;
     }
-    return runs;
-  };
-  KUBE_ASSIGN_OR_RETURN(trials,
-                        store_.InsertJob(job, std::move(trials),
-                                         job.state == RunState::kActive ? first_runs : nullptr));
-  JobView view;
-  KUBE_ASSIGN_OR_RETURN(view.job, store_.GetJob(job.job_id));
-  if (view.job.state == RunState::kActive) active_jobs_[job.job_id] = view.job;
+    t = launch->run.trial;
+    allocations.push_back(launch->run.allocation);
+    launches.push_back(*std::move(launch));
+  }
+  KUBE_RETURN_IF_ERROR(store_.InsertJob(job, trials, allocations));
+  if (unprepared) retry_jobs_.insert(job.job_id);
+  JobView view{.job = job};
+  if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
   for (TrialRecord& t : trials) view.trials.push_back({.trial = std::move(t)});
   for (Launch& launch : launches) {
     for (TrialView& tv : view.trials) {
-      if (tv.trial.id != launch.run.trial.id) continue;
-      tv.trial = launch.run.trial;
-      tv.allocation = launch.run.allocation;
+      if (tv.trial.id == launch.run.trial.id) tv.allocation = launch.run.allocation;
     }
     if (absl::Status s = LaunchLocked(std::move(launch)); !s.ok()) {
       retry_jobs_.insert(job.job_id);

@@ -54,7 +54,7 @@ enum class QueueState { kQueued, kScheduled, kBackfilled };
 
 // One ACTIVE job in its pool's queue.
 struct QueueEntry {
-  JobRecord job;
+  JobRecord job;  // Without config and entrypoint.
   int position = 0;    // 0-based, in queue order within the pool.
   int jobs_ahead = 0;  // Queued jobs ahead of it in the pool.
   QueueState state = QueueState::kQueued;

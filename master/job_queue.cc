@@ -25,6 +25,20 @@ core::Gang GangOf(const JobRecord& job) {
   return g;
 }
 
+// The job as the queue shows it: everything but its config and entrypoint (not copied per call).
+JobRecord Summary(const JobRecord& job) {
+  return JobRecord{.job_id = job.job_id,
+                   .type = job.type,
+                   .name = job.name,
+                   .username = job.username,
+                   .resource_pool = job.resource_pool,
+                   .priority = job.priority,
+                   .queue_position = job.queue_position,
+                   .slots = job.slots,
+                   .state = job.state,
+                   .submit_ms = job.submit_ms};
+}
+
 // The position as the label carries it, so that the store and the pods agree.
 double Rounded(double position) {
   double v = position;
@@ -35,7 +49,7 @@ double Rounded(double position) {
 }  // namespace
 
 QueueEntry JobManager::EntryLocked(const JobRecord& job) {
-  QueueEntry e{.job = job};
+  QueueEntry e{.job = Summary(job)};
   std::vector<Alloc*> allocs = AllocsOfJobLocked(e.job.job_id);
   bool queued = allocs.empty(), backfilled = false;
   for (Alloc* a : allocs) {

@@ -122,20 +122,38 @@ absl::Status Store::Read(const std::function<absl::Status(pqxx::transaction_base
 
 absl::Status Store::Run(const std::function<absl::Status(pqxx::transaction_base&)>& fn,
                         bool write) {
+  return WithConnection([&](Connection& c, int) {
+    if (!write) {
+      pqxx::nontransaction tx(c.conn);
+      return fn(tx);
+    }
+    pqxx::work tx(c.conn);
+    absl::Status status = fn(tx);
+    if (!status.ok()) return status;  // The transaction aborts.
+    tx.commit();
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::WriteAtomically(
+    const std::function<std::string(pqxx::transaction_base&)>& build,
+    const std::function<bool(pqxx::transaction_base&)>& committed) {
+  return WithConnection([&](Connection& c, int attempt) {
+    pqxx::nontransaction tx(c.conn);
+    if (attempt > 0 && committed(tx)) return absl::OkStatus();
+    tx.exec(build(tx));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::WithConnection(
+    const std::function<absl::Status(Connection&, int attempt)>& body) {
   std::lock_guard<std::mutex> lock(mu_);
   for (int attempt = 0;; ++attempt) {
     const bool last = attempt >= 1;
     try {
       if (conn_ == nullptr || !conn_->conn.is_open()) conn_ = std::make_unique<Connection>(url_);
-      if (!write) {
-        pqxx::nontransaction tx(conn_->conn);
-        return fn(tx);
-      }
-      pqxx::work tx(conn_->conn);
-      absl::Status status = fn(tx);
-      if (!status.ok()) return status;  // The transaction aborts.
-      tx.commit();
-      return absl::OkStatus();
+      return body(*conn_, attempt);
     } catch (const pqxx::in_doubt_error& e) {
       conn_.reset();
       return absl::UnavailableError(absl::StrCat("database: commit outcome unknown: ", e.what()));

@@ -60,15 +60,17 @@ class Store {
   absl::StatusOr<User> UserForToken(const std::string& token_hash);
   absl::Status DeleteToken(const std::string& token_hash);
 
-  // Jobs. NextJobNumber draws from one sequence for experiments and one for tasks.
-  absl::StatusOr<int64_t> NextJobNumber(TaskType type);
-  // Given the stored trials (with ids), the runs to start with them; no I/O.
-  using FirstRuns = std::function<std::vector<StartedRun>(const std::vector<TrialRecord>&)>;
-  // Stores the job, its trials and the runs `first_runs` prepares in one transaction (one commit
-  // for a whole submission); returns the trials with their ids.
-  absl::StatusOr<std::vector<TrialRecord>> InsertJob(const JobRecord& job,
-                                                     std::vector<TrialRecord> trials,
-                                                     const FirstRuns& first_runs = nullptr);
+  // Jobs. A submission reserves its job number (one sequence for experiments, one for tasks) and
+  // trial ids in one round trip, then stores the job, its trials and the allocations of their first
+  // runs as one request with one commit (AlreadyExists when an id is taken; nothing is stored
+  // then).
+  struct JobIds {
+    int64_t number = 0;
+    std::vector<int64_t> trial_ids;
+  };
+  absl::StatusOr<JobIds> ReserveJobIds(TaskType type, int trials);
+  absl::Status InsertJob(const JobRecord& job, const std::vector<TrialRecord>& trials,
+                         const std::vector<AllocationRecord>& allocations = {});
   absl::StatusOr<JobRecord> GetJob(const std::string& job_id);
   // Newest first; the second member is the count before paging.
   absl::StatusOr<std::pair<std::vector<JobRecord>, int>> ListJobs(const JobFilter& filter);
@@ -101,9 +103,17 @@ class Store {
   // statement, for reads.
   absl::Status Read(const std::function<absl::Status(pqxx::transaction_base&)>& fn);
   absl::Status Run(const std::function<absl::Status(pqxx::transaction_base&)>& fn, bool write);
+  // Sends the statements `build` returns as one request, which Postgres runs as one transaction.
+  // When the connection breaks before the answer, `committed` (true exactly when that transaction
+  // committed) decides on a new connection whether to send it once more.
+  absl::Status WriteAtomically(const std::function<std::string(pqxx::transaction_base&)>& build,
+                               const std::function<bool(pqxx::transaction_base&)>& committed);
   absl::Status Migrate();
 
   struct Connection;  // A pqxx::connection (a typedef, so not forward-declarable).
+  // Runs `body` on the connection (opened or reopened as needed) under the mutex; a second attempt
+  // follows a broken connection (see the class comment).
+  absl::Status WithConnection(const std::function<absl::Status(Connection&, int attempt)>& body);
 
   const std::string url_;
   std::mutex mu_;

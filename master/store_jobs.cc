@@ -1,5 +1,6 @@
 // Store: jobs, trials, checkpoints and allocations (see store.h).
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "master/store.h"
 #include "pqxx/pqxx"
@@ -108,44 +109,64 @@ std::string JobWhere(const JobFilter& f, std::vector<std::string>& params) {
 
 }  // namespace
 
-absl::StatusOr<int64_t> Store::NextJobNumber(TaskType type) {
-  int64_t n = 0;
+absl::StatusOr<Store::JobIds> Store::ReserveJobIds(TaskType type, int trials) {
+  JobIds ids;
   absl::Status s = Read([&](pqxx::transaction_base& tx) {
     const char* seq = type == TaskType::kExperiment ? "experiment_numbers" : "task_numbers";
-    n = tx.exec1(absl::StrCat("SELECT nextval('", seq, "')"))[0].as<int64_t>();
+    pqxx::row r = tx.exec_params1(
+        absl::StrCat("SELECT nextval('", seq, "'), ",
+                     "ARRAY(SELECT nextval('trials_id_seq') FROM generate_series(1, $1))"),
+        trials);
+    ids.number = r[0].as<int64_t>();
+    auto array = r[1].as_array();
+    for (auto [kind, value] = array.get_next(); kind != pqxx::array_parser::done;
+         std::tie(kind, value) = array.get_next()) {
+      if (kind == pqxx::array_parser::string_value) ids.trial_ids.push_back(std::stoll(value));
+    }
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
-  return n;
+  if (static_cast<int>(ids.trial_ids.size()) != trials) {
+    return absl::InternalError(
+        absl::StrCat("database: reserved ", ids.trial_ids.size(), " trial ids of ", trials));
+  }
+  return ids;
 }
 
-absl::StatusOr<std::vector<TrialRecord>> Store::InsertJob(const JobRecord& job,
-                                                          std::vector<TrialRecord> trials,
-                                                          const FirstRuns& first_runs) {
-  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
-    tx.exec_params(
+absl::Status Store::InsertJob(const JobRecord& job, const std::vector<TrialRecord>& trials,
+                              const std::vector<AllocationRecord>& allocations) {
+  auto build = [&](pqxx::transaction_base& tx) {
+    auto q = [&tx](const std::string& v) { return tx.quote(v); };
+    std::string sql = absl::StrCat(
         "INSERT INTO jobs (job_id, type, name, username, resource_pool, priority, queue_position, "
-        "slots, state, config, entrypoint) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        job.job_id, std::string(TaskTypeName(job.type)), job.name, job.username, job.resource_pool,
-        job.priority, job.queue_position, job.slots, std::string(RunStateName(job.state)),
-        job.config, job.entrypoint);
-    for (TrialRecord& t : trials) {
-      t.job_id = job.job_id;
-      t.id = tx.exec_params1(
-                   "INSERT INTO trials (job_id, hparams, state) VALUES ($1, $2, $3) "
-                   "RETURNING id",
-                   t.job_id, t.hparams, std::string(RunStateName(t.state)))[0]
-                 .as<int64_t>();
+        "slots, state, config, entrypoint, submitted_at) VALUES (",
+        q(job.job_id), ", ", q(std::string(TaskTypeName(job.type))), ", ", q(job.name), ", ",
+        q(job.username), ", ", q(job.resource_pool), ", ", job.priority, ", ",
+        absl::StrFormat("%.17g", job.queue_position), ", ", job.slots, ", ",
+        q(std::string(RunStateName(job.state))), ", ", q(job.config), ", ", q(job.entrypoint),
+        ", to_timestamp(", job.submit_ms, " / 1000.0));\n");
+    for (const TrialRecord& t : trials) {
+      absl::StrAppend(&sql,
+                      "INSERT INTO trials (id, job_id, hparams, state, runs, latest_checkpoint, "
+                      "steps_completed) VALUES (",
+                      t.id, ", ", q(job.job_id), ", ", q(t.hparams), ", ",
+                      q(std::string(RunStateName(t.state))), ", ", t.runs, ", ",
+                      q(t.latest_checkpoint), ", ", t.steps_completed, ");\n");
     }
-    if (first_runs == nullptr) return absl::OkStatus();
-    for (const StartedRun& run : first_runs(trials)) {
-      WriteTrial(tx, run.trial);
-      WriteAllocation(tx, run.allocation);
+    for (const AllocationRecord& a : allocations) {
+      absl::StrAppend(&sql,
+                      "INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, "
+                      "token_hash) VALUES (",
+                      q(a.id), ", ", q(a.job_id), ", ",
+                      a.trial_id ? absl::StrCat(*a.trial_id) : "NULL", ", ", a.run, ", ",
+                      q(std::string(AllocStateName(a.state))), ", ", q(a.ns), ", ", a.pods, ", ",
+                      q(a.token_hash), ");\n");
     }
-    return absl::OkStatus();
+    return sql;
+  };
+  return WriteAtomically(build, [&](pqxx::transaction_base& tx) {
+    return !tx.exec_params("SELECT 1 FROM jobs WHERE job_id = $1", job.job_id).empty();
   });
-  if (!s.ok()) return s;
-  return trials;
 }
 
 absl::StatusOr<JobRecord> Store::GetJob(const std::string& job_id) {

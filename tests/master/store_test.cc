@@ -23,6 +23,19 @@ JobRecord Job(const std::string& id, TaskType type, const std::string& pool) {
                    .config = "name: x\n"};
 }
 
+// Stores `job` with `n` trials under ids reserved from the store; returns the trials.
+std::vector<TrialRecord> InsertWithTrials(Store& store, const JobRecord& job, int n) {
+  absl::StatusOr<Store::JobIds> ids = store.ReserveJobIds(job.type, n);
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  if (!ids.ok()) return {};
+  std::vector<TrialRecord> trials;
+  for (int64_t id : ids->trial_ids)
+    trials.push_back({.id = id, .job_id = job.job_id, .hparams = "{}"});
+  absl::Status s = store.InsertJob(job, trials);
+  EXPECT_TRUE(s.ok()) << s;
+  return trials;
+}
+
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -65,17 +78,26 @@ TEST_F(StoreTest, UsersAndTokens) {
 }
 
 TEST_F(StoreTest, JobsTrialsAndFilters) {
-  absl::StatusOr<int64_t> n = store_->NextJobNumber(TaskType::kExperiment);
-  ASSERT_TRUE(n.ok()) << n.status();
-  const std::string exp = "exp-" + std::to_string(*n);
-  absl::StatusOr<std::vector<TrialRecord>> trials = store_->InsertJob(
-      Job(exp, TaskType::kExperiment, "gpu"), {{.hparams = R"({"lr":1})"}, {.hparams = "{}"}});
-  ASSERT_TRUE(trials.ok()) << trials.status();
-  ASSERT_EQ(trials->size(), 2u);
-  EXPECT_GT((*trials)[0].id, 0);
+  absl::StatusOr<Store::JobIds> ids = store_->ReserveJobIds(TaskType::kExperiment, 2);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  ASSERT_EQ(ids->trial_ids.size(), 2u);
+  EXPECT_LT(ids->trial_ids[0], ids->trial_ids[1]);
+  EXPECT_EQ(store_->ReserveJobIds(TaskType::kExperiment, 0)->number, ids->number + 1);
+  const std::string exp = "exp-" + std::to_string(ids->number);
+  JobRecord submitted = Job(exp, TaskType::kExperiment, "gpu");
+  submitted.queue_position = 1732291234.123456;
+  submitted.submit_ms = 1732291234123;
+  ASSERT_TRUE(store_
+                  ->InsertJob(submitted, {{.id = ids->trial_ids[0], .hparams = R"({"lr":1})"},
+                                          {.id = ids->trial_ids[1], .hparams = "{}"}})
+                  .ok());
+  EXPECT_EQ(store_->ListTrials(exp)->at(0).hparams, R"({"lr":1})");
+  EXPECT_DOUBLE_EQ(store_->GetJob(exp)->queue_position, submitted.queue_position);
+  EXPECT_EQ(store_->GetJob(exp)->submit_ms, submitted.submit_ms);
+  ASSERT_TRUE(store_->UpdateJob(Job(exp, TaskType::kExperiment, "gpu")).ok());
   ASSERT_TRUE(store_->InsertJob(Job("cmd-1", TaskType::kCommand, "cpu"), {}).ok());
-  EXPECT_TRUE(absl::IsAlreadyExists(
-      store_->InsertJob(Job("cmd-1", TaskType::kCommand, "cpu"), {}).status()));
+  EXPECT_TRUE(
+      absl::IsAlreadyExists(store_->InsertJob(Job("cmd-1", TaskType::kCommand, "cpu"), {})));
 
   JobRecord job = *store_->GetJob(exp);
   EXPECT_EQ(job.resource_pool, "gpu");
@@ -98,15 +120,29 @@ TEST_F(StoreTest, JobsTrialsAndFilters) {
   EXPECT_EQ(paged.second, 2);
   EXPECT_EQ(store_->ListJobs({.name_substring = "cmd-1-na"})->first.size(), 1u);
 
-  TrialRecord t = (*trials)[1];
+  TrialRecord t = store_->ListTrials(exp)->at(1);
   t.runs = 2;
   t.state = RunState::kCompleted;
   ASSERT_TRUE(store_->UpdateTrial(t).ok());
   EXPECT_EQ(store_->ListTrials(exp)->at(1).runs, 2);
 }
 
+// Values travel as quoted literals in one request: quotes, backslashes and semicolons arrive as
+// sent.
+TEST_F(StoreTest, InsertJobKeepsValuesExactly) {
+  JobRecord odd = Job("cmd-2", TaskType::kCommand, "cpu");
+  odd.name = R"(it's a "name" \ ; DROP TABLE jobs; --)";
+  odd.config = "a: 'b'\n\\x\n";
+  ASSERT_TRUE(store_->InsertJob(odd, {}).ok());
+  absl::StatusOr<JobRecord> got = store_->GetJob("cmd-2");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->name, odd.name);
+  EXPECT_EQ(got->config, odd.config);
+}
+
 TEST_F(StoreTest, AllocationsAndCheckpoints) {
-  auto trials = *store_->InsertJob(Job("exp-1", TaskType::kExperiment, "gpu"), {{.hparams = "{}"}});
+  auto trials = InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 1);
+  ASSERT_EQ(trials.size(), 1u);
   AllocationRecord a{.id = "exp-1-trial-1-r1",
                      .job_id = "exp-1",
                      .trial_id = trials[0].id,
@@ -155,28 +191,34 @@ TEST(StoreRestartTest, ReconnectsAfterTheDatabaseRestarts) {
   absl::StatusOr<JobRecord> job = (*store)->GetJob("cmd-1");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->type, TaskType::kCommand);
+  // A write whose first send meets the dead connection goes out once more, and only once.
+  ASSERT_TRUE(pg.Stop());
+  ASSERT_TRUE(pg.Start());
+  ASSERT_TRUE((*store)->InsertJob(Job("cmd-2", TaskType::kCommand, "cpu"), {}).ok());
+  EXPECT_EQ((*store)->ListJobs({})->second, 2);
 }
 
 // A submission's first runs are stored with the job in the same transaction, or not at all.
 TEST_F(StoreTest, InsertJobStoresFirstRunsInTheSameTransaction) {
-  auto first_run = [](const std::vector<TrialRecord>& trials) {
-    TrialRecord t = trials[0];
-    t.runs = 1;
-    return std::vector<StartedRun>{
-        {.trial = t,
-         .allocation = {.id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = t.id, .ns = "d"}}};
-  };
-  auto trials =
-      store_->InsertJob(Job("exp-1", TaskType::kExperiment, "gpu"), {{.hparams = "{}"}}, first_run);
-  ASSERT_TRUE(trials.ok()) << trials.status();
-  EXPECT_EQ(store_->GetTrial((*trials)[0].id)->runs, 1);
-  EXPECT_EQ(store_->GetAllocation("exp-1-trial-1-r1")->trial_id, (*trials)[0].id);
+  Store::JobIds ids = *store_->ReserveJobIds(TaskType::kExperiment, 1);
+  const TrialRecord trial{.id = ids.trial_ids[0], .hparams = "{}", .runs = 1};
+  const AllocationRecord run{
+      .id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = trial.id, .ns = "d", .pods = 2};
+  ASSERT_TRUE(store_->InsertJob(Job("exp-1", TaskType::kExperiment, "gpu"), {trial}, {run}).ok());
+  EXPECT_EQ(store_->GetTrial(trial.id)->runs, 1);
+  EXPECT_EQ(store_->GetAllocation(run.id)->trial_id, trial.id);
+  EXPECT_EQ(store_->GetAllocation(run.id)->pods, 2);
 
   // The run's allocation id is taken: the whole submission of exp-2 rolls back.
-  auto clash =
-      store_->InsertJob(Job("exp-2", TaskType::kExperiment, "gpu"), {{.hparams = "{}"}}, first_run);
-  EXPECT_TRUE(absl::IsAlreadyExists(clash.status())) << clash.status();
+  Store::JobIds ids2 = *store_->ReserveJobIds(TaskType::kExperiment, 1);
+  AllocationRecord clash = run;
+  clash.job_id = "exp-2";
+  clash.trial_id = ids2.trial_ids[0];
+  absl::Status s = store_->InsertJob(Job("exp-2", TaskType::kExperiment, "gpu"),
+                                     {{.id = ids2.trial_ids[0], .hparams = "{}"}}, {clash});
+  EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
   EXPECT_TRUE(absl::IsNotFound(store_->GetJob("exp-2").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetTrial(ids2.trial_ids[0]).status()));
 }
 
 }  // namespace
