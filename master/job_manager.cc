@@ -43,15 +43,17 @@ JobRecord NewJob(TaskType type, const std::string& name, const User& user,
                    .submit_ms = absl::ToUnixMillis(now)};
 }
 
-// How many trials of `job` may hold allocations at once.
+// How many trials of an experiment may hold allocations at once.
+int ConcurrencyCap(const ExperimentConfig& c, int slots) {
+  int cap = c.searcher.max_concurrent_trials.value_or(std::numeric_limits<int>::max());
+  if (c.resources.max_slots && slots > 0) cap = std::min(cap, *c.resources.max_slots / slots);
+  return std::max(cap, 1);
+}
+
 int ConcurrencyCap(const JobRecord& job, const MasterConfig& config) {
   if (job.type != TaskType::kExperiment) return 1;
   absl::StatusOr<ExperimentConfig> c = ParseExperimentConfig(job.config, config);
-  if (!c.ok()) return std::numeric_limits<int>::max();
-  int cap = c->searcher.max_concurrent_trials.value_or(std::numeric_limits<int>::max());
-  if (c->resources.max_slots && job.slots > 0)
-    cap = std::min(cap, *c->resources.max_slots / job.slots);
-  return std::max(cap, 1);
+  return c.ok() ? ConcurrencyCap(*c, job.slots) : std::numeric_limits<int>::max();
 }
 
 RunState FinalState(const std::vector<TrialRecord>& trials) {
@@ -81,8 +83,9 @@ absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, co
   std::vector<TrialRecord> trials;
   for (const nlohmann::json& h : hparams)
     trials.push_back({.hparams = h.dump(), .state = job.state});
+  const int cap = activate ? ConcurrencyCap(c, job.slots) : 0;
   absl::MutexLock lock(&mu_);
-  return SubmitLocked(std::move(job), std::move(trials));
+  return SubmitLocked(std::move(job), std::move(trials), cap);
 }
 
 absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string& yaml,
@@ -95,24 +98,30 @@ absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string&
   JobRecord job = NewJob(type, c.description, user, c.resources, c.environment, yaml);
   job.entrypoint = nlohmann::json(c.entrypoint).dump();
   absl::MutexLock lock(&mu_);
-  return SubmitLocked(std::move(job), {TrialRecord{.hparams = "{}"}});
+  return SubmitLocked(std::move(job), {TrialRecord{.hparams = "{}"}}, /*cap=*/1);
 }
 
-absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials) {
-  // The job's number and trial ids come first (one round trip); the job, its trials and their
-  // first runs are then stored in one commit, and only then do the pods start. A run that cannot
-  // be built here is left to Reconcile (Tick), which records why.
-  KUBE_ASSIGN_OR_RETURN(Store::JobIds ids,
-                        store_.ReserveJobIds(job.type, static_cast<int>(trials.size())));
-  job.job_id = absl::StrCat(IdPrefix(job.type), "-", ids.number);
-  for (size_t i = 0; i < trials.size(); ++i) {
-    trials[i].id = ids.trial_ids[i];
-    trials[i].job_id = job.job_id;
+absl::Status JobManager::NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials) {
+  if (!last_ids_) {
+    KUBE_ASSIGN_OR_RETURN(last_ids_, store_.LastJobIds());
   }
+  int64_t& number = job.type == TaskType::kExperiment ? last_ids_->experiment : last_ids_->task;
+  job.job_id = absl::StrCat(IdPrefix(job.type), "-", ++number);
+  for (TrialRecord& t : trials) {
+    t.id = ++last_ids_->trial;
+    t.job_id = job.job_id;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials,
+                                                 int cap) {
+  // The job, its trials and their first runs are stored in one commit; only then do the pods
+  // start. A run that cannot be built here is left to Reconcile (Tick), which records why.
+  KUBE_RETURN_IF_ERROR(NumberLocked(job, trials));
   std::vector<Launch> launches;
   std::vector<AllocationRecord> allocations;
   bool unprepared = false;  // Reconcile records why.
-  const int cap = job.state == RunState::kActive ? ConcurrencyCap(job, config_) : 0;
   for (TrialRecord& t : trials) {
     if (static_cast<int>(launches.size()) >= cap) break;
     absl::StatusOr<Launch> launch = PrepareRunLocked(job, t);
@@ -124,7 +133,10 @@ absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<Tria
     allocations.push_back(launch->run.allocation);
     launches.push_back(*std::move(launch));
   }
-  KUBE_RETURN_IF_ERROR(store_.InsertJob(job, trials, allocations));
+  if (absl::Status s = store_.InsertJob(job, trials, allocations); !s.ok()) {
+    if (absl::IsAlreadyExists(s)) last_ids_.reset();  // Another writer numbered jobs: re-read.
+    return s;
+  }
   if (unprepared) retry_jobs_.insert(job.job_id);
   JobView view{.job = job};
   if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;

@@ -54,7 +54,7 @@ enum class QueueState { kQueued, kScheduled, kBackfilled };
 
 // One ACTIVE job in its pool's queue.
 struct QueueEntry {
-  JobRecord job;  // Without config and entrypoint.
+  JobRecord job;       // Without config and entrypoint.
   int position = 0;    // 0-based, in queue order within the pool.
   int jobs_ahead = 0;  // Queued jobs ahead of it in the pool.
   QueueState state = QueueState::kQueued;
@@ -81,10 +81,9 @@ class JobManager {
 
   // The stored job and its trials, with the allocations of the runs it started.
   absl::StatusOr<JobView> CreateExperiment(const std::string& yaml, const User& user,
-                                             bool activate);
+                                           bool activate);
   absl::StatusOr<JobView> LaunchTask(TaskType type, const std::string& yaml,
-                                       const std::vector<std::string>& entrypoint,
-                                       const User& user);
+                                     const std::vector<std::string>& entrypoint, const User& user);
   absl::StatusOr<JobView> GetJob(const std::string& job_id);
   absl::StatusOr<std::pair<std::vector<JobRecord>, int>> ListJobs(const JobFilter& filter);
 
@@ -98,6 +97,14 @@ class JobManager {
   absl::Status SetResourcePool(const std::string& job_id, const std::string& pool);
   // ACTIVE jobs of `pool` (every pool when empty), pools by name, each in queue order.
   absl::StatusOr<std::vector<QueueEntry>> Queue(const std::string& pool);
+  // The entries [offset, offset + limit) of Queue(pool) restricted to `states` (all when empty),
+  // and how many match in all; only the page is copied out.
+  struct QueuePage {
+    std::vector<QueueEntry> entries;
+    int total = 0;
+  };
+  QueuePage Queue(const std::string& pool, const std::vector<QueueState>& states, int offset,
+                  int limit);
 
   // The trial process's calls; `token` is the allocation's token (PHALANX_ALLOCATION_TOKEN).
   absl::Status CheckAllocationToken(const std::string& allocation_id, const std::string& token);
@@ -126,7 +133,11 @@ class JobManager {
   };
 
   // job_manager.cc
-  absl::StatusOr<JobView> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials)
+  // Numbers the job and its trials, stores them with the first runs of at most `cap` trials, then
+  // creates their pods.
+  absl::StatusOr<JobView> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials, int cap)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReconcileOnceLocked; a job it fails for is tried again at the next Tick.
   absl::Status ReconcileLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -137,9 +148,15 @@ class JobManager {
   absl::StatusOr<JobRecord> GetActiveJobLocked(const std::string& job_id, bool allow_paused)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // job_queue.cc
-  absl::StatusOr<std::vector<QueueEntry>> QueueLocked(const std::string& pool)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  QueueEntry EntryLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A queue entry that points into active_jobs_ and allocs_ (valid while mu_ is held).
+  struct QueueRow {
+    const JobRecord* job = nullptr;
+    const std::string* pending_reason = nullptr;
+    QueueState state = QueueState::kQueued;
+    int position = 0, jobs_ahead = 0, requested_slots = 0, allocated_slots = 0;
+  };
+  std::vector<QueueRow> QueueRowsLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  QueueRow RowLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A run ready to start: what the store records, then the allocation and pods to create.
   struct Launch {
     StartedRun run;
@@ -182,6 +199,9 @@ class JobManager {
   absl::flat_hash_set<std::string> retry_jobs_ ABSL_GUARDED_BY(mu_);
   // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.
   std::map<std::string, JobRecord> active_jobs_ ABSL_GUARDED_BY(mu_);
+  // The last ids handed out; read from the store before the first submission and again after a
+  // submission collided with stored ids.
+  std::optional<Store::LastIds> last_ids_ ABSL_GUARDED_BY(mu_);
   ManagerStats stats_ ABSL_GUARDED_BY(mu_);  // open_allocations is filled in by Stats().
 };
 

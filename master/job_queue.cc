@@ -2,6 +2,7 @@
 // (preemption/queue.h): priority desc, queue position asc, submission time, job id.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -48,33 +49,30 @@ double Rounded(double position) {
 
 }  // namespace
 
-QueueEntry JobManager::EntryLocked(const JobRecord& job) {
-  QueueEntry e{.job = Summary(job)};
-  std::vector<Alloc*> allocs = AllocsOfJobLocked(e.job.job_id);
+JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
+  QueueRow row{.job = &job};
+  std::vector<Alloc*> allocs = AllocsOfJobLocked(job.job_id);
   bool queued = allocs.empty(), backfilled = false;
   for (Alloc* a : allocs) {
-    e.requested_slots += e.job.slots;
+    row.requested_slots += job.slots;
     queued = queued || a->pods.size() < a->pod_names.size();
     for (const auto& [name, pod] : a->pods) {
-      if (pod.bound) e.allocated_slots += e.job.slots / std::max(a->rec.pods, 1);
+      if (pod.bound) row.allocated_slots += job.slots / std::max(a->rec.pods, 1);
       queued = queued || !pod.bound;
       backfilled = backfilled || pod.backfilled;
-      if (e.pending_reason.empty()) e.pending_reason = pod.pending_reason;
+      if (row.pending_reason == nullptr && !pod.pending_reason.empty()) {
+        row.pending_reason = &pod.pending_reason;
+      }
     }
   }
-  if (allocs.empty()) e.requested_slots = e.job.slots;
-  e.state = queued       ? QueueState::kQueued
-            : backfilled ? QueueState::kBackfilled
-                         : QueueState::kScheduled;
-  return e;
+  if (allocs.empty()) row.requested_slots = job.slots;
+  row.state = queued       ? QueueState::kQueued
+              : backfilled ? QueueState::kBackfilled
+                           : QueueState::kScheduled;
+  return row;
 }
 
-absl::StatusOr<std::vector<QueueEntry>> JobManager::Queue(const std::string& pool) {
-  absl::MutexLock lock(&mu_);
-  return QueueLocked(pool);
-}
-
-absl::StatusOr<std::vector<QueueEntry>> JobManager::QueueLocked(const std::string& pool) {
+std::vector<JobManager::QueueRow> JobManager::QueueRowsLocked(const std::string& pool) {
   // Pools by name, then the extender's queue order, compared on gangs built once per job (the
   // sort moves indexes, not gangs).
   std::vector<const JobRecord*> jobs;
@@ -92,20 +90,46 @@ absl::StatusOr<std::vector<QueueEntry>> JobManager::QueueLocked(const std::strin
     }
     return preemption::QueueLess(gangs[a], gangs[b]);
   });
-  std::vector<QueueEntry> out;
-  out.reserve(order.size());
-  for (size_t i : order) out.push_back(EntryLocked(*jobs[i]));
+  std::vector<QueueRow> rows;
+  rows.reserve(order.size());
   int position = 0, queued_ahead = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (i > 0 && out[i].job.resource_pool != out[i - 1].job.resource_pool) {
+  for (size_t i : order) {
+    if (!rows.empty() && jobs[i]->resource_pool != rows.back().job->resource_pool) {
       position = 0;
       queued_ahead = 0;
     }
-    out[i].position = position++;
-    out[i].jobs_ahead = queued_ahead;
-    if (out[i].state == QueueState::kQueued) ++queued_ahead;
+    QueueRow& row = rows.emplace_back(RowLocked(*jobs[i]));
+    row.position = position++;
+    row.jobs_ahead = queued_ahead;
+    if (row.state == QueueState::kQueued) ++queued_ahead;
   }
-  return out;
+  return rows;
+}
+
+absl::StatusOr<std::vector<QueueEntry>> JobManager::Queue(const std::string& pool) {
+  return Queue(pool, {}, 0, std::numeric_limits<int>::max()).entries;
+}
+
+JobManager::QueuePage JobManager::Queue(const std::string& pool,
+                                        const std::vector<QueueState>& states, int offset,
+                                        int limit) {
+  absl::MutexLock lock(&mu_);
+  QueuePage page;
+  for (const QueueRow& row : QueueRowsLocked(pool)) {
+    if (!states.empty() && std::find(states.begin(), states.end(), row.state) == states.end()) {
+      continue;
+    }
+    const int index = page.total++;
+    if (index < offset || index - offset >= limit) continue;
+    page.entries.push_back({.job = Summary(*row.job),
+                            .position = row.position,
+                            .jobs_ahead = row.jobs_ahead,
+                            .state = row.state,
+                            .requested_slots = row.requested_slots,
+                            .allocated_slots = row.allocated_slots,
+                            .pending_reason = row.pending_reason ? *row.pending_reason : ""});
+  }
+  return page;
 }
 
 absl::Status JobManager::Move(const std::string& job_id, const std::string& anchor_id, bool ahead) {
@@ -120,10 +144,9 @@ absl::Status JobManager::Move(const std::string& job_id, const std::string& anch
                      job.resource_pool, "/", job.priority, ", ", anchor_id, " is ",
                      anchor.resource_pool, "/", anchor.priority, "; change the priority instead"));
   }
-  KUBE_ASSIGN_OR_RETURN(std::vector<QueueEntry> queue, QueueLocked(job.resource_pool));
   std::vector<const JobRecord*> peers;  // Same priority, queue order, without the moved job.
-  for (const QueueEntry& e : queue) {
-    if (e.job.priority == job.priority && e.job.job_id != job_id) peers.push_back(&e.job);
+  for (const QueueRow& row : QueueRowsLocked(job.resource_pool)) {
+    if (row.job->priority == job.priority && row.job->job_id != job_id) peers.push_back(row.job);
   }
   auto at = std::find_if(peers.begin(), peers.end(),
                          [&](const JobRecord* j) { return j->job_id == anchor_id; });

@@ -30,23 +30,22 @@ grpc::Status JobServiceImpl::GetJobs(grpc::ServerContext* ctx, const v1::GetJobs
                                      v1::GetJobsResponse* resp) {
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  absl::StatusOr<std::vector<QueueEntry>> queue = jobs_.Queue(req->resource_pool());
-  if (!queue.ok()) return ToGrpcStatus(queue.status());
-  std::vector<const QueueEntry*> matching;
-  const auto& states = req->states();
-  for (const QueueEntry& e : *queue) {
-    if (states.empty() ||
-        std::find(states.begin(), states.end(), ToProto(e.state)) != states.end()) {
-      matching.push_back(&e);
+  std::vector<QueueState> states;
+  for (QueueState s : {QueueState::kQueued, QueueState::kScheduled, QueueState::kBackfilled}) {
+    if (std::find(req->states().begin(), req->states().end(), ToProto(s)) != req->states().end()) {
+      states.push_back(s);
     }
   }
-  const int offset = std::max(0, req->offset()), limit = PageLimit(req->limit());
-  for (int i = offset; i < static_cast<int>(matching.size()) && i < offset + limit; ++i) {
-    ToProto(*matching[i], resp->add_jobs());
+  if (states.empty() && !req->states().empty()) {
+    return ToGrpcStatus(
+        absl::InvalidArgumentError("states: none is QUEUED, SCHEDULED or SCHEDULED_BACKFILLED"));
   }
+  const int offset = std::max(0, req->offset()), limit = PageLimit(req->limit());
+  JobManager::QueuePage page = jobs_.Queue(req->resource_pool(), states, offset, limit);
+  for (const QueueEntry& e : page.entries) ToProto(e, resp->add_jobs());
   resp->mutable_pagination()->set_offset(offset);
   resp->mutable_pagination()->set_limit(limit);
-  resp->mutable_pagination()->set_total(static_cast<int>(matching.size()));
+  resp->mutable_pagination()->set_total(page.total);
   return grpc::Status::OK;
 }
 

@@ -69,6 +69,8 @@ CREATE TABLE checkpoints (
   steps_completed BIGINT NOT NULL,
   reported_at TIMESTAMPTZ NOT NULL DEFAULT now());
 )sql",
+    // Version 2: the master numbers jobs itself (Store::LastJobIds).
+    "DROP SEQUENCE experiment_numbers, task_numbers",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).
@@ -135,13 +137,12 @@ absl::Status Store::Run(const std::function<absl::Status(pqxx::transaction_base&
   });
 }
 
-absl::Status Store::WriteAtomically(
-    const std::function<std::string(pqxx::transaction_base&)>& build,
-    const std::function<bool(pqxx::transaction_base&)>& committed) {
+absl::Status Store::WriteAtomically(const std::function<void(pqxx::transaction_base&)>& write,
+                                    const std::function<bool(pqxx::transaction_base&)>& committed) {
   return WithConnection([&](Connection& c, int attempt) {
     pqxx::nontransaction tx(c.conn);
     if (attempt > 0 && committed(tx)) return absl::OkStatus();
-    tx.exec(build(tx));
+    write(tx);
     return absl::OkStatus();
   });
 }

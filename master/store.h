@@ -60,15 +60,16 @@ class Store {
   absl::StatusOr<User> UserForToken(const std::string& token_hash);
   absl::Status DeleteToken(const std::string& token_hash);
 
-  // Jobs. A submission reserves its job number (one sequence for experiments, one for tasks) and
-  // trial ids in one round trip, then stores the job, its trials and the allocations of their first
-  // runs as one request with one commit (AlreadyExists when an id is taken; nothing is stored
-  // then).
-  struct JobIds {
-    int64_t number = 0;
-    std::vector<int64_t> trial_ids;
+  // Jobs. Ids are numbered by the master (one master per database, as Determined's): LastJobIds
+  // says where numbering continues. A submission stores the job, its trials and the allocations of
+  // their first runs as one request with one commit; AlreadyExists when an id is taken (then
+  // nothing is stored).
+  struct LastIds {
+    int64_t experiment = 0;  // Number of the newest experiment (exp-N), 0 when none.
+    int64_t task = 0;        // Of the newest command, notebook, shell or tensorboard.
+    int64_t trial = 0;       // Highest trial id.
   };
-  absl::StatusOr<JobIds> ReserveJobIds(TaskType type, int trials);
+  absl::StatusOr<LastIds> LastJobIds();
   absl::Status InsertJob(const JobRecord& job, const std::vector<TrialRecord>& trials,
                          const std::vector<AllocationRecord>& allocations = {});
   absl::StatusOr<JobRecord> GetJob(const std::string& job_id);
@@ -103,10 +104,10 @@ class Store {
   // statement, for reads.
   absl::Status Read(const std::function<absl::Status(pqxx::transaction_base&)>& fn);
   absl::Status Run(const std::function<absl::Status(pqxx::transaction_base&)>& fn, bool write);
-  // Sends the statements `build` returns as one request, which Postgres runs as one transaction.
-  // When the connection breaks before the answer, `committed` (true exactly when that transaction
-  // committed) decides on a new connection whether to send it once more.
-  absl::Status WriteAtomically(const std::function<std::string(pqxx::transaction_base&)>& build,
+  // Runs `write` (one statement, so one transaction) outside a transaction block. When the
+  // connection breaks before the answer, `committed` (true exactly when that statement committed)
+  // decides on a new connection whether to run it once more.
+  absl::Status WriteAtomically(const std::function<void(pqxx::transaction_base&)>& write,
                                const std::function<bool(pqxx::transaction_base&)>& committed);
   absl::Status Migrate();
 

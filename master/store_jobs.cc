@@ -3,6 +3,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "master/store.h"
+#include "nlohmann/json.hpp"
 #include "pqxx/pqxx"
 
 namespace phalanx::master {
@@ -17,6 +18,24 @@ constexpr char kAllocationColumns[] =
     "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
     "(extract(epoch FROM preempt_at) * 1000)::BIGINT AS preempt_ms";
+
+// A whole submission in one statement: the job, then its trials and allocations from JSON arrays
+// ($13, $14). Foreign keys are checked at the end of the statement, when all three exist.
+constexpr char kInsertJob[] = R"sql(
+WITH job AS (
+  INSERT INTO jobs (job_id, type, name, username, resource_pool, priority, queue_position, slots,
+                    state, config, entrypoint, submitted_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, to_timestamp($12::BIGINT / 1000.0))),
+trial AS (
+  INSERT INTO trials (id, job_id, hparams, state, runs, latest_checkpoint, steps_completed)
+  SELECT id, $1, hparams, state, runs, latest_checkpoint, steps_completed
+  FROM jsonb_to_recordset($13::JSONB) AS x(id BIGINT, hparams TEXT, state TEXT, runs INTEGER,
+                                           latest_checkpoint TEXT, steps_completed BIGINT))
+INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, token_hash)
+SELECT id, job_id, trial_id, run, state, namespace, pods, token_hash
+FROM jsonb_to_recordset($14::JSONB) AS x(id TEXT, job_id TEXT, trial_id BIGINT, run INTEGER,
+                                         state TEXT, namespace TEXT, pods INTEGER, token_hash TEXT)
+)sql";
 
 JobRecord JobFromRow(const pqxx::row& row) {
   return JobRecord{
@@ -109,62 +128,56 @@ std::string JobWhere(const JobFilter& f, std::vector<std::string>& params) {
 
 }  // namespace
 
-absl::StatusOr<Store::JobIds> Store::ReserveJobIds(TaskType type, int trials) {
-  JobIds ids;
+absl::StatusOr<Store::LastIds> Store::LastJobIds() {
+  LastIds ids;
   absl::Status s = Read([&](pqxx::transaction_base& tx) {
-    const char* seq = type == TaskType::kExperiment ? "experiment_numbers" : "task_numbers";
-    pqxx::row r = tx.exec_params1(
-        absl::StrCat("SELECT nextval('", seq, "'), ",
-                     "ARRAY(SELECT nextval('trials_id_seq') FROM generate_series(1, $1))"),
-        trials);
-    ids.number = r[0].as<int64_t>();
-    auto array = r[1].as_array();
-    for (auto [kind, value] = array.get_next(); kind != pqxx::array_parser::done;
-         std::tie(kind, value) = array.get_next()) {
-      if (kind == pqxx::array_parser::string_value) ids.trial_ids.push_back(std::stoll(value));
-    }
+    pqxx::row r = tx.exec1(
+        "SELECT "
+        "COALESCE(max(substring(job_id FROM '[0-9]+$')::BIGINT) FILTER (WHERE type = "
+        "'experiment'), "
+        "0), "
+        "COALESCE(max(substring(job_id FROM '[0-9]+$')::BIGINT) FILTER (WHERE type <> "
+        "'experiment'), "
+        "0), "
+        "(SELECT COALESCE(max(id), 0) FROM trials) FROM jobs");
+    ids = {
+        .experiment = r[0].as<int64_t>(), .task = r[1].as<int64_t>(), .trial = r[2].as<int64_t>()};
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
-  if (static_cast<int>(ids.trial_ids.size()) != trials) {
-    return absl::InternalError(
-        absl::StrCat("database: reserved ", ids.trial_ids.size(), " trial ids of ", trials));
-  }
   return ids;
 }
 
 absl::Status Store::InsertJob(const JobRecord& job, const std::vector<TrialRecord>& trials,
                               const std::vector<AllocationRecord>& allocations) {
-  auto build = [&](pqxx::transaction_base& tx) {
-    auto q = [&tx](const std::string& v) { return tx.quote(v); };
-    std::string sql = absl::StrCat(
-        "INSERT INTO jobs (job_id, type, name, username, resource_pool, priority, queue_position, "
-        "slots, state, config, entrypoint, submitted_at) VALUES (",
-        q(job.job_id), ", ", q(std::string(TaskTypeName(job.type))), ", ", q(job.name), ", ",
-        q(job.username), ", ", q(job.resource_pool), ", ", job.priority, ", ",
-        absl::StrFormat("%.17g", job.queue_position), ", ", job.slots, ", ",
-        q(std::string(RunStateName(job.state))), ", ", q(job.config), ", ", q(job.entrypoint),
-        ", to_timestamp(", job.submit_ms, " / 1000.0));\n");
-    for (const TrialRecord& t : trials) {
-      absl::StrAppend(&sql,
-                      "INSERT INTO trials (id, job_id, hparams, state, runs, latest_checkpoint, "
-                      "steps_completed) VALUES (",
-                      t.id, ", ", q(job.job_id), ", ", q(t.hparams), ", ",
-                      q(std::string(RunStateName(t.state))), ", ", t.runs, ", ",
-                      q(t.latest_checkpoint), ", ", t.steps_completed, ");\n");
-    }
-    for (const AllocationRecord& a : allocations) {
-      absl::StrAppend(&sql,
-                      "INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, "
-                      "token_hash) VALUES (",
-                      q(a.id), ", ", q(a.job_id), ", ",
-                      a.trial_id ? absl::StrCat(*a.trial_id) : "NULL", ", ", a.run, ", ",
-                      q(std::string(AllocStateName(a.state))), ", ", q(a.ns), ", ", a.pods, ", ",
-                      q(a.token_hash), ");\n");
-    }
-    return sql;
+  nlohmann::json trial_rows = nlohmann::json::array(), allocation_rows = nlohmann::json::array();
+  for (const TrialRecord& t : trials) {
+    trial_rows.push_back({{"id", t.id},
+                          {"hparams", t.hparams},
+                          {"state", std::string(RunStateName(t.state))},
+                          {"runs", t.runs},
+                          {"latest_checkpoint", t.latest_checkpoint},
+                          {"steps_completed", t.steps_completed}});
+  }
+  for (const AllocationRecord& a : allocations) {
+    allocation_rows.push_back({{"id", a.id},
+                               {"job_id", a.job_id},
+                               {"trial_id", a.trial_id ? nlohmann::json(*a.trial_id) : nullptr},
+                               {"run", a.run},
+                               {"state", std::string(AllocStateName(a.state))},
+                               {"namespace", a.ns},
+                               {"pods", a.pods},
+                               {"token_hash", a.token_hash}});
+  }
+  auto write = [&](pqxx::transaction_base& tx) {
+    tx.conn().prepare("insert_job", kInsertJob);
+    tx.exec_prepared("insert_job", job.job_id, std::string(TaskTypeName(job.type)), job.name,
+                     job.username, job.resource_pool, job.priority,
+                     absl::StrFormat("%.17g", job.queue_position), job.slots,
+                     std::string(RunStateName(job.state)), job.config, job.entrypoint,
+                     job.submit_ms, trial_rows.dump(), allocation_rows.dump());
   };
-  return WriteAtomically(build, [&](pqxx::transaction_base& tx) {
+  return WriteAtomically(write, [&](pqxx::transaction_base& tx) {
     return !tx.exec_params("SELECT 1 FROM jobs WHERE job_id = $1", job.job_id).empty();
   });
 }

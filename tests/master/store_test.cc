@@ -23,14 +23,15 @@ JobRecord Job(const std::string& id, TaskType type, const std::string& pool) {
                    .config = "name: x\n"};
 }
 
-// Stores `job` with `n` trials under ids reserved from the store; returns the trials.
+// Stores `job` with `n` trials numbered after the store's last trial id; returns the trials.
 std::vector<TrialRecord> InsertWithTrials(Store& store, const JobRecord& job, int n) {
-  absl::StatusOr<Store::JobIds> ids = store.ReserveJobIds(job.type, n);
-  EXPECT_TRUE(ids.ok()) << ids.status();
-  if (!ids.ok()) return {};
+  absl::StatusOr<Store::LastIds> last = store.LastJobIds();
+  EXPECT_TRUE(last.ok()) << last.status();
+  if (!last.ok()) return {};
   std::vector<TrialRecord> trials;
-  for (int64_t id : ids->trial_ids)
-    trials.push_back({.id = id, .job_id = job.job_id, .hparams = "{}"});
+  for (int i = 1; i <= n; ++i) {
+    trials.push_back({.id = last->trial + i, .job_id = job.job_id, .hparams = "{}"});
+  }
   absl::Status s = store.InsertJob(job, trials);
   EXPECT_TRUE(s.ok()) << s;
   return trials;
@@ -78,19 +79,15 @@ TEST_F(StoreTest, UsersAndTokens) {
 }
 
 TEST_F(StoreTest, JobsTrialsAndFilters) {
-  absl::StatusOr<Store::JobIds> ids = store_->ReserveJobIds(TaskType::kExperiment, 2);
-  ASSERT_TRUE(ids.ok()) << ids.status();
-  ASSERT_EQ(ids->trial_ids.size(), 2u);
-  EXPECT_LT(ids->trial_ids[0], ids->trial_ids[1]);
-  EXPECT_EQ(store_->ReserveJobIds(TaskType::kExperiment, 0)->number, ids->number + 1);
-  const std::string exp = "exp-" + std::to_string(ids->number);
+  EXPECT_EQ(store_->LastJobIds()->experiment, 0);
+  const std::string exp = "exp-12";
   JobRecord submitted = Job(exp, TaskType::kExperiment, "gpu");
   submitted.queue_position = 1732291234.123456;
   submitted.submit_ms = 1732291234123;
-  ASSERT_TRUE(store_
-                  ->InsertJob(submitted, {{.id = ids->trial_ids[0], .hparams = R"({"lr":1})"},
-                                          {.id = ids->trial_ids[1], .hparams = "{}"}})
-                  .ok());
+  ASSERT_TRUE(
+      store_
+          ->InsertJob(submitted, {{.id = 7, .hparams = R"({"lr":1})"}, {.id = 9, .hparams = "{}"}})
+          .ok());
   EXPECT_EQ(store_->ListTrials(exp)->at(0).hparams, R"({"lr":1})");
   EXPECT_DOUBLE_EQ(store_->GetJob(exp)->queue_position, submitted.queue_position);
   EXPECT_EQ(store_->GetJob(exp)->submit_ms, submitted.submit_ms);
@@ -200,8 +197,7 @@ TEST(StoreRestartTest, ReconnectsAfterTheDatabaseRestarts) {
 
 // A submission's first runs are stored with the job in the same transaction, or not at all.
 TEST_F(StoreTest, InsertJobStoresFirstRunsInTheSameTransaction) {
-  Store::JobIds ids = *store_->ReserveJobIds(TaskType::kExperiment, 1);
-  const TrialRecord trial{.id = ids.trial_ids[0], .hparams = "{}", .runs = 1};
+  const TrialRecord trial{.id = 1, .hparams = "{}", .runs = 1};
   const AllocationRecord run{
       .id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = trial.id, .ns = "d", .pods = 2};
   ASSERT_TRUE(store_->InsertJob(Job("exp-1", TaskType::kExperiment, "gpu"), {trial}, {run}).ok());
@@ -210,15 +206,14 @@ TEST_F(StoreTest, InsertJobStoresFirstRunsInTheSameTransaction) {
   EXPECT_EQ(store_->GetAllocation(run.id)->pods, 2);
 
   // The run's allocation id is taken: the whole submission of exp-2 rolls back.
-  Store::JobIds ids2 = *store_->ReserveJobIds(TaskType::kExperiment, 1);
   AllocationRecord clash = run;
   clash.job_id = "exp-2";
-  clash.trial_id = ids2.trial_ids[0];
+  clash.trial_id = 2;
   absl::Status s = store_->InsertJob(Job("exp-2", TaskType::kExperiment, "gpu"),
-                                     {{.id = ids2.trial_ids[0], .hparams = "{}"}}, {clash});
+                                     {{.id = 2, .hparams = "{}"}}, {clash});
   EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
   EXPECT_TRUE(absl::IsNotFound(store_->GetJob("exp-2").status()));
-  EXPECT_TRUE(absl::IsNotFound(store_->GetTrial(ids2.trial_ids[0]).status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetTrial(2).status()));
 }
 
 }  // namespace
