@@ -156,7 +156,10 @@ class JobManager {
     int position = 0, jobs_ahead = 0, requested_slots = 0, allocated_slots = 0;
   };
   std::vector<QueueRow> QueueRowsLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  QueueRow RowLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  using AllocIt = std::map<std::string, Alloc>::const_iterator;
+  // The row of `job`, whose allocations are [begin, end).
+  QueueRow RowLocked(const JobRecord& job, AllocIt begin, AllocIt end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A run ready to start: what the store records, then the allocation and pods to create.
   struct Launch {
     StartedRun run;

@@ -49,15 +49,15 @@ double Rounded(double position) {
 
 }  // namespace
 
-JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
+JobManager::QueueRow JobManager::RowLocked(const JobRecord& job, AllocIt begin, AllocIt end) {
   QueueRow row{.job = &job};
-  std::vector<Alloc*> allocs = AllocsOfJobLocked(job.job_id);
-  bool queued = allocs.empty(), backfilled = false;
-  for (Alloc* a : allocs) {
+  bool queued = begin == end, backfilled = false;
+  for (AllocIt it = begin; it != end; ++it) {
+    const Alloc& a = it->second;
     row.requested_slots += job.slots;
-    queued = queued || a->pods.size() < a->pod_names.size();
-    for (const auto& [name, pod] : a->pods) {
-      if (pod.bound) row.allocated_slots += job.slots / std::max(a->rec.pods, 1);
+    queued = queued || a.pods.size() < a.pod_names.size();
+    for (const auto& [name, pod] : a.pods) {
+      if (pod.bound) row.allocated_slots += job.slots / std::max(a.rec.pods, 1);
       queued = queued || !pod.bound;
       backfilled = backfilled || pod.backfilled;
       if (row.pending_reason == nullptr && !pod.pending_reason.empty()) {
@@ -65,7 +65,7 @@ JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
       }
     }
   }
-  if (allocs.empty()) row.requested_slots = job.slots;
+  if (begin == end) row.requested_slots = job.slots;
   row.state = queued       ? QueueState::kQueued
               : backfilled ? QueueState::kBackfilled
                            : QueueState::kScheduled;
@@ -73,37 +73,44 @@ JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
 }
 
 std::vector<JobManager::QueueRow> JobManager::QueueRowsLocked(const std::string& pool) {
-  // Pools by name, then the extender's queue order, compared on gangs built once per job (the
-  // sort moves indexes, not gangs).
-  std::vector<const JobRecord*> jobs;
+  // Allocation ids are "<job id>-..." and job ids end in digits, so allocs_ (ordered by id) holds
+  // each job's allocations in one run, in the order of active_jobs_: one merged pass finds them.
+  std::vector<QueueRow> rows;
   std::vector<core::Gang> gangs;
+  AllocIt alloc = allocs_.begin();
   for (const auto& [id, job] : active_jobs_) {
     if (!pool.empty() && job.resource_pool != pool) continue;
-    jobs.push_back(&job);
+    while (alloc != allocs_.end() && alloc->first < id) ++alloc;
+    AllocIt end = alloc;
+    while (end != allocs_.end() && end->second.rec.job_id == id) ++end;
+    rows.push_back(RowLocked(job, alloc, end));
     gangs.push_back(GangOf(job));
+    alloc = end;
   }
-  std::vector<size_t> order(jobs.size());
+  // Pools by name, then the extender's queue order, compared on gangs built once per job (the
+  // sort moves indexes, not gangs).
+  std::vector<size_t> order(rows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (jobs[a]->resource_pool != jobs[b]->resource_pool) {
-      return jobs[a]->resource_pool < jobs[b]->resource_pool;
+    if (rows[a].job->resource_pool != rows[b].job->resource_pool) {
+      return rows[a].job->resource_pool < rows[b].job->resource_pool;
     }
     return preemption::QueueLess(gangs[a], gangs[b]);
   });
-  std::vector<QueueRow> rows;
-  rows.reserve(order.size());
+  std::vector<QueueRow> sorted;
+  sorted.reserve(order.size());
   int position = 0, queued_ahead = 0;
   for (size_t i : order) {
-    if (!rows.empty() && jobs[i]->resource_pool != rows.back().job->resource_pool) {
+    if (!sorted.empty() && rows[i].job->resource_pool != sorted.back().job->resource_pool) {
       position = 0;
       queued_ahead = 0;
     }
-    QueueRow& row = rows.emplace_back(RowLocked(*jobs[i]));
+    QueueRow& row = sorted.emplace_back(rows[i]);
     row.position = position++;
     row.jobs_ahead = queued_ahead;
     if (row.state == QueueState::kQueued) ++queued_ahead;
   }
-  return rows;
+  return sorted;
 }
 
 absl::StatusOr<std::vector<QueueEntry>> JobManager::Queue(const std::string& pool) {

@@ -134,6 +134,39 @@ TEST_F(ServiceTest, JobStatesPendingReasonsAndStats) {
   EXPECT_EQ(stats.results(1).scheduled_count(), 1);
 }
 
+// exp-1's and exp-10's allocations sit next to each other in id order; each job sees only its own.
+// States filter and pages apply before copying out.
+TEST_F(ServiceTest, QueueStatesAmongSimilarIdsFiltersAndPages) {
+  std::vector<v1::Experiment> exps;
+  for (int i = 0; i < 11; ++i) exps.push_back(Create("resources: {slots_per_trial: 4}\n"));
+  ASSERT_EQ(exps[9].job_id(), "exp-10");
+  Play(Get(exps[0].id()).trials(0).allocation_id(), core::PodPhase::kRunning);
+  Play(Get(exps[9].id()).trials(0).allocation_id(), core::PodPhase::kRunning);
+
+  v1::GetJobsRequest req;
+  req.add_states(v1::JOB_STATE_SCHEDULED);
+  v1::GetJobsResponse resp;
+  ASSERT_TRUE(queue_->GetJobs(Ctx().get(), req, &resp).ok());
+  EXPECT_THAT(Ids({resp.jobs().begin(), resp.jobs().end()}), ElementsAre("exp-1", "exp-10"));
+  EXPECT_EQ(resp.jobs(1).allocated_slots(), 4);
+  EXPECT_EQ(resp.pagination().total(), 2);
+
+  req.set_states(0, v1::JOB_STATE_QUEUED);
+  req.set_offset(2);
+  req.set_limit(3);
+  resp.Clear();
+  ASSERT_TRUE(queue_->GetJobs(Ctx().get(), req, &resp).ok());
+  EXPECT_THAT(Ids({resp.jobs().begin(), resp.jobs().end()}),
+              ElementsAre("exp-4", "exp-5", "exp-6"));
+  EXPECT_EQ(resp.jobs(0).position(), 3);  // Positions count every job of the pool.
+  EXPECT_EQ(resp.jobs(0).jobs_ahead(), 2);
+  EXPECT_EQ(resp.pagination().total(), 9);
+
+  req.set_states(0, v1::JOB_STATE_UNSPECIFIED);
+  EXPECT_EQ(queue_->GetJobs(Ctx().get(), req, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(ServiceTest, RecoveryReattachesDeletesOrphansAndNeverDuplicates) {
   v1::Experiment a = Create("resources: {slots_per_trial: 8}\n");
   const std::string alloc = Get(a.id()).trials(0).allocation_id();
