@@ -7,7 +7,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/gang.h"
 #include "kube/decode.h"
 #include "kube/json.h"
 #include "master/job_manager.h"
@@ -17,13 +16,12 @@
 namespace phalanx::master {
 namespace {
 
-core::Gang GangOf(const JobRecord& job) {
-  core::Gang g;
-  g.key = job.job_id;
-  g.priority = job.priority;
-  g.queue_position = job.queue_position;
-  g.creation_ms = job.submit_ms;
-  return g;
+// The job's place in the extender's order (its gang key is the job id).
+preemption::QueueKey KeyOf(const JobRecord& job) {
+  return preemption::QueueKey{.priority = job.priority,
+                              .queue_position = job.queue_position,
+                              .creation_ms = job.submit_ms,
+                              .key = &job.job_id};
 }
 
 // The job as the queue shows it: everything but its config and entrypoint (not copied per call).
@@ -76,7 +74,6 @@ std::vector<JobManager::QueueRow> JobManager::QueueRowsLocked(const std::string&
   // Allocation ids are "<job id>-..." and job ids end in digits, so allocs_ (ordered by id) holds
   // each job's allocations in one run, in the order of active_jobs_: one merged pass finds them.
   std::vector<QueueRow> rows;
-  std::vector<core::Gang> gangs;
   AllocIt alloc = allocs_.begin();
   for (const auto& [id, job] : active_jobs_) {
     if (!pool.empty() && job.resource_pool != pool) continue;
@@ -84,28 +81,32 @@ std::vector<JobManager::QueueRow> JobManager::QueueRowsLocked(const std::string&
     AllocIt end = alloc;
     while (end != allocs_.end() && end->second.rec.job_id == id) ++end;
     rows.push_back(RowLocked(job, alloc, end));
-    gangs.push_back(GangOf(job));
     alloc = end;
   }
-  // Pools by name, then the extender's queue order, compared on gangs built once per job (the
-  // sort moves indexes, not gangs).
-  std::vector<size_t> order(rows.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (rows[a].job->resource_pool != rows[b].job->resource_pool) {
-      return rows[a].job->resource_pool < rows[b].job->resource_pool;
-    }
-    return preemption::QueueLess(gangs[a], gangs[b]);
+  // Pools by name, then the extender's queue order, on compact keys (the sort moves indexes).
+  struct Sortable {
+    const std::string* pool;
+    preemption::QueueKey key;
+    size_t row;
+  };
+  std::vector<Sortable> order;
+  order.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    order.push_back({&rows[i].job->resource_pool, KeyOf(*rows[i].job), i});
+  }
+  std::sort(order.begin(), order.end(), [](const Sortable& a, const Sortable& b) {
+    if (*a.pool != *b.pool) return *a.pool < *b.pool;
+    return preemption::QueueLess(a.key, b.key);
   });
   std::vector<QueueRow> sorted;
   sorted.reserve(order.size());
   int position = 0, queued_ahead = 0;
-  for (size_t i : order) {
-    if (!sorted.empty() && rows[i].job->resource_pool != sorted.back().job->resource_pool) {
+  for (const Sortable& o : order) {
+    if (!sorted.empty() && *o.pool != sorted.back().job->resource_pool) {
       position = 0;
       queued_ahead = 0;
     }
-    QueueRow& row = sorted.emplace_back(rows[i]);
+    QueueRow& row = sorted.emplace_back(rows[o.row]);
     row.position = position++;
     row.jobs_ahead = queued_ahead;
     if (row.state == QueueState::kQueued) ++queued_ahead;

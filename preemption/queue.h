@@ -4,12 +4,23 @@
 #ifndef PHALANX_PREEMPTION_QUEUE_H_
 #define PHALANX_PREEMPTION_QUEUE_H_
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/gang.h"
 
 namespace phalanx::preemption {
 
+// What the order compares; `key` must outlive the QueueKey.
+struct QueueKey {
+  int32_t priority = 0;
+  double queue_position = 0;
+  int64_t creation_ms = 0;
+  const std::string* key = nullptr;
+};
+QueueKey KeyOf(const core::Gang& gang);
+bool QueueLess(const QueueKey& a, const QueueKey& b);
 bool QueueLess(const core::Gang& a, const core::Gang& b);
 
 // The pending gangs of `gangs`, in queue order.
