@@ -14,10 +14,12 @@
 namespace phalanx::master {
 namespace {
 
-// The pod request of a run of `trial`; `env` receives the environment it points to.
+// The pod request of a run of `trial`; `env` receives the environment it points to. `parsed` is
+// the experiment's config when the caller has it parsed already, else null.
 absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobRecord& job,
                                           const TrialRecord& trial, const std::string& id,
-                                          const std::string& token, EnvironmentConfig& env) {
+                                          const std::string& token, const ExperimentConfig* parsed,
+                                          EnvironmentConfig& env) {
   PodRequest r{.type = job.type,
                .job_id = job.job_id,
                .allocation_id = id,
@@ -30,9 +32,14 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
         absl::StrCat("resource pool \"", job.resource_pool, "\" is no longer configured"));
   }
   if (job.type == TaskType::kExperiment) {
-    KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(job.config, config));
-    env = std::move(c.environment);
-    r.entrypoint = std::move(c.entrypoint);
+    std::optional<ExperimentConfig> own;
+    if (parsed == nullptr) {
+      KUBE_ASSIGN_OR_RETURN(own, ParseExperimentConfig(job.config, config));
+      parsed = &*own;
+    }
+    const ExperimentConfig& c = *parsed;
+    env = c.environment;
+    r.entrypoint = c.entrypoint;
     r.env = {{"PHALANX_TRIAL_ID", std::to_string(trial.id)},
              {"PHALANX_HPARAMS", trial.hparams},
              {"PHALANX_SEARCHER", c.searcher.ForTrials().dump()},
@@ -53,14 +60,15 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
 }  // namespace
 
 absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord& job,
-                                                                TrialRecord trial) {
+                                                                TrialRecord trial,
+                                                                const ExperimentConfig* parsed) {
   trial.runs += 1;
   const std::string id = job.type == TaskType::kExperiment
                              ? absl::StrCat(job.job_id, "-trial-", trial.id, "-r", trial.runs)
                              : absl::StrCat(job.job_id, "-r", trial.runs);
   const std::string token = NewToken();
   EnvironmentConfig env;
-  absl::StatusOr<PodRequest> request = AllocationPods(config_, job, trial, id, token, env);
+  absl::StatusOr<PodRequest> request = AllocationPods(config_, job, trial, id, token, parsed, env);
   if (!request.ok()) {
     return absl::Status(request.status().code(),
                         absl::StrCat("trial ", trial.id, ": ", request.status().message()));

@@ -85,7 +85,7 @@ absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, co
     trials.push_back({.hparams = h.dump(), .state = job.state});
   const int cap = activate ? ConcurrencyCap(c, job.slots) : 0;
   absl::MutexLock lock(&mu_);
-  return SubmitLocked(std::move(job), std::move(trials), cap);
+  return SubmitLocked(std::move(job), std::move(trials), cap, &c);
 }
 
 absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string& yaml,
@@ -115,7 +115,7 @@ absl::Status JobManager::NumberLocked(JobRecord& job, std::vector<TrialRecord>& 
 }
 
 absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials,
-                                                 int cap) {
+                                                 int cap, const ExperimentConfig* parsed) {
   // The job, its trials and their first runs are stored in one commit; only then do the pods
   // start. A run that cannot be built here is left to Reconcile (Tick), which records why.
   KUBE_RETURN_IF_ERROR(NumberLocked(job, trials));
@@ -124,7 +124,7 @@ absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<Tria
   bool unprepared = false;  // Reconcile records why.
   for (TrialRecord& t : trials) {
     if (static_cast<int>(launches.size()) >= cap) break;
-    absl::StatusOr<Launch> launch = PrepareRunLocked(job, t);
+    absl::StatusOr<Launch> launch = PrepareRunLocked(job, t, parsed);
     if (!launch.ok()) {
       unprepared = true;
       continue;

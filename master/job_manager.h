@@ -40,6 +40,8 @@
 
 namespace phalanx::master {
 
+struct ExperimentConfig;
+
 struct TrialView {
   TrialRecord trial;
   std::optional<AllocationRecord> allocation;  // The open one, if any.
@@ -134,8 +136,9 @@ class JobManager {
 
   // job_manager.cc
   // Numbers the job and its trials, stores them with the first runs of at most `cap` trials, then
-  // creates their pods.
-  absl::StatusOr<JobView> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials, int cap)
+  // creates their pods; `parsed` as for PrepareRunLocked.
+  absl::StatusOr<JobView> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials, int cap,
+                                       const ExperimentConfig* parsed = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -169,7 +172,9 @@ class JobManager {
 
   // allocations.cc
   // Builds the next run of `trial` (no I/O).
-  absl::StatusOr<Launch> PrepareRunLocked(const JobRecord& job, TrialRecord trial)
+  // `parsed`: the experiment's config if already parsed (else it is parsed from job.config).
+  absl::StatusOr<Launch> PrepareRunLocked(const JobRecord& job, TrialRecord trial,
+                                          const ExperimentConfig* parsed = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens the stored run's allocation and creates its pods.
   absl::Status LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
