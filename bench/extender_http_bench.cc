@@ -1,11 +1,14 @@
 // phalanx-extender's filter + prioritize over HTTP keep-alive at 5000 nodes (NodeNames mode) with
 // 100k cached pods: p50 and p99 service time per verb, each divided by the time to merely parse
-// the same request body (the floor), measured side by side in one run.
+// the same request body (the floor), measured side by side in one run. For scale, the transport
+// rows time the same request answered with a canned reply of each verb's size by a bare
+// cpp-httplib server: HTTP alone, with no parsing and no decision.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -45,8 +48,9 @@ std::string RequestBody() {
       "{\"Pod\":{\"metadata\":{\"name\":\"trial-0\",\"namespace\":\"ml\",\"uid\":\"u-1\","
       "\"creationTimestamp\":\"2025-03-04T09:12:41Z\",\"labels\":{\"app\":\"x\"}},\"spec\":{"
       "\"containers\":[{\"name\":\"phalanx-container\",\"image\":\"i\",\"resources\":{\"requests\":"
-      "{\"cpu\":\"4\",\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"2\"}}}],\"schedulerName\":\"phalanx\","
-      "\"priority\":50},\"status\":{\"phase\":\"Pending\"}},\"Nodes\":null,\"NodeNames\":[",
+      "{\"cpu\":\"4\",\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"2\"}}}],"
+      "\"schedulerName\":\"phalanx\",\"priority\":50},\"status\":{\"phase\":\"Pending\"}},"
+      "\"Nodes\":null,\"NodeNames\":[",
       absl::StrJoin(names, ","), "]}");
 }
 
@@ -71,6 +75,32 @@ Stats Measure(Fn fn) {
   return Percentiles(std::move(us));
 }
 
+httplib::Client KeepAliveClient(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // as Go's net/http, which kube-scheduler uses
+  return client;
+}
+
+// `body` posted to a bare server (keep-alive, TCP_NODELAY like the extender's) that answers
+// `reply`.
+Stats Transport(const std::string& body, const std::string& reply) {
+  httplib::Server server;
+  server.set_keep_alive_max_count(100000);
+  server.set_tcp_nodelay(true);
+  server.Post("/", [&](const auto&, auto& res) { res.set_content(reply, "application/json"); });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread thread([&] { server.listen_after_bind(); });
+  httplib::Client client = KeepAliveClient(port);
+  Stats s = Measure([&] {
+    httplib::Result r = client.Post("/", body, "application/json");
+    if (!r || r->status != 200) std::abort();
+  });
+  server.stop();
+  thread.join();
+  return s;
+}
+
 int Main() {
   auto snap = Cluster();
   std::string body = RequestBody();
@@ -86,26 +116,38 @@ int Main() {
                            .debug_queue = [] { return std::string("{}"); },
                            .now_ms = [] { return int64_t{0}; }});
   if (!server.Start().ok()) return 1;
-  httplib::Client client("127.0.0.1", server.port());
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);  // as Go's net/http, which kube-scheduler uses
+  httplib::Client client = KeepAliveClient(server.port());
   auto post = [&](const char* path) {
     httplib::Result r = client.Post(path, body, "application/json");
     if (!r || r->status != 200) std::abort();
+    return r->body;
   };
   for (int i = 0; i < 50; ++i) post("/filter");  // warm up
+  const std::string filter_reply = post("/filter");
+  const std::string prioritize_reply = post("/prioritize");
   Stats floor = Measure([&] {
     if (!extender::ParseExtenderArgs(body).ok()) std::abort();
   });
   Stats filter = Measure([&] { post("/filter"); });
   Stats prioritize = Measure([&] { post("/prioritize"); });
   server.Stop();
-  std::printf("extender over HTTP keep-alive: %d nodes (NodeNames), %d cached pods, body %zu bytes, "
-              "%d requests each\n", kNodes, kPods, body.size(), kRequests);
+  Stats filter_transport = Transport(body, filter_reply);
+  Stats prioritize_transport = Transport(body, prioritize_reply);
+  std::printf(
+      "extender over HTTP keep-alive: %d nodes (NodeNames), %d cached pods, body %zu bytes, "
+      "%d requests each\n",
+      kNodes, kPods, body.size(), kRequests);
   std::printf("%-12s %10s %10s %12s %12s\n", "", "p50 us", "p99 us", "p50/floor", "p99/floor");
   std::printf("%-12s %10.0f %10.0f %12s %12s\n", "parse floor", floor.p50_us, floor.p99_us, "1.0",
               "1.0");
   for (auto [name, s] : {std::pair{"filter", filter}, std::pair{"prioritize", prioritize}}) {
+    std::printf("%-12s %10.0f %10.0f %12.2f %12.2f\n", name, s.p50_us, s.p99_us,
+                s.p50_us / floor.p50_us, s.p99_us / floor.p99_us);
+  }
+  std::printf("transport only (canned replies of %zu and %zu bytes):\n", filter_reply.size(),
+              prioritize_reply.size());
+  for (auto [name, s] :
+       {std::pair{"filter", filter_transport}, std::pair{"prioritize", prioritize_transport}}) {
     std::printf("%-12s %10.0f %10.0f %12.2f %12.2f\n", name, s.p50_us, s.p99_us,
                 s.p50_us / floor.p50_us, s.p99_us / floor.p99_us);
   }

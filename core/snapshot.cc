@@ -40,6 +40,9 @@ std::shared_ptr<const Gang> SummaryOf(const ClusterSnapshot::GangPtr& gang) {
   return std::shared_ptr<const Gang>(gang, &gang->summary);
 }
 
+// Recomputes what node entry `e` has free after its allocatable or usage changed.
+void Recount(ClusterSnapshot::NodeEntry* e) { e->free = e->node.allocatable - e->used; }
+
 auto NodeNameLess = [](const std::shared_ptr<const ClusterSnapshot::NodeEntry>& e,
                        absl::string_view name) { return e->node.name < name; };
 
@@ -73,6 +76,13 @@ std::optional<int> ClusterSnapshot::NodeIndex(absl::string_view name) const {
   auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name, NodeNameLess);
   if (it == nodes_.end() || (*it)->node.name != name) return std::nullopt;
   return static_cast<int>(it - nodes_.begin());
+}
+
+std::vector<int> ClusterSnapshot::NodeIndices(absl::Span<const std::string> names) const {
+  std::vector<int> out;
+  out.reserve(names.size());
+  for (const std::string& name : names) out.push_back(NodeIndex(name).value_or(-1));
+  return out;
 }
 
 std::vector<const PodInfo*> ClusterSnapshot::PodsOnNode(int i) const {
@@ -190,7 +200,9 @@ void SnapshotBuilder::UpsertNode(Node node) {
   auto& nodes = next_->nodes_;
   auto it = std::lower_bound(nodes.begin(), nodes.end(), node.name, NodeNameLess);
   if (it != nodes.end() && (*it)->node.name == node.name) {
-    MutableNode(static_cast<int>(it - nodes.begin()))->node = std::move(node);
+    ClusterSnapshot::NodeEntry* e = MutableNode(static_cast<int>(it - nodes.begin()));
+    e->node = std::move(node);
+    Recount(e);
     return;
   }
   auto entry = std::make_shared<ClusterSnapshot::NodeEntry>();
@@ -220,6 +232,7 @@ void SnapshotBuilder::AttachAllTo(int node_index) {
       entry->pods.push_back(next_->pods_[ClusterSnapshot::ShardOf(p.uid)]->at(p.uid));
     }
   });
+  Recount(entry);
   std::sort(entry->pods.begin(), entry->pods.end(), UidLess);
   absl::flat_hash_set<const ClusterSnapshot::GangEntry*> seen;
   for (const ClusterSnapshot::PodPtr& p : entry->pods) {
@@ -242,6 +255,7 @@ void SnapshotBuilder::Attach(const ClusterSnapshot::PodPtr& pod) {
   if (!i) return;  // Attached when the node arrives.
   ClusterSnapshot::NodeEntry* e = MutableNode(*i);
   e->used += pod->requests;
+  Recount(e);
   e->pods.insert(std::lower_bound(e->pods.begin(), e->pods.end(), pod, UidLess), pod);
 }
 
@@ -254,6 +268,7 @@ void SnapshotBuilder::Detach(const ClusterSnapshot::PodPtr& pod) {
   if (it == e->pods.end() || *it != pod) return;
   e->pods.erase(it);
   e->used -= pod->requests;
+  Recount(e);
 }
 
 ClusterSnapshot::PodPtr SnapshotBuilder::Unlink(absl::string_view uid) {

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/gang.h"
 #include "core/node.h"
 #include "core/pod.h"
@@ -35,6 +36,7 @@ class ClusterSnapshot {
   struct NodeEntry {
     Node node;
     Resources used;                   // Requests of the pods holding capacity here.
+    Resources free;                   // node.allocatable - used, kept up to date by the builder.
     std::vector<PodPtr> pods;         // Those pods, sorted by uid.
     std::vector<Occupant> occupants;  // Preemptible gangs among them, by priority, then key.
   };
@@ -54,11 +56,14 @@ class ClusterSnapshot {
   int node_count() const { return static_cast<int>(nodes_.size()); }
   const Node& node(int i) const { return nodes_[i]->node; }
   const Resources& used(int i) const { return nodes_[i]->used; }
-  Resources Free(int i) const { return nodes_[i]->node.allocatable - nodes_[i]->used; }
+  const Resources& Free(int i) const { return nodes_[i]->free; }
   // Preemptible gangs holding capacity on node `i`, lowest priority first (see Occupant).
   const std::vector<Occupant>& Occupants(int i) const { return nodes_[i]->occupants; }
   // Index of the node called `name` (nodes are sorted by name).
   std::optional<int> NodeIndex(absl::string_view name) const;
+  // NodeIndex of each of `names`, in order, -1 for names not in the snapshot. A request's whole
+  // node list is resolved in one tight pass, where the hash lookups' cache misses overlap.
+  std::vector<int> NodeIndices(absl::Span<const std::string> names) const;
   std::vector<const PodInfo*> PodsOnNode(int i) const;
 
   size_t pod_count() const { return pod_count_; }

@@ -23,6 +23,12 @@ auto Timed(Metrics* metrics, std::string verb, Handler handler) {
   };
 }
 
+// A JSON reply; `body` is moved, not copied (prioritize replies run to hundreds of KB).
+void SetJson(httplib::Response& res, std::string body) {
+  res.body = std::move(body);
+  res.set_header("Content-Type", kJson);
+}
+
 void BadRequest(httplib::Response& res, const absl::Status& st) {
   res.status = 400;
   res.set_content(std::string(st.message()) + "\n", "text/plain");
@@ -43,29 +49,28 @@ void ExtenderServer::Routes() {
            if (!args.ok()) return BadRequest(res, args.status());
            FilterOutcome out =
                verbs->Filter(*deps_.snapshot(), args->pod, args->nodes, deps_.now_ms());
-           res.set_content(EncodeFilterResult(*args, out), kJson);
+           SetJson(res, EncodeFilterResult(*args, out));
          }));
   s.Post("/prioritize",
          Timed(deps_.metrics, "prioritize", [this, verbs](const auto& req, auto& res) {
            absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
            if (!args.ok()) return BadRequest(res, args.status());
-           res.set_content(EncodeHostPriorities(verbs->Prioritize(*deps_.snapshot(), args->pod,
-                                                                  args->nodes, deps_.now_ms())),
-                           kJson);
+           std::vector<int64_t> scores =
+               verbs->Prioritize(*deps_.snapshot(), args->pod, args->nodes, deps_.now_ms());
+           SetJson(res, EncodeHostPriorities(args->nodes, scores));
          }));
   s.Post("/preempt", Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
            absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);
            if (!args.ok()) return BadRequest(res, args.status());
-           res.set_content(
-               EncodePreemptResult(verbs->Preempt(*deps_.snapshot(), args->pod, args->victims)),
-               kJson);
+           SetJson(res, EncodePreemptResult(
+                            verbs->Preempt(*deps_.snapshot(), args->pod, args->victims)));
          }));
   s.Post("/bind", Timed(deps_.metrics, "bind", [this](const auto& req, auto& res) {
            absl::StatusOr<BindArgs> args = ParseBindArgs(req.body);
            if (!args.ok()) return BadRequest(res, args.status());
            absl::Status st =
                deps_.bind ? deps_.bind(*args) : absl::UnimplementedError("binding is not enabled");
-           res.set_content(EncodeBindResult(st.ok() ? "" : st.ToString()), kJson);
+           SetJson(res, EncodeBindResult(st.ok() ? "" : st.ToString()));
          }));
   s.Get("/metrics", [this](const auto&, auto& res) {
     res.set_content(deps_.metrics->Serialize(), "text/plain; version=0.0.4");
@@ -76,8 +81,7 @@ void ExtenderServer::Routes() {
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ok\n" : "informer cache not synced\n", "text/plain");
   });
-  s.Get("/debug/queue",
-        [this](const auto&, auto& res) { res.set_content(deps_.debug_queue(), kJson); });
+  s.Get("/debug/queue", [this](const auto&, auto& res) { SetJson(res, deps_.debug_queue()); });
   s.set_error_handler([](const auto& req, auto& res) {
     if (!res.body.empty()) return;
     std::string why = res.status == 404   ? absl::StrCat("unknown path ", req.path)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "gang/planner.h"
 
@@ -32,6 +33,56 @@ std::string Shortfall(const core::Resources& need, const core::Resources& free) 
     }
   }
   return "insufficient resources after reservations";
+}
+
+using Reserved = absl::flat_hash_map<std::string, core::Resources>;
+
+// What node `i`, called `name`, has free once live reservations are taken out: the snapshot's
+// own figure (no copy) unless the node holds reservations, then `scratch`, set to the difference.
+const core::Resources& FreeAfterReservations(const core::ClusterSnapshot& snap, int i,
+                                             absl::string_view name, const Reserved& reserved,
+                                             core::Resources& scratch) {
+  if (reserved.empty()) return snap.Free(i);  // The usual case: no need to hash the name.
+  auto it = reserved.find(name);
+  if (it == reserved.end()) return snap.Free(i);
+  scratch = snap.Free(i) - it->second;
+  return scratch;
+}
+
+// The fitting nodes a filter reply passes: the first `limit` (0: every one) of those leaving the
+// fewest slots free, in request order, chosen as the nodes are offered.
+class BestFits {
+ public:
+  explicit BestFits(size_t limit) : limit_(limit) {}
+
+  // Offers a fitting node that keeps `left` slots free once the pod is placed.
+  void Offer(const std::string& node, int64_t left, std::vector<std::string>& passed) {
+    if (limit_ == 0) {
+      passed.push_back(node);
+      return;
+    }
+    if (passed.empty() || left < best_) {
+      best_ = left;
+      passed.clear();
+    }
+    if (left == best_ && passed.size() < limit_) passed.push_back(node);
+  }
+
+ private:
+  size_t limit_;
+  int64_t best_ = 0;  // Slots left by the nodes in `passed`.
+};
+
+// 0..10: the share of the node's slots (CPU when it has none) in use once `pod` is placed.
+int64_t PackingScore(const gang::SlotPolicy& slots, const core::Resources& alloc,
+                     const core::Resources& free, const core::Resources& pod) {
+  int64_t total = slots.SlotsOf(alloc);
+  int64_t used_after = total - slots.SlotsOf(free) + slots.SlotsOf(pod);
+  if (total == 0) {
+    total = alloc.milli_cpu();
+    used_after = total - free.milli_cpu() + pod.milli_cpu();
+  }
+  return total > 0 ? std::clamp<int64_t>(10 * used_after / total, 0, 10) : 0;
 }
 
 }  // namespace
@@ -90,66 +141,47 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
     }
     return out;
   }
-  auto reserved = book_->ByNode(now_ms, "");
-  std::vector<int64_t> left;  // Slots each passing node keeps free once the pod is placed.
-  for (const std::string& n : nodes) {
-    std::optional<int> i = snap.NodeIndex(n);
-    if (!i) {
+  const Reserved reserved = book_->ByNode(now_ms, "");
+  const int64_t need = slots_.SlotsOf(pod.requests);
+  const std::vector<int> index = snap.NodeIndices(nodes);
+  core::Resources scratch;
+  BestFits best(best_fit_candidates_);
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const std::string& n = nodes[k];
+    if (index[k] < 0) {
       out.unresolvable[n] = "node not in the extender's cache yet";
       continue;
     }
-    core::Resources free = snap.Free(*i);
-    if (auto it = reserved.find(n); it != reserved.end()) free -= it->second;
+    const core::Resources& free = FreeAfterReservations(snap, index[k], n, reserved, scratch);
     if (pod.requests.FitsIn(free)) {
-      out.passed.push_back(n);
-      left.push_back(slots_.SlotsOf(free) - slots_.SlotsOf(pod.requests));
+      best.Offer(n, slots_.SlotsOf(free) - need, out.passed);
     } else {
       out.failed[n] = Shortfall(pod.requests, free);
     }
   }
-  KeepBestFit(left, out);
   return out;
 }
 
-void Verbs::KeepBestFit(const std::vector<int64_t>& left, FilterOutcome& out) const {
-  if (best_fit_candidates_ == 0 || out.passed.empty()) return;  // 0: no narrowing.
-  const int64_t best = *std::min_element(left.begin(), left.end());
-  std::vector<std::string> kept;
-  for (size_t k = 0; k < out.passed.size() && kept.size() < best_fit_candidates_; ++k) {
-    if (left[k] == best) kept.push_back(out.passed[k]);
-  }
-  out.passed = std::move(kept);
-}
-
-std::vector<HostScore> Verbs::Prioritize(const core::ClusterSnapshot& snap,
-                                         const core::PodInfo& pod,
-                                         const std::vector<std::string>& nodes,
-                                         int64_t now_ms) const {
+std::vector<int64_t> Verbs::Prioritize(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                                       const std::vector<std::string>& nodes,
+                                       int64_t now_ms) const {
   std::string target = pod.placement;
   if (target.empty() && IsGangMember(pod)) {
     target = book_->NodeFor(pod.GangKey(), pod.uid, now_ms).value_or("");
   }
-  auto reserved = book_->ByNode(now_ms, "");
-  std::vector<HostScore> scores;
-  const int64_t need = slots_.SlotsOf(pod.requests);
-  for (const std::string& n : nodes) {
-    HostScore s{n, 0};
-    std::optional<int> i = snap.NodeIndex(n);
-    if (!target.empty()) {
-      s.score = n == target ? 10 : 0;
-    } else if (i) {
-      core::Resources free = snap.Free(*i);
-      if (auto it = reserved.find(n); it != reserved.end()) free -= it->second;
-      const core::Resources& alloc = snap.node(*i).allocatable;
-      int64_t total = slots_.SlotsOf(alloc);
-      int64_t used_after = total - slots_.SlotsOf(free) + need;
-      if (total == 0) {
-        total = alloc.milli_cpu();
-        used_after = total - free.milli_cpu() + pod.requests.milli_cpu();
-      }
-      if (total > 0) s.score = std::clamp<int64_t>(10 * used_after / total, 0, 10);
-    }
-    scores.push_back(std::move(s));
+  std::vector<int64_t> scores(nodes.size(), 0);
+  if (!target.empty()) {
+    for (size_t k = 0; k < nodes.size(); ++k) scores[k] = nodes[k] == target ? 10 : 0;
+    return scores;
+  }
+  const Reserved reserved = book_->ByNode(now_ms, "");
+  const std::vector<int> index = snap.NodeIndices(nodes);
+  core::Resources scratch;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (index[k] < 0) continue;
+    scores[k] = PackingScore(slots_, snap.node(index[k]).allocatable,
+                             FreeAfterReservations(snap, index[k], nodes[k], reserved, scratch),
+                             pod.requests);
   }
   return scores;
 }

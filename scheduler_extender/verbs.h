@@ -33,11 +33,6 @@ struct FilterOutcome {
   std::map<std::string, std::string> unresolvable;  // FailedAndUnresolvableNodes.
 };
 
-struct HostScore {
-  std::string host;
-  int64_t score = 0;
-};
-
 struct NodeVictims {
   std::vector<std::string> uids;  // Sorted.
   int64_t pdb_violations = 0;
@@ -53,11 +48,11 @@ class Verbs {
         book_(book),
         best_fit_candidates_(best_fit_candidates) {}
 
-
   FilterOutcome Filter(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                        const std::vector<std::string>& nodes, int64_t now_ms) const;
-  std::vector<HostScore> Prioritize(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
-                                    const std::vector<std::string>& nodes, int64_t now_ms) const;
+  // Scores of `nodes`, in request order.
+  std::vector<int64_t> Prioritize(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                                  const std::vector<std::string>& nodes, int64_t now_ms) const;
   VictimMap Preempt(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                     const VictimMap& proposed) const;
 
@@ -65,10 +60,6 @@ class Verbs {
   // The node reserved for `pod` (planning its gang when needed), or a reason it has none.
   std::string ReserveGang(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                           int64_t now_ms, std::string* reason) const;
-
-  // Narrows out.passed to the best fits (the rest are dropped from the reply); `left` is each
-  // passed node's slots left after placement.
-  void KeepBestFit(const std::vector<int64_t>& left, FilterOutcome& out) const;
 
   gang::SlotPolicy slots_;
   int64_t ttl_ms_;

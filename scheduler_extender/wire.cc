@@ -2,6 +2,7 @@
 #include "scheduler_extender/wire.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -133,13 +134,22 @@ void AppendString(std::string& out, absl::string_view s) {
   out += '"';
 }
 
+// Appends `v` in decimal.
+void AppendInt(std::string& out, int64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
+
 void AppendFailed(std::string& out, absl::string_view key,
                   const std::map<std::string, std::string>& failed) {
   absl::StrAppend(&out, "\"", key, "\":{");
   bool first = true;
   for (const auto& [node, why] : failed) {
-    absl::StrAppend(&out, first ? "" : ",", EncodeJsonString(node), ":", EncodeJsonString(why));
+    if (!first) out += ',';
     first = false;
+    AppendString(out, node);
+    out += ':';
+    AppendString(out, why);
   }
   out += "}";
 }
@@ -232,15 +242,23 @@ std::string EncodeFilterError(absl::string_view error) {
                       "\"FailedAndUnresolvableNodes\":{},\"Error\":", EncodeJsonString(error), "}");
 }
 
-std::string EncodeHostPriorities(const std::vector<HostScore>& scores) {
-  std::string out = "[";
-  out.reserve(40 * scores.size() + 2);
-  for (size_t i = 0; i < scores.size(); ++i) {
+std::string EncodeHostPriorities(const std::vector<std::string>& hosts,
+                                 const std::vector<int64_t>& scores) {
+  // The brackets, then per host its name and the 22-23 bytes around it.
+  size_t size = 2;
+  for (const std::string& h : hosts) size += h.size() + 24;
+  std::string out;
+  out.reserve(size);
+  out += '[';
+  for (size_t i = 0; i < hosts.size(); ++i) {
     out += i > 0 ? ",{\"Host\":" : "{\"Host\":";
-    AppendString(out, scores[i].host);
-    absl::StrAppend(&out, ",\"Score\":", scores[i].score, "}");
+    AppendString(out, hosts[i]);
+    out += ",\"Score\":";
+    AppendInt(out, scores[i]);
+    out += '}';
   }
-  return out + "]";
+  out += ']';
+  return out;
 }
 
 std::string EncodePreemptResult(const VictimMap& victims) {

@@ -4,6 +4,7 @@
 #ifndef PHALANX_SCHEDULER_EXTENDER_WIRE_H_
 #define PHALANX_SCHEDULER_EXTENDER_WIRE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,9 @@ absl::StatusOr<BindArgs> ParseBindArgs(absl::string_view body);
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterOutcome& outcome);
 // A filter reply that reports `error` (kube-scheduler treats it as a failed filter).
 std::string EncodeFilterError(absl::string_view error);
-// HostPriorityList: a bare array.
-std::string EncodeHostPriorities(const std::vector<HostScore>& scores);
+// HostPriorityList: a bare array pairing `hosts` with their `scores`, in order.
+std::string EncodeHostPriorities(const std::vector<std::string>& hosts,
+                                 const std::vector<int64_t>& scores);
 // ExtenderPreemptionResult: always NodeNameToMetaVictims.
 std::string EncodePreemptResult(const VictimMap& victims);
 // ExtenderBindingResult.

@@ -46,6 +46,16 @@ TEST(SnapshotTest, NodesAreSortedAndUsageIsTracked) {
   EXPECT_EQ(g->total.gpu(), 5);
 }
 
+TEST(SnapshotTest, NodeIndicesResolveAListInOrder) {
+  SnapshotBuilder b;
+  b.UpsertNode(GpuNode("node-c", 8));
+  b.UpsertNode(GpuNode("node-a", 4));
+  auto s = b.Build();
+  EXPECT_EQ(s->NodeIndices({"node-c", "node-x", "node-a", "node-c"}),
+            (std::vector<int>{1, -1, 0, 1}));
+  EXPECT_TRUE(s->NodeIndices({}).empty());
+}
+
 TEST(SnapshotTest, UpdatesDoNotChangeOlderSnapshots) {
   SnapshotBuilder b;
   b.UpsertNode(GpuNode("n1", 8));
@@ -171,6 +181,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
   EXPECT_EQ(keys(ClusterSnapshot::GangFilter::kMarked), marked);
   for (int i = 0; i < s.node_count(); ++i) {
     EXPECT_EQ(s.used(i), used[i]) << s.node(i).name;
+    EXPECT_EQ(s.Free(i), s.node(i).allocatable - used[i]) << s.node(i).name;
     std::sort(want[i].begin(), want[i].end());
     std::vector<std::tuple<int32_t, std::string, std::string>> got;
     for (const ClusterSnapshot::Occupant& o : s.Occupants(i)) {
