@@ -170,3 +170,57 @@ func kwokNodes(t *testing.T, client kubernetes.Interface) []v1.Node {
 	}
 	return nodes
 }
+
+// addGPUNodes creates n kwok-managed nodes <prefix>-0.. offering gpus GPUs each, waits until kwok
+// reports them Ready, and deletes them when the test ends: a test that depends on particular nodes
+// owns them rather than sharing the cluster's base pool with the suites that ran before it.
+func addGPUNodes(t *testing.T, client kubernetes.Interface, prefix string, n int, gpus int64) []string {
+	t.Helper()
+	res := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("64"),
+		v1.ResourceMemory: resource.MustParse("512Gi"),
+		v1.ResourcePods:   resource.MustParse("110"),
+		"nvidia.com/gpu":  *resource.NewQuantity(gpus, resource.DecimalSI),
+	}
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		node := &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name,
+				Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name,
+					"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			},
+			Status: v1.NodeStatus{Capacity: res, Allocatable: res},
+		}
+		if _, err := client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating node %s: %v", name, err)
+		}
+		names = append(names, name)
+		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, name := range names {
+		for !nodeReady(client, name) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s not Ready after 60 s", name)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return names
+}
+
+func nodeReady(client kubernetes.Interface, name string) bool {
+	node, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

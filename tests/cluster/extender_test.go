@@ -130,12 +130,9 @@ func TestPhalanxProfileCallsExtender(t *testing.T) {
 	ext := serveExtender(t)
 	client := newClient(t)
 	ns := newNamespace(t, client)
-	nodes := kwokNodes(t, client)
-	if len(nodes) < 3 {
-		t.Fatalf("need at least 3 GPU nodes, have %d", len(nodes))
-	}
-	allowed := []string{nodes[0].Name, nodes[1].Name}
-	preferred := nodes[1].Name
+	nodes := addGPUNodes(t, client, ns+"-gpu", 3, 8)
+	allowed := []string{nodes[0], nodes[1]}
+	preferred := nodes[1]
 
 	// 1. A GPU pod: filtered and scored by the extender, bound where it says.
 	createPod(t, client, ns, newPod("gpu", "phalanx", 1, map[string]string{
