@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gang/planner.h"
+#include "preemption/holds.h"
 #include "preemption/queue.h"
 #include "preemption/victims.h"
 
@@ -26,6 +27,7 @@ class Round {
         opt_(options),
         planner_(snapshot, options.slots),
         free_(gang::FreeCapacity(snapshot)),
+        holds_(planner_),
         pending_(snapshot.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
     for (const Gang& g : snapshot.Gangs(core::ClusterSnapshot::GangFilter::kMarked)) {
       if (!g.Running() || g.preempted_by.empty()) continue;
@@ -49,11 +51,12 @@ class Round {
   // Gangs waiting ahead, grouped by the node set they may use.
   struct Block {
     std::vector<bool> mask;
-    int32_t min_priority;
+    int32_t priority;   // Of the first waiting gang, the highest.
     std::string first;  // The first waiting gang, named in reasons.
   };
 
   GangDecision Decide(const Gang& g, int position) {
+    EnterLevel(g.priority);
     GangDecision d{.gang = g.key,
                    .position = position,
                    .priority = g.priority,
@@ -68,17 +71,22 @@ class Round {
       d.reason = feasible.reason;
       return d;
     }
-    Capacity cap;  // Capacity counted on beyond `free_`, when preempting.
+    Capacity cap;  // Capacity counted on beyond `open_`, when preempting.
     std::vector<const Gang*> victims;
     GangPlan plan = PlanOnFree(g, shape);
-    if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
+    // Behind a blocked gang of its own priority, a gang only backfills: capacity it freed or
+    // waited for could land in that gang's hold, and preempting again would chase it.
+    if (!plan.placed() && !level_blocked_) {
+      plan = PlanWithPreemption(g, std::move(plan), cap, victims);
+    }
     if (!plan.placed()) {
       d.reason = plan.reason;
       AddBlock(g);
+      if (opt_.backfill) Hold(g, shape);
       return d;
     }
     if (const Block* b = Blocking(g, plan)) {
-      d.reason = absl::StrCat("waiting behind ", b->first, " (priority ", b->min_priority,
+      d.reason = absl::StrCat("waiting behind ", b->first, " (priority ", b->priority,
                               "), which needs the capacity it would use");
       return d;  // Blocked by order, not capacity: the gang ahead already guards these nodes.
     }
@@ -91,7 +99,7 @@ class Round {
                               std::vector<const Gang*>& victims) {
     auto inc = incoming_.find(g.key);
     if (inc != incoming_.end()) {
-      cap = free_;
+      cap = open_;
       for (const auto& [n, r] : inc->second) cap[n] += r;
       GangPlan waiting = planner_.Plan(g, cap);
       if (waiting.placed()) return waiting;
@@ -99,7 +107,7 @@ class Round {
     if (!opt_.preemption) return plan;
     std::optional<VictimChoice> choice;
     if (!KnownToFail(g)) {
-      if (cap.empty()) cap = free_;
+      if (cap.empty()) cap = open_;
       choice = ChooseVictims(planner_, g, cap, claimed_, opt_.now_ms);
     }
     if (!choice) {
@@ -122,12 +130,16 @@ class Round {
       d.reason =
           backfill_ahead_ ? absl::StrCat("backfilled behind ", backfill_ahead_->first) : "admitted";
       gang::GangPlanner::Reserve(g, plan, free_);
+      gang::GangPlanner::Reserve(g, plan, open_);
       return;
     }
     d.verdict = Verdict::kPreempt;
     Capacity left = cap;
     gang::GangPlanner::Reserve(g, plan, left);
-    for (int n : plan.nodes) free_[n] = core::Resources::Min(free_[n], left[n]);
+    for (int n : plan.nodes) {
+      free_[n] = core::Resources::Min(free_[n], left[n]);
+      open_[n] = core::Resources::Min(open_[n], left[n]);
+    }
     claimed_.insert(victims.begin(), victims.end());
     for (const Gang* v : victims) d.victims.push_back(v->key);
     d.reason = victims.empty() ? "waiting for preempted gangs to exit; their capacity is reserved"
@@ -135,14 +147,15 @@ class Round {
   }
 
   // The first waiting gang ahead that `g`'s plan would pass without being able to reclaim it, or
-  // nullptr. Sets backfill_ahead_ to a waiting gang the plan passes legitimately.
+  // nullptr. Sets backfill_ahead_ to a waiting gang the plan passes legitimately. Work of a
+  // waiting gang's own priority passes it (its plan already kept off that gang's drain hold).
   const Block* Blocking(const Gang& g, const GangPlan& plan) {
     backfill_ahead_ = nullptr;
     for (const Block& b : blocks_) {
       bool overlaps =
           std::any_of(plan.nodes.begin(), plan.nodes.end(), [&](int n) { return b.mask[n]; });
       if (!overlaps) continue;
-      if (!opt_.backfill || !g.preemptible || g.priority >= b.min_priority) return &b;
+      if (!opt_.backfill || (g.priority < b.priority && !g.preemptible)) return &b;
       if (backfill_ahead_ == nullptr) backfill_ahead_ = &b;
     }
     return nullptr;
@@ -151,13 +164,26 @@ class Round {
   void AddBlock(const Gang& g) {
     const std::vector<int>* nodes = &planner_.EligibleNodes(g);
     auto [it, added] = block_index_.try_emplace(nodes, blocks_.size());
-    if (added) {
-      Block b{std::vector<bool>(snap_.node_count(), false), g.priority, g.key};
-      for (int n : *nodes) b.mask[n] = true;
-      blocks_.push_back(std::move(b));
-    }
-    Block& b = blocks_[it->second];
-    b.min_priority = std::min(b.min_priority, g.priority);
+    if (!added) return;
+    Block b{std::vector<bool>(snap_.node_count(), false), g.priority, g.key};
+    for (int n : *nodes) b.mask[n] = true;
+    blocks_.push_back(std::move(b));
+  }
+
+  void Hold(const Gang& g, const std::string& shape) {
+    level_blocked_ = true;
+    if (!no_hold_.contains(shape) && !holds_.Hold(g, free_, open_)) no_hold_.insert(shape);
+  }
+
+  // Gangs of a lower priority may use what higher gangs hold as their nodes drain (they can be
+  // preempted), and more capacity than this level's plans saw: the per-level memos start over.
+  void EnterLevel(int32_t priority) {
+    if (level_ == priority) return;
+    level_ = priority;
+    level_blocked_ = false;
+    open_ = free_;
+    no_fit_.clear();
+    failed_.clear();
   }
 
   // What planning depends on: the eligible nodes, the expected size and every member's requests.
@@ -168,17 +194,18 @@ class Round {
     return key;
   }
 
-  // Free capacity only shrinks during a round, so a shape that found no plan finds none later.
+  // Open capacity only shrinks within a priority level, so a shape that found no plan finds none
+  // later in the level.
   GangPlan PlanOnFree(const Gang& g, const std::string& shape) {
     if (auto it = no_fit_.find(shape); it != no_fit_.end()) {
       return GangPlan{.outcome = GangPlan::Outcome::kWait, .reason = it->second};
     }
-    GangPlan plan = planner_.Plan(g, free_);
+    GangPlan plan = planner_.Plan(g, open_);
     if (!plan.placed()) no_fit_.emplace(shape, plan.reason);
     return plan;
   }
 
-  // Victim search is monotone within a round too: a gang of the same shape and no higher priority
+  // Victim search is monotone within a level too: a gang of the same shape and no higher priority
   // than one that failed, fails.
   bool KnownToFail(const Gang& g) const {
     auto it = failed_.find(ShapeKey(g));
@@ -192,7 +219,11 @@ class Round {
   const core::ClusterSnapshot& snap_;
   const AdmissionOptions& opt_;
   gang::GangPlanner planner_;
-  Capacity free_;
+  Capacity free_;  // Left after this round's plans.
+  Capacity open_;  // free_, less the nodes this level's blocked gangs hold as they drain.
+  DrainHolds holds_;
+  std::optional<int32_t> level_;  // Priority of the gangs being decided.
+  bool level_blocked_ = false;    // A gang of that priority found no plan.
   std::vector<Gang> pending_;
   absl::flat_hash_set<const Gang*> claimed_;  // Victims taken this round.
   absl::flat_hash_map<std::string, std::vector<std::pair<int, core::Resources>>> incoming_;
@@ -201,6 +232,7 @@ class Round {
   absl::flat_hash_map<std::string, int32_t> failed_;
   absl::flat_hash_map<std::string, GangPlan> feasible_;
   absl::flat_hash_map<std::string, std::string> no_fit_;
+  absl::flat_hash_set<std::string> no_hold_;  // Shapes that found no drain hold: none will.
   const Block* backfill_ahead_ = nullptr;
 };
 

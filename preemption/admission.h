@@ -2,19 +2,23 @@
 // wait / infeasible, over a snapshot. Pure: same snapshot and options, same decisions.
 //
 // Algorithm, per pending gang G in queue order (see queue.h), with `free` the capacity left after
-// the decisions made so far this round:
+// the decisions made so far this round, and `open` = `free` less the nodes that gangs of G's
+// priority waiting ahead of G hold as they drain (holds.h; only with backfill on):
 //   1. Incomplete gangs wait; gangs that can never fit are infeasible and block nobody.
-//   2. Capacity G may count on = free + capacity of victims already marked for G in earlier rounds.
-//      G is planned on `free` alone first; if that fails, on that larger capacity (it then waits
+//   2. Capacity G may count on = open + capacity of victims already marked for G in earlier rounds.
+//      G is planned on `open` alone first; if that fails, on that larger capacity (it then waits
 //      for its victims: PREEMPT with no new victims); if that fails and preemption is on, victims
 //      are chosen (victims.h) and marked: PREEMPT.
 //   3. A plan is allowed only if, for every gang B that waits ahead of G and may use one of the
-//      plan's nodes, backfill is on and B could later reclaim G (G preemptible, priority < B's).
-//      Such a plan on free capacity is BACKFILL, otherwise ADMIT; a plan that is not allowed, or no
-//      plan, is WAIT; a gang that found no plan joins the waiting gangs that block later work.
+//      plan's nodes, backfill is on and either B has G's priority (G stays off B's hold, step 2)
+//      or B could later reclaim G (G preemptible, priority < B's). Such a plan on free capacity is
+//      BACKFILL, otherwise ADMIT; a plan that is not allowed, or no plan, is WAIT; a gang that
+//      found no plan joins the waiting gangs that block later work and, with backfill on, holds
+//      nodes as they drain.
 //   4. Every plan reserves its capacity: free = min(free, capacity G counted on - plan).
-// So a blocked head is never passed by lower-priority work it could not take back, and capacity
-// freed for a preemptor is held for it until its victims exit.
+// So a blocked head is never passed by lower-priority work it could not take back, nor delayed by
+// work of its own priority, and capacity freed for a preemptor is held for it until its victims
+// exit. Without backfill the queue is strict: nothing passes a waiting gang on nodes it may use.
 #ifndef PHALANX_PREEMPTION_ADMISSION_H_
 #define PHALANX_PREEMPTION_ADMISSION_H_
 

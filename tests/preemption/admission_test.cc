@@ -49,6 +49,50 @@ TEST(AdmissionTest, NonPreemptibleLowerWorkCannotPassABlockedHead) {
   EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
 }
 
+TEST(AdmissionTest, SamePriorityWorkPassesABlockedHeadOffTheNodesItHolds) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 8));
+  c.AddNode(GpuNode("b", 8));
+  c.Submit({.name = "x", .gpus_per_pod = 6});
+  c.Submit({.name = "y", .gpus_per_pod = 4, .created_ms = 1});
+  c.Step({});
+  ASSERT_EQ(c.NodesOf("default/x"), std::vector<std::string>{"a"});
+  ASSERT_EQ(c.NodesOf("default/y"), std::vector<std::string>{"b"});
+  // The head needs a whole node and cannot preempt its peers: it holds b, the most free node.
+  c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 2});
+  c.Submit({.name = "small", .gpus_per_pod = 2, .created_ms = 3});
+  c.Submit({.name = "wide", .gpus_per_pod = 4, .created_ms = 4});
+  c.Submit(
+      {.name = "cmd", .gpus_per_pod = 1, .priority = 40, .created_ms = 5, .preemptible = false});
+  RoundResult r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
+  const GangDecision* small = FindDecision(r, "default/small");
+  EXPECT_EQ(small->verdict, Verdict::kBackfill);
+  EXPECT_EQ(small->reason, "backfilled behind default/head");
+  EXPECT_EQ(c.NodesOf("default/small"), std::vector<std::string>{"a"});
+  // b's 4 free GPUs are held: nothing is left for it.
+  EXPECT_EQ(FindDecision(r, "default/wide")->verdict, Verdict::kWait);
+  // Lower and not preemptible: it may not pass the head on any node the head may use.
+  EXPECT_EQ(FindDecision(r, "default/cmd")->verdict, Verdict::kWait);
+  // Nothing landed on b, so the head starts there as soon as y ends.
+  c.Finish("default/y");
+  r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kAdmit);
+  EXPECT_EQ(c.NodesOf("default/head"), std::vector<std::string>{"b"});
+}
+
+TEST(AdmissionTest, PeersOfABlockedHeadWaitWhenNothingOffItsHoldFits) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 8));
+  c.Submit({.name = "x", .gpus_per_pod = 6});
+  c.Step({});
+  c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
+  c.Submit({.name = "peer", .gpus_per_pod = 1, .created_ms = 2});
+  RoundResult r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
+  EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
+}
+
 TEST(AdmissionTest, BackfillOffMeansStrictOrder) {
   Cluster c;
   c.AddNode(GpuNode("a", 4));
