@@ -32,9 +32,13 @@ Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& 
   Summary s;
   s.policy = PolicyName(policy);
   std::array<std::vector<int64_t>, kPriorityClasses> waits;
+  double work_gpu_ms = 0;
+  int64_t latest_end_ms = 1;
   for (const Job& j : jobs) {
     if (!j.rejected.empty()) continue;
     ++s.accepted;
+    work_gpu_ms += static_cast<double>(j.trace.duration_ms) * j.gpus();
+    latest_end_ms = std::max(latest_end_ms, j.trace.submit_ms + j.trace.duration_ms);
     const JobOutcome& o = r.jobs[j.index];
     if (o.end_ms >= 0) ++s.completed;
     const int c = static_cast<int>(ClassOf(j.priority));
@@ -62,6 +66,9 @@ Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& 
   s.allocation_waiting_pct =
       100.0 * r.allocated_gpu_ms_waiting /
       (static_cast<double>(r.cluster_gpus) * std::max<int64_t>(r.waiting_ms, 1));
+  const double gpus = std::max<int64_t>(r.cluster_gpus, 1);
+  s.allocation_bound_pct =
+      100.0 * work_gpu_ms / (gpus * std::max<double>(latest_end_ms, work_gpu_ms / gpus));
   s.waiting_hours = r.waiting_ms / kMsPerHour;
   s.preemptions = r.preemptions;
   s.lost_gpu_hours = r.lost_gpu_ms / kMsPerHour;

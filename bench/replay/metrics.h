@@ -34,6 +34,10 @@ struct Summary {
   double allocation_until_last_submit_pct = 0;
   double busy_pct = 0;
   double allocation_waiting_pct = 0;
+  // The most any policy reaches without wasting work: the trace's work over the shortest possible
+  // makespan (from the first submit, at least to the latest submit + duration and to the work
+  // divided by the cluster's GPUs), on the whole cluster.
+  double allocation_bound_pct = 0;
   double waiting_hours = 0;
   double jct_mean_s = 0;
   int64_t jct_p50_ms = 0;

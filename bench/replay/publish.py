@@ -148,11 +148,15 @@ def checks(summary):
         alloc = float(p["allocation_pct"]) - float(f["allocation_pct"])
         rel = 100.0 * alloc / max(float(f["allocation_pct"]), 1e-9)
         waiting = float(p["allocation_waiting_pct"]) - float(f["allocation_waiting_pct"])
+        bound = float(p["allocation_bound_pct"])
+        bound_rel = 100.0 * (bound - float(f["allocation_pct"])) / max(float(f["allocation_pct"]), 1e-9)
         out.append(f"- mean allocation, phalanx vs fifo-gang: {float(p['allocation_pct']):.1f}% vs "
                    f"{float(f['allocation_pct']):.1f}% ({rel:+.1f}% relative; target +10%: "
                    f"{'met' if rel >= 10 else 'NOT met'}); while jobs wait: "
                    f"{float(p['allocation_waiting_pct']):.1f}% vs "
-                   f"{float(f['allocation_waiting_pct']):.1f}% ({waiting:+.1f} points).")
+                   f"{float(f['allocation_waiting_pct']):.1f}% ({waiting:+.1f} points). "
+                   f"Without wasting work no policy exceeds {bound:.1f}% here ({bound_rel:+.1f}% "
+                   "relative to fifo-gang): the trace's work over its shortest possible makespan.")
         hp, hf = float(p["high_wait_p95_s"]), float(f["high_wait_p95_s"])
         if hf > 0:
             verdict = "met" if hp * 5 <= hf else "NOT met"

@@ -87,7 +87,7 @@ std::string SummaryCsv(const std::vector<PolicyRun>& runs) {
       "wait_p50_s,high_wait_p95_s,"
       "medium_jobs,medium_wait_p50_s,medium_wait_p95_s,low_jobs,low_wait_p50_s,low_wait_p95_s,"
       "makespan_s,preemptions,lost_gpu_h,deadlocks,releases,deadlocked_gpu_h,held_idle_gpu_h,"
-      "long_partial_holds,max_partial_hold_h,fragmented_gpus,rounds\n";
+      "long_partial_holds,max_partial_hold_h,fragmented_gpus,rounds,allocation_bound_pct\n";
   for (const PolicyRun& run : runs) {
     const Summary& s = run.summary;
     absl::StrAppendFormat(&csv, "%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s.policy,
@@ -99,11 +99,11 @@ std::string SummaryCsv(const std::vector<PolicyRun>& runs) {
       absl::StrAppendFormat(&csv, ",%d,%.3f,%.3f", s.class_jobs[c], s.wait_p50_ms[c] / 1000.0,
                             s.wait_p95_ms[c] / 1000.0);
     }
-    absl::StrAppendFormat(&csv, ",%.3f,%d,%.3f,%d,%d,%.3f,%.3f,%d,%.3f,%.3f,%d\n",
+    absl::StrAppendFormat(&csv, ",%.3f,%d,%.3f,%d,%d,%.3f,%.3f,%d,%.3f,%.3f,%d,%.3f\n",
                           s.makespan_ms / 1000.0, s.preemptions, s.lost_gpu_hours, s.deadlocks,
                           s.releases, s.deadlocked_gpu_hours, s.held_idle_gpu_hours,
                           s.long_partial_holds, s.max_partial_hold_hours, s.fragmented_gpus,
-                          s.rounds);
+                          s.rounds, s.allocation_bound_pct);
   }
   return csv;
 }

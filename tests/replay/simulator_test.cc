@@ -71,6 +71,8 @@ TEST(Simulator, PhalanxPreemptsByHand) {
   EXPECT_EQ(r.fragmented_gpu_ms, 2 * 50000);  // L blocked with 2 GPUs free, 15..65.
   Summary sum = Summarize(Policy::kPhalanx, s.jobs, r);
   EXPECT_DOUBLE_EQ(sum.allocation_pct, 100.0 * 528000 / (4 * 157000));
+  // 500 GPU-s of work on 4 GPUs take at least 125 s, longer than the latest end (100 s).
+  EXPECT_DOUBLE_EQ(sum.allocation_bound_pct, 100.0);
   EXPECT_EQ(sum.wait_p95_ms[static_cast<int>(PriorityClass::kHigh)], 5000);  // 10 -> 15
   EXPECT_EQ(sum.wait_p95_ms[static_cast<int>(PriorityClass::kLow)], 0);
   EXPECT_DOUBLE_EQ(sum.jct_mean_s, (157.0 + 55.0) / 2);
@@ -222,6 +224,11 @@ TEST(Simulator, GpuTimeIsConservedAndEveryJobFinishes) {
     EXPECT_EQ(r.unfinished, 0) << PolicyName(p);
     // Busy GPU time is the trace's work plus what preemption threw away.
     EXPECT_EQ(r.busy_gpu_ms, work + r.lost_gpu_ms) << PolicyName(p);
+    // The trace's own work cannot fill more than the bound.
+    const double useful_pct = 100.0 * work / (32.0 * r.end_ms);
+    const double bound = Summarize(p, s.jobs, r).allocation_bound_pct;
+    EXPECT_LE(useful_pct, bound) << PolicyName(p);
+    EXPECT_GT(useful_pct, bound / 2) << PolicyName(p);
     if (p != Policy::kGreedy) {
       EXPECT_EQ(r.allocated_gpu_ms, r.busy_gpu_ms) << PolicyName(p);
       EXPECT_EQ(r.deadlocks, 0) << PolicyName(p);
