@@ -74,15 +74,16 @@ class Round {
     Capacity cap;  // Capacity counted on beyond `open_`, when preempting.
     std::vector<const Gang*> victims;
     GangPlan plan = PlanOnFree(g, shape);
-    // Behind a blocked gang of its own priority, a gang only backfills: capacity it freed or
-    // waited for could land in that gang's hold, and preempting again would chase it.
-    if (!plan.placed() && !level_blocked_) {
-      plan = PlanWithPreemption(g, std::move(plan), cap, victims);
+    if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
+    if (plan.placed() && !cap.empty() && OnHeldNode(plan)) {
+      plan = GangPlan{.reason = absl::StrCat("the capacity it could free is held for ",
+                                             *level_holder_, ", ahead of it")};
+      victims.clear();
     }
     if (!plan.placed()) {
       d.reason = plan.reason;
       AddBlock(g);
-      if (opt_.backfill) Hold(g, shape);
+      if (opt_.backfill) Hold(g);
       return d;
     }
     if (const Block* b = Blocking(g, plan)) {
@@ -108,7 +109,8 @@ class Round {
     std::optional<VictimChoice> choice;
     if (!KnownToFail(g)) {
       if (cap.empty()) cap = open_;
-      choice = ChooseVictims(planner_, g, cap, claimed_, opt_.now_ms);
+      choice = ChooseVictims(planner_, g, cap, claimed_, opt_.now_ms,
+                             level_holder_ != nullptr ? &level_held_ : nullptr);
     }
     if (!choice) {
       RecordFailure(g);
@@ -170,9 +172,18 @@ class Round {
     blocks_.push_back(std::move(b));
   }
 
-  void Hold(const Gang& g, const std::string& shape) {
-    level_blocked_ = true;
-    if (!no_hold_.contains(shape) && !holds_.Hold(g, free_, open_)) no_hold_.insert(shape);
+  // The first blocked gang of a priority holds nodes as they drain; the ones behind it do not
+  // (they would close the cluster to their whole priority).
+  void Hold(const Gang& g) {
+    if (level_holder_) return;
+    level_holder_ = &g.key;
+    for (int n : holds_.Hold(g, free_, open_)) level_held_[n] = true;
+  }
+
+  // Preempting for a plan on a held node would take capacity from the gang it is held for.
+  bool OnHeldNode(const GangPlan& plan) const {
+    return std::any_of(plan.nodes.begin(), plan.nodes.end(),
+                       [&](int n) { return level_held_[n]; });
   }
 
   // Gangs of a lower priority may use what higher gangs hold as their nodes drain (they can be
@@ -180,7 +191,8 @@ class Round {
   void EnterLevel(int32_t priority) {
     if (level_ == priority) return;
     level_ = priority;
-    level_blocked_ = false;
+    level_holder_ = nullptr;
+    level_held_.assign(snap_.node_count(), false);
     open_ = free_;
     no_fit_.clear();
     failed_.clear();
@@ -223,7 +235,8 @@ class Round {
   Capacity open_;  // free_, less the nodes this level's blocked gangs hold as they drain.
   DrainHolds holds_;
   std::optional<int32_t> level_;  // Priority of the gangs being decided.
-  bool level_blocked_ = false;    // A gang of that priority found no plan.
+  const std::string* level_holder_ = nullptr;  // Its first gang that found no plan.
+  std::vector<bool> level_held_;               // Nodes held for that gang.
   std::vector<Gang> pending_;
   absl::flat_hash_set<const Gang*> claimed_;  // Victims taken this round.
   absl::flat_hash_map<std::string, std::vector<std::pair<int, core::Resources>>> incoming_;
@@ -232,7 +245,6 @@ class Round {
   absl::flat_hash_map<std::string, int32_t> failed_;
   absl::flat_hash_map<std::string, GangPlan> feasible_;
   absl::flat_hash_map<std::string, std::string> no_fit_;
-  absl::flat_hash_set<std::string> no_hold_;  // Shapes that found no drain hold: none will.
   const Block* backfill_ahead_ = nullptr;
 };
 

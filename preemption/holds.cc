@@ -9,20 +9,26 @@ namespace phalanx::preemption {
 DrainHolds::DrainHolds(const gang::GangPlanner& planner)
     : planner_(planner), drain_(gang::AllocatableCapacity(planner.snapshot())) {}
 
-const std::vector<int>& DrainHolds::Order(const core::Gang& g, const gang::Capacity& free) {
-  const std::vector<int>* eligible = &planner_.EligibleNodes(g);
-  auto [it, fresh] = order_.try_emplace(eligible, *eligible);
-  if (fresh) {
-    const gang::SlotPolicy& slots = planner_.slots();
-    std::vector<int64_t> free_slots(free.size());
-    for (int n : *eligible) free_slots[n] = slots.SlotsOf(free[n]);
-    std::stable_sort(it->second.begin(), it->second.end(),
-                     [&](int a, int b) { return free_slots[a] > free_slots[b]; });
+std::vector<int> DrainHolds::Order(const core::Gang& g, const gang::Capacity& free) const {
+  const core::ClusterSnapshot& snap = planner_.snapshot();
+  const gang::SlotPolicy& slots = planner_.slots();
+  std::vector<int> order = planner_.EligibleNodes(g);
+  std::vector<int64_t> staying(free.size());
+  for (int n : order) {
+    int64_t taken = slots.SlotsOf(snap.node(n).allocatable) - slots.SlotsOf(free[n]);
+    for (const core::ClusterSnapshot::Occupant& o : snap.Occupants(n)) {
+      if (o.gang->priority >= g.priority) break;  // Occupants come lowest priority first.
+      taken -= slots.SlotsOf(o.held);
+    }
+    staying[n] = taken;
   }
-  return it->second;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return staying[a] < staying[b]; });
+  return order;
 }
 
-bool DrainHolds::Hold(const core::Gang& g, const gang::Capacity& free, gang::Capacity& open) {
+std::vector<int> DrainHolds::Hold(const core::Gang& g, const gang::Capacity& free,
+                                  gang::Capacity& open) {
   const core::Resources unit = gang::LargestMember(g, planner_.slots());
   int64_t needed = static_cast<int64_t>(g.members.size());
   std::vector<std::pair<int, int64_t>> taken;  // (node, copies)
@@ -33,12 +39,14 @@ bool DrainHolds::Hold(const core::Gang& g, const gang::Capacity& free, gang::Cap
     needed -= copies;
     if (needed == 0) break;
   }
-  if (needed > 0) return false;
+  std::vector<int> held;
+  if (needed > 0) return held;
   for (const auto& [n, copies] : taken) {
     for (int64_t c = 0; c < copies; ++c) drain_[n] -= unit;
     open[n] = core::Resources();
+    held.push_back(n);
   }
-  return true;
+  return held;
 }
 
 }  // namespace phalanx::preemption

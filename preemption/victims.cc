@@ -108,10 +108,10 @@ std::vector<int> NodeOrder(const Stays& stays, const std::vector<Candidate>& can
 std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
                                           const core::Gang& preemptor, const gang::Capacity& cap,
                                           const absl::flat_hash_set<const core::Gang*>& claimed,
-                                          int64_t now_ms) {
+                                          int64_t now_ms, const std::vector<bool>* closed) {
   const gang::SlotPolicy& slots = planner.slots();
   std::vector<bool> eligible(cap.size(), false);
-  for (int n : planner.EligibleNodes(preemptor)) eligible[n] = true;
+  for (int n : planner.EligibleNodes(preemptor)) eligible[n] = closed == nullptr || !(*closed)[n];
   core::Resources unit = gang::LargestMember(preemptor, slots);
 
   std::vector<Candidate> cands;

@@ -31,11 +31,13 @@ struct VictimChoice {
 };
 
 // `cap` is the capacity the preemptor may already count on. Gangs in `claimed` (victims taken
-// earlier this round) are not candidates. Victims point into the planner's snapshot.
+// earlier this round) are not candidates, nor are nodes marked in `closed` (if given) cleared.
+// Victims point into the planner's snapshot.
 std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
                                           const core::Gang& preemptor, const gang::Capacity& cap,
                                           const absl::flat_hash_set<const core::Gang*>& claimed,
-                                          int64_t now_ms);
+                                          int64_t now_ms,
+                                          const std::vector<bool>* closed = nullptr);
 
 }  // namespace phalanx::preemption
 

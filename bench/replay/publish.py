@@ -53,17 +53,32 @@ Traces (`shared/traces/`): Philly (Jeon et al., ATC'19, via `petuum/adaptdl`
 
 NOTES = """\
 Reading the numbers:
-- Allocation over the makespan is pinned by the trace: allocated GPU time is the trace's work plus
-  preemption losses, and every policy ends with the same long last jobs, so no policy can move it by
-  10% on these traces. The comparison that depends on the scheduler is allocation while jobs wait.
+- Allocation over the makespan is bounded by the trace: allocated GPU time is the trace's work plus
+  preemption losses, so without wasting work no policy exceeds the bound under each table (the work
+  over the shortest possible makespan). On Philly fifo-gang already reaches it and on alibaba-48 it
+  is within 10% of it, so there a +10% gain is out of reach for any policy; only the overloaded
+  alibaba-32 leaves room (21%), and phalanx takes 6.1 points of it. The comparison that depends on
+  the scheduler is allocation while jobs wait.
 - Philly on 1,000 GPUs (the performance-target size) barely queues: the trace asks for about 37% of
   it on average. 768 GPUs is the contended size; at 512 GPUs thousands of jobs wait and every round
-  evaluates all of them (the engine's cost grows with the queue), so that replay takes hours.
-- The engine never lets work of the same priority pass a blocked head (only lower-priority,
-  preemptible work may backfill), so a whole-node gang at the head of a class idles the free GPUs
-  for its whole class. On Alibaba, where every job is one pod, `greedy` (which skips what does not
-  fit) therefore beats every gang policy. Greedy's cost is GPUs held idle by partially placed jobs;
-  a global deadlock (nothing runs) does not occur on these traces, only on the seeds' example.
+  evaluates all of them, so the baselines' replays take hours (measured in an earlier version).
+- Backfill: a blocked gang holds the nodes it will start on (those where the least stays once it has
+  taken back what it may preempt); work of its own priority runs, and preempts, only elsewhere;
+  lower-priority preemptible work may also use the held nodes, and the head takes them back. With
+  strict order within a priority instead (the previous version), alibaba-48's top class waited
+  15,259 min at p95, as long as under fifo-gang.
+- alibaba-48-seeded: the top class's p95 under phalanx, 0.5 min, is the 30 s a victim takes to
+  exit: with backfill the cluster is fuller while jobs wait (88.7% vs 67.2%), so more top-class
+  arrivals preempt instead of finding idle GPUs; fifo-gang's p95 is 1.6 min, and the ratio misses
+  0.2 by about 11 s.
+- alibaba-32: the top class alone asks for more than the cluster at its peaks (up to 52 GPUs if
+  each job started on arrival; over 32 for 7.6% of the trace), so its p95 is its own backlog.
+  phalanx halves fifo-gang's; greedy, which never keeps GPUs free for a whole-node job, does better.
+  Lower classes wait less than the top class here: their work backfills on the GPUs a blocked
+  top-class head holds (the head can take them back), which the head's own peers may not use.
+- On Alibaba, where every job is one pod, `greedy` (which skips what does not fit) has the best
+  mean allocation; its cost is GPUs held idle by partially placed jobs, and a global deadlock
+  (nothing runs) does not occur on these traces, only on the seeds' example.
 """
 
 

@@ -93,6 +93,44 @@ TEST(AdmissionTest, PeersOfABlockedHeadWaitWhenNothingOffItsHoldFits) {
   EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
 }
 
+// A running one-pod gang on `node`.
+core::PodInfo RunningOn(const std::string& name, int64_t gpus, int32_t priority,
+                        const std::string& node) {
+  core::PodInfo p =
+      testing::GatedGang({.name = name, .gpus_per_pod = gpus, .priority = priority})[0];
+  p.gated = false;
+  p.node = node;
+  p.phase = core::PodPhase::kRunning;
+  return p;
+}
+
+TEST(AdmissionTest, PeersOfABlockedHeadPreemptOnlyOffTheNodesItHolds) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertNode(GpuNode("b", 8));
+  b.UpsertNode(GpuNode("c", 4));
+  b.UpsertPod(RunningOn("x", 6, 50, "a"));
+  b.UpsertPod(RunningOn("y", 4, 50, "b"));
+  b.UpsertPod(RunningOn("low-b", 4, 10, "b"));
+  b.UpsertPod(RunningOn("low-c", 4, 10, "c"));
+  // The head needs a whole 8-GPU node; peers hold part of a and b, so no victims make it fit. It
+  // holds b, where the least stays once it has taken back what it may (low-b).
+  b.UpsertPod(testing::GatedGang({.name = "head", .gpus_per_pod = 8, .created_ms = 1})[0]);
+  // A peer may free c (too small for the head) but not clear b.
+  b.UpsertPod(testing::GatedGang({.name = "peer-1", .gpus_per_pod = 4, .created_ms = 2})[0]);
+  b.UpsertPod(testing::GatedGang({.name = "peer-2", .gpus_per_pod = 4, .created_ms = 3})[0]);
+  RoundResult r = RunAdmissionRound(*b.Build(), {});
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
+  const GangDecision* first = FindDecision(r, "default/peer-1");
+  EXPECT_EQ(first->verdict, Verdict::kPreempt);
+  EXPECT_EQ(first->victims, std::vector<std::string>{"default/low-c"});
+  ASSERT_EQ(first->plan.size(), 1u);
+  EXPECT_EQ(first->plan[0].node, "c");
+  const GangDecision* second = FindDecision(r, "default/peer-2");
+  EXPECT_EQ(second->verdict, Verdict::kWait);
+  EXPECT_TRUE(second->victims.empty());
+}
+
 TEST(AdmissionTest, BackfillOffMeansStrictOrder) {
   Cluster c;
   c.AddNode(GpuNode("a", 4));
