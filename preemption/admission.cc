@@ -73,7 +73,7 @@ class Round {
     }
     Capacity cap;  // Capacity counted on beyond `open_`, when preempting.
     std::vector<const Gang*> victims;
-    GangPlan plan = PlanOnFree(g, shape);
+    GangPlan plan = PlanOnOpen(g, shape);
     if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
     if (plan.placed() && !cap.empty() && OnHeldNode(plan)) {
       plan = GangPlan{.reason = absl::StrCat("the capacity it could free is held for ",
@@ -110,7 +110,7 @@ class Round {
     if (!KnownToFail(g)) {
       if (cap.empty()) cap = open_;
       choice = ChooseVictims(planner_, g, cap, claimed_, opt_.now_ms,
-                             level_holder_ != nullptr ? &level_held_ : nullptr);
+                             level_held_.empty() ? nullptr : &level_held_);
     }
     if (!choice) {
       RecordFailure(g);
@@ -177,13 +177,14 @@ class Round {
   void Hold(const Gang& g) {
     if (level_holder_) return;
     level_holder_ = &g.key;
+    level_held_.assign(snap_.node_count(), false);
     for (int n : holds_.Hold(g, free_, open_)) level_held_[n] = true;
   }
 
   // Preempting for a plan on a held node would take capacity from the gang it is held for.
   bool OnHeldNode(const GangPlan& plan) const {
-    return std::any_of(plan.nodes.begin(), plan.nodes.end(),
-                       [&](int n) { return level_held_[n]; });
+    return !level_held_.empty() &&
+           std::any_of(plan.nodes.begin(), plan.nodes.end(), [&](int n) { return level_held_[n]; });
   }
 
   // Gangs of a lower priority may use what higher gangs hold as their nodes drain (they can be
@@ -192,7 +193,7 @@ class Round {
     if (level_ == priority) return;
     level_ = priority;
     level_holder_ = nullptr;
-    level_held_.assign(snap_.node_count(), false);
+    level_held_.clear();
     open_ = free_;
     no_fit_.clear();
     failed_.clear();
@@ -208,7 +209,7 @@ class Round {
 
   // Open capacity only shrinks within a priority level, so a shape that found no plan finds none
   // later in the level.
-  GangPlan PlanOnFree(const Gang& g, const std::string& shape) {
+  GangPlan PlanOnOpen(const Gang& g, const std::string& shape) {
     if (auto it = no_fit_.find(shape); it != no_fit_.end()) {
       return GangPlan{.outcome = GangPlan::Outcome::kWait, .reason = it->second};
     }
@@ -234,9 +235,9 @@ class Round {
   Capacity free_;  // Left after this round's plans.
   Capacity open_;  // free_, less the nodes this level's blocked gangs hold as they drain.
   DrainHolds holds_;
-  std::optional<int32_t> level_;  // Priority of the gangs being decided.
+  std::optional<int32_t> level_;               // Priority of the gangs being decided.
   const std::string* level_holder_ = nullptr;  // Its first gang that found no plan.
-  std::vector<bool> level_held_;               // Nodes held for that gang.
+  std::vector<bool> level_held_;               // Nodes held for that gang (empty: none).
   std::vector<Gang> pending_;
   absl::flat_hash_set<const Gang*> claimed_;  // Victims taken this round.
   absl::flat_hash_map<std::string, std::vector<std::pair<int, core::Resources>>> incoming_;

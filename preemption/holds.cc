@@ -6,8 +6,7 @@
 
 namespace phalanx::preemption {
 
-DrainHolds::DrainHolds(const gang::GangPlanner& planner)
-    : planner_(planner), drain_(gang::AllocatableCapacity(planner.snapshot())) {}
+DrainHolds::DrainHolds(const gang::GangPlanner& planner) : planner_(planner) {}
 
 std::vector<int> DrainHolds::Order(const core::Gang& g, const gang::Capacity& free) const {
   const core::ClusterSnapshot& snap = planner_.snapshot();
@@ -29,6 +28,7 @@ std::vector<int> DrainHolds::Order(const core::Gang& g, const gang::Capacity& fr
 
 std::vector<int> DrainHolds::Hold(const core::Gang& g, const gang::Capacity& free,
                                   gang::Capacity& open) {
+  if (drain_.empty()) drain_ = gang::AllocatableCapacity(planner_.snapshot());
   const core::Resources unit = gang::LargestMember(g, planner_.slots());
   int64_t needed = static_cast<int64_t>(g.members.size());
   std::vector<std::pair<int, int64_t>> taken;  // (node, copies)

@@ -33,7 +33,7 @@ class DrainHolds {
   std::vector<int> Order(const core::Gang& g, const gang::Capacity& free) const;
 
   const gang::GangPlanner& planner_;
-  gang::Capacity drain_;
+  gang::Capacity drain_;  // Filled by the first hold of the round.
 };
 
 }  // namespace phalanx::preemption
