@@ -22,6 +22,12 @@ class Server;
 
 namespace phalanx::extender {
 
+// The Content-Type of every JSON reply. Not the bare "application/json": cpp-httplib gzips replies
+// of exactly that type whenever the client accepts gzip, as Go's client (kube-scheduler's) always
+// does, and compressing a 150 KB reply costs the extender over a millisecond, far more than the
+// bytes cost in-cluster.
+inline constexpr char kJsonContentType[] = "application/json; charset=utf-8";
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8888;  // 0 picks a free port.

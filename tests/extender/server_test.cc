@@ -114,6 +114,26 @@ TEST_F(ServerTest, PrioritizePacks) {
   EXPECT_EQ(list->body, r->body);
 }
 
+// Go's client, kube-scheduler's, accepts gzip on every request; a compressed reply costs the
+// extender far more CPU than the bytes cost in-cluster, so replies go out plain.
+TEST_F(ServerTest, RepliesStayUncompressedWhenTheClientAcceptsGzip) {
+  client_->set_decompress(false);
+  httplib::Headers gzip = {{"Accept-Encoding", "gzip"}};
+  httplib::Result r =
+      client_->Post("/prioritize", gzip, Testdata("filter_node_names.json"), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->has_header("Content-Encoding"));
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json; charset=utf-8");
+  EXPECT_EQ(r->body.front(), '[');
+}
+
+// Node names never need escaping, but any other name is still valid JSON.
+TEST(WireTest, HostPrioritiesEscapeNamesThatNeedIt) {
+  EXPECT_EQ(EncodeHostPriorities({"a\"b", "n-1"}, {10, 0}),
+            "[{\"Host\":\"a\\\"b\",\"Score\":10},{\"Host\":\"n-1\",\"Score\":0}]");
+  EXPECT_EQ(EncodeHostPriorities({}, {}), "[]");
+}
+
 constexpr char kPreempt[] =
     "{\"NodeNameToMetaVictims\":{\"gpu-node-02\":{\"Pods\":[{\"UID\":\"low-a-0\"},"
     "{\"UID\":\"low-a-1\"}],\"NumPDBViolations\":0}}}";
