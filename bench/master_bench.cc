@@ -6,16 +6,20 @@
 //     Kubernetes API is not what is measured) and answer. An answer means the experiment is
 //     committed. The floor: INSERT of a row as large as the config plus COMMIT on a plain libpqxx
 //     connection. Rounds alternate between the two; the ratio is of total rates.
-//  2. GetJobs service time (p50, p99) with --queued jobs in the queue: the first page (100 jobs)
+//  2. The same with --clients callers at once: that many gRPC clients (a channel each) against as
+//     many raw connections, each making --ops calls. Submissions made at once share a commit.
+//  3. GetJobs service time (p50, p99) with --queued jobs in the queue: the first page (100 jobs)
 //     and a page of 1000.
-// Usage: build/bench/master_bench [--ops 300] [--rounds 3] [--queued 10000]
+// Usage: build/bench/master_bench [--ops 300] [--rounds 3] [--clients 8] [--queued 10000]
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -79,22 +83,19 @@ class DurablePostgres {
   std::string dir_, url_;
 };
 
-double RawInsertRate(pqxx::connection& conn, int ops) {
-  const absl::Time start = absl::Now();
+void RawInserts(pqxx::connection& conn, int ops) {
   for (int i = 0; i < ops; ++i) {
     pqxx::work tx(conn);
     tx.exec_params("INSERT INTO raw_jobs (job_id, config, state) VALUES ($1, $2, 'ACTIVE')",
                    absl::StrCat("exp-", i), kConfig);
     tx.commit();
   }
-  return ops / absl::ToDoubleSeconds(absl::Now() - start);
 }
 
-double CreateExperimentRate(v1::ExperimentService::Stub& stub, const std::string& token, int ops) {
+void CreateExperiments(v1::ExperimentService::Stub& stub, const std::string& token, int ops) {
   v1::CreateExperimentRequest req;
   req.set_config(kConfig);
   req.set_activate(true);
-  const absl::Time start = absl::Now();
   for (int i = 0; i < ops; ++i) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer " + token);
@@ -105,7 +106,58 @@ double CreateExperimentRate(v1::ExperimentService::Stub& stub, const std::string
       std::exit(1);
     }
   }
-  return ops / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+// Calls per second of `callers` threads that each run call(i) once, started together.
+template <typename Fn>
+double Rate(int callers, int ops_each, Fn call) {
+  std::vector<std::thread> threads;
+  std::atomic<int> ready = 0;
+  absl::Time start;
+  for (int i = 0; i < callers; ++i) {
+    threads.emplace_back([&, i] {
+      if (++ready == callers) start = absl::Now();
+      while (ready < callers) std::this_thread::yield();
+      call(i);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return callers * ops_each / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+double RawInsertRate(const std::string& url, int connections, int ops) {
+  std::vector<std::unique_ptr<pqxx::connection>> conns;
+  for (int i = 0; i < connections; ++i) conns.push_back(std::make_unique<pqxx::connection>(url));
+  return Rate(connections, ops, [&](int i) { RawInserts(*conns[i], ops); });
+}
+
+double CreateExperimentRate(const std::string& target, const std::string& token, int clients,
+                            int ops) {
+  std::vector<std::unique_ptr<v1::ExperimentService::Stub>> stubs;
+  for (int i = 0; i < clients; ++i) {
+    grpc::ChannelArguments own;  // A connection of its own, as separate clients have.
+    own.SetInt("phalanx.bench.client", i);
+    stubs.push_back(v1::ExperimentService::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), own)));
+  }
+  return Rate(clients, ops, [&](int i) { CreateExperiments(*stubs[i], token, ops); });
+}
+
+// Rounds alternating raw and master at `callers` at once; prints each and the mean ratio.
+void CompareRates(const std::string& raw_url, const std::string& target, const std::string& token,
+                  int callers, int ops, int rounds) {
+  std::printf("%-8s %16s %22s %8s   (%d at once, %d calls each)\n", "round", "raw insert/s",
+              "CreateExperiment/s", "ratio", callers, ops);
+  double raw_total = 0, master_total = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const double raw_rate = RawInsertRate(raw_url, callers, ops);
+    const double master_rate = CreateExperimentRate(target, token, callers, ops);
+    raw_total += raw_rate;
+    master_total += master_rate;
+    std::printf("%-8d %16.0f %22.0f %8.2f\n", r + 1, raw_rate, master_rate, master_rate / raw_rate);
+  }
+  std::printf("%-8s %16.0f %22.0f %8.2f   (target >= 0.5)\n\n", "mean", raw_total / rounds,
+              master_total / rounds, master_total / raw_total);
 }
 
 // p50 and p99 in ms of `calls` GetJobs with `limit`.
@@ -130,11 +182,13 @@ std::pair<double, double> GetJobsLatency(v1::JobService::Stub& stub, const std::
 int Run(int argc, char** argv) {
   const int ops = Flag(argc, argv, "ops", 300), rounds = Flag(argc, argv, "rounds", 3);
   const int queued = Flag(argc, argv, "queued", 10000);
+  const int clients = Flag(argc, argv, "clients", 8);
   DurablePostgres pg;
-  pqxx::connection raw(pg.Database("raw"));
-  pqxx::nontransaction(raw).exec(
-      "CREATE TABLE raw_jobs (id BIGSERIAL PRIMARY KEY, job_id TEXT NOT NULL, config TEXT NOT "
-      "NULL, state TEXT NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now())");
+  const std::string raw_url = pg.Database("raw");
+  pqxx::nontransaction(*std::make_unique<pqxx::connection>(raw_url))
+      .exec(
+          "CREATE TABLE raw_jobs (id BIGSERIAL PRIMARY KEY, job_id TEXT NOT NULL, config TEXT NOT "
+          "NULL, state TEXT NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now())");
 
   std::unique_ptr<Store> store = *Store::Open(pg.Database("master"));
   if (!EnsureBuiltinUsers(*store, "pw").ok()) return 1;
@@ -144,34 +198,24 @@ int Run(int argc, char** argv) {
   JobManager jobs(*config, *store, pods);
   std::unique_ptr<MasterServer> server =
       *MasterServer::Start("127.0.0.1:0", std::nullopt, *store, jobs);
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()),
-                                     grpc::InsecureChannelCredentials());
+  const std::string target = absl::StrCat("127.0.0.1:", server->port());
+  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   grpc::ClientContext login_ctx;
   v1::LoginRequest login;
   login.set_username("admin");
   login.set_password("pw");
   v1::LoginResponse session;
   if (!v1::AuthService::NewStub(channel)->Login(&login_ctx, login, &session).ok()) return 1;
-  auto experiments = v1::ExperimentService::NewStub(channel);
 
   char host[256] = "";
   gethostname(host, sizeof host);
-  std::printf("machine: %s, %ld cores; Postgres 15 (pg-temp, fsync on); %d ops x %d rounds\n", host,
-              sysconf(_SC_NPROCESSORS_ONLN), ops, rounds);
-  std::printf("%-8s %16s %22s %8s\n", "round", "raw insert/s", "CreateExperiment/s", "ratio");
-  double raw_total = 0, master_total = 0;
-  for (int r = 0; r < rounds; ++r) {
-    const double raw_rate = RawInsertRate(raw, ops);
-    const double master_rate = CreateExperimentRate(*experiments, session.token(), ops);
-    raw_total += raw_rate;
-    master_total += master_rate;
-    std::printf("%-8d %16.0f %22.0f %8.2f\n", r + 1, raw_rate, master_rate, master_rate / raw_rate);
-  }
-  std::printf("%-8s %16.0f %22.0f %8.2f   (target >= 0.5)\n\n", "mean", raw_total / rounds,
-              master_total / rounds, master_total / raw_total);
+  std::printf("machine: %s, %ld cores; Postgres 15 (pg-temp, fsync on)\n", host,
+              sysconf(_SC_NPROCESSORS_ONLN));
+  CompareRates(raw_url, target, session.token(), 1, ops, rounds);
+  CompareRates(raw_url, target, session.token(), clients, ops, rounds);
 
   const User admin = store->FindUser("admin")->user;
-  for (int n = ops * rounds; n < queued; ++n) {
+  for (int n = ops * rounds * (1 + clients); n < queued; ++n) {
     if (!jobs.CreateExperiment(kConfig, admin, true).ok()) return 1;
   }
   auto queue = v1::JobService::NewStub(channel);

@@ -84,8 +84,7 @@ absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, co
   for (const nlohmann::json& h : hparams)
     trials.push_back({.hparams = h.dump(), .state = job.state});
   const int cap = activate ? ConcurrencyCap(c, job.slots) : 0;
-  absl::MutexLock lock(&mu_);
-  return SubmitLocked(std::move(job), std::move(trials), cap, &c);
+  return Submit(std::move(job), std::move(trials), cap, &c);
 }
 
 absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string& yaml,
@@ -97,8 +96,7 @@ absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string&
   KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(yaml, type, entrypoint, config_));
   JobRecord job = NewJob(type, c.description, user, c.resources, c.environment, yaml);
   job.entrypoint = nlohmann::json(c.entrypoint).dump();
-  absl::MutexLock lock(&mu_);
-  return SubmitLocked(std::move(job), {TrialRecord{.hparams = "{}"}}, /*cap=*/1);
+  return Submit(std::move(job), {TrialRecord{.hparams = "{}"}}, /*cap=*/1);
 }
 
 absl::Status JobManager::NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials) {
@@ -114,34 +112,44 @@ absl::Status JobManager::NumberLocked(JobRecord& job, std::vector<TrialRecord>& 
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobView> JobManager::SubmitLocked(JobRecord job, std::vector<TrialRecord> trials,
-                                                 int cap, const ExperimentConfig* parsed) {
+absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecord> trials, int cap,
+                                           const ExperimentConfig* parsed) {
+  // Numbered and prepared under the lock, stored outside it (so that submissions made at once are
+  // committed together, and nothing else waits on the disk behind them), started under it again.
   // The job, its trials and their first runs are stored in one commit; only then do the pods
   // start. A run that cannot be built here is left to Reconcile (Tick), which records why.
-  KUBE_RETURN_IF_ERROR(NumberLocked(job, trials));
-  std::vector<Launch> launches;
-  std::vector<AllocationRecord> allocations;
-  bool unprepared = false;  // Reconcile records why.
-  for (TrialRecord& t : trials) {
-    if (static_cast<int>(launches.size()) >= cap) break;
-    absl::StatusOr<Launch> launch = PrepareRunLocked(job, t, parsed);
-    if (!launch.ok()) {
-      unprepared = true;
-      continue;
+  Submission sub{.job = std::move(job), .trials = std::move(trials)};
+  {
+    absl::MutexLock lock(&mu_);
+    KUBE_RETURN_IF_ERROR(NumberLocked(sub.job, sub.trials));
+    for (TrialRecord& t : sub.trials) {
+      if (static_cast<int>(sub.launches.size()) >= cap) break;
+      absl::StatusOr<Launch> launch = PrepareRunLocked(sub.job, t, parsed);
+      if (!launch.ok()) {
+        sub.unprepared = true;
+        continue;
+      }
+      t = launch->run.trial;
+      sub.allocations.push_back(launch->run.allocation);
+      sub.launches.push_back(*std::move(launch));
     }
-    t = launch->run.trial;
-    allocations.push_back(launch->run.allocation);
-    launches.push_back(*std::move(launch));
   }
-  if (absl::Status s = store_.InsertJob(job, trials, allocations); !s.ok()) {
-    if (absl::IsAlreadyExists(s)) last_ids_.reset();  // Another writer numbered jobs: re-read.
-    return s;
+  absl::Status stored = store_.InsertJob(sub.job, sub.trials, sub.allocations);
+  absl::MutexLock lock(&mu_);
+  if (!stored.ok()) {
+    if (absl::IsAlreadyExists(stored)) last_ids_.reset();  // Another writer numbered jobs: re-read.
+    return stored;
   }
-  if (unprepared) retry_jobs_.insert(job.job_id);
+  return StartSubmittedLocked(std::move(sub));
+}
+
+absl::StatusOr<JobView> JobManager::StartSubmittedLocked(Submission sub) {
+  const JobRecord& job = sub.job;
+  if (sub.unprepared) retry_jobs_.insert(job.job_id);
   JobView view{.job = job};
   if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
-  for (TrialRecord& t : trials) view.trials.push_back({.trial = std::move(t)});
-  for (Launch& launch : launches) {
+  for (TrialRecord& t : sub.trials) view.trials.push_back({.trial = std::move(t)});
+  for (Launch& launch : sub.launches) {
     for (TrialView& tv : view.trials) {
       if (tv.trial.id == launch.run.trial.id) tv.allocation = launch.run.allocation;
     }

@@ -135,11 +135,13 @@ class JobManager {
   };
 
   // job_manager.cc
+  struct Submission;  // Numbered and prepared, below.
   // Numbers the job and its trials, stores them with the first runs of at most `cap` trials, then
-  // creates their pods; `parsed` as for PrepareRunLocked.
-  absl::StatusOr<JobView> SubmitLocked(JobRecord job, std::vector<TrialRecord> trials, int cap,
-                                       const ExperimentConfig* parsed = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // creates their pods; `parsed` as for PrepareRunLocked. Takes mu_ itself: not across the commit.
+  absl::StatusOr<JobView> Submit(JobRecord job, std::vector<TrialRecord> trials, int cap,
+                                 const ExperimentConfig* parsed = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  // Opens the stored submission's runs and creates their pods.
+  absl::StatusOr<JobView> StartSubmittedLocked(Submission sub) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReconcileOnceLocked; a job it fails for is tried again at the next Tick.
@@ -168,6 +170,13 @@ class JobManager {
     StartedRun run;
     Alloc alloc;
     std::vector<nlohmann::json> pods;
+  };
+  struct Submission {
+    JobRecord job;
+    std::vector<TrialRecord> trials;
+    std::vector<AllocationRecord> allocations;  // Of `launches`, as stored.
+    std::vector<Launch> launches;
+    bool unprepared = false;  // A run could not be built: Reconcile records why.
   };
 
   // allocations.cc

@@ -138,10 +138,11 @@ absl::Status Store::Run(const std::function<absl::Status(pqxx::transaction_base&
 }
 
 absl::Status Store::WriteAtomically(const std::function<void(pqxx::transaction_base&)>& write,
-                                    const std::function<bool(pqxx::transaction_base&)>& committed) {
+                                    const std::function<bool(pqxx::transaction_base&)>& committed,
+                                    bool check_first) {
   return WithConnection([&](Connection& c, int attempt) {
     pqxx::nontransaction tx(c.conn);
-    if (attempt > 0 && committed(tx)) return absl::OkStatus();
+    if ((attempt > 0 || check_first) && committed(tx)) return absl::OkStatus();
     write(tx);
     return absl::OkStatus();
   });

@@ -7,6 +7,7 @@
 #ifndef PHALANX_MASTER_STORE_H_
 #define PHALANX_MASTER_STORE_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,7 +64,8 @@ class Store {
   // Jobs. Ids are numbered by the master (one master per database, as Determined's): LastJobIds
   // says where numbering continues. A submission stores the job, its trials and the allocations of
   // their first runs as one request with one commit; AlreadyExists when an id is taken (then
-  // nothing is stored).
+  // nothing is stored). Submissions that arrive while one commits are committed together after it
+  // (group commit: one disk flush for all of them).
   struct LastIds {
     int64_t experiment = 0;  // Number of the newest experiment (exp-N), 0 when none.
     int64_t task = 0;        // Of the newest command, notebook, shell or tensorboard.
@@ -106,9 +108,16 @@ class Store {
   absl::Status Run(const std::function<absl::Status(pqxx::transaction_base&)>& fn, bool write);
   // Runs `write` (one statement, so one transaction) outside a transaction block. When the
   // connection breaks before the answer, `committed` (true exactly when that statement committed)
-  // decides on a new connection whether to run it once more.
+  // decides on a new connection whether to run it once more; `check_first` asks it before the
+  // first run too.
   absl::Status WriteAtomically(const std::function<void(pqxx::transaction_base&)>& write,
-                               const std::function<bool(pqxx::transaction_base&)>& committed);
+                               const std::function<bool(pqxx::transaction_base&)>& committed,
+                               bool check_first = false);
+  // A submission waiting in InsertJob (store_jobs.cc).
+  struct PendingInsert;
+  static void ExecInsert(pqxx::transaction_base& tx, const PendingInsert& p);
+  // Stores `batch` in one transaction when it holds several; when that fails, each alone.
+  void CommitInserts(const std::vector<PendingInsert*>& batch);
   absl::Status Migrate();
 
   struct Connection;  // A pqxx::connection (a typedef, so not forward-declarable).
@@ -119,6 +128,11 @@ class Store {
   const std::string url_;
   std::mutex mu_;
   std::unique_ptr<Connection> conn_;  // Guarded by mu_; null when broken.
+  // Group commit of submissions (InsertJob).
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::vector<PendingInsert*> waiting_;  // Guarded by group_mu_: not yet taken into a batch.
+  bool committing_ = false;              // Guarded by group_mu_: a caller is storing a batch.
 };
 
 }  // namespace phalanx::master

@@ -148,38 +148,99 @@ absl::StatusOr<Store::LastIds> Store::LastJobIds() {
   return ids;
 }
 
+struct Store::PendingInsert {
+  const JobRecord& job;
+  std::string trial_rows;  // JSON arrays, as the statement takes them.
+  std::string allocation_rows;
+  absl::Status status;
+  bool done = false;
+};
+
+namespace {
+
+std::string TrialRows(const std::vector<TrialRecord>& trials) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const TrialRecord& t : trials) {
+    rows.push_back({{"id", t.id},
+                    {"hparams", t.hparams},
+                    {"state", std::string(RunStateName(t.state))},
+                    {"runs", t.runs},
+                    {"latest_checkpoint", t.latest_checkpoint},
+                    {"steps_completed", t.steps_completed}});
+  }
+  return rows.dump();
+}
+
+std::string AllocationRows(const std::vector<AllocationRecord>& allocations) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const AllocationRecord& a : allocations) {
+    rows.push_back({{"id", a.id},
+                    {"job_id", a.job_id},
+                    {"trial_id", a.trial_id ? nlohmann::json(*a.trial_id) : nullptr},
+                    {"run", a.run},
+                    {"state", std::string(AllocStateName(a.state))},
+                    {"namespace", a.ns},
+                    {"pods", a.pods},
+                    {"token_hash", a.token_hash}});
+  }
+  return rows.dump();
+}
+
+bool JobStored(pqxx::transaction_base& tx, const std::string& job_id) {
+  return !tx.exec_params("SELECT 1 FROM jobs WHERE job_id = $1", job_id).empty();
+}
+
+}  // namespace
+
+void Store::ExecInsert(pqxx::transaction_base& tx, const PendingInsert& p) {
+  const JobRecord& job = p.job;
+  tx.conn().prepare("insert_job", kInsertJob);
+  tx.exec_prepared("insert_job", job.job_id, std::string(TaskTypeName(job.type)), job.name,
+                   job.username, job.resource_pool, job.priority,
+                   absl::StrFormat("%.17g", job.queue_position), job.slots,
+                   std::string(RunStateName(job.state)), job.config, job.entrypoint, job.submit_ms,
+                   p.trial_rows, p.allocation_rows);
+}
+
 absl::Status Store::InsertJob(const JobRecord& job, const std::vector<TrialRecord>& trials,
                               const std::vector<AllocationRecord>& allocations) {
-  nlohmann::json trial_rows = nlohmann::json::array(), allocation_rows = nlohmann::json::array();
-  for (const TrialRecord& t : trials) {
-    trial_rows.push_back({{"id", t.id},
-                          {"hparams", t.hparams},
-                          {"state", std::string(RunStateName(t.state))},
-                          {"runs", t.runs},
-                          {"latest_checkpoint", t.latest_checkpoint},
-                          {"steps_completed", t.steps_completed}});
+  PendingInsert me{
+      .job = job, .trial_rows = TrialRows(trials), .allocation_rows = AllocationRows(allocations)};
+  std::unique_lock<std::mutex> lock(group_mu_);
+  waiting_.push_back(&me);
+  group_cv_.wait(lock, [&] { return me.done || !committing_; });
+  if (me.done) return me.status;  // A caller that went first committed it.
+  committing_ = true;
+  std::vector<PendingInsert*> batch;
+  batch.swap(waiting_);
+  lock.unlock();
+  CommitInserts(batch);
+  lock.lock();
+  committing_ = false;
+  for (PendingInsert* p : batch) p->done = true;
+  group_cv_.notify_all();
+  return me.status;
+}
+
+void Store::CommitInserts(const std::vector<PendingInsert*>& batch) {
+  absl::Status together = absl::UnknownError("not tried");
+  if (batch.size() > 1) {
+    together = Transact([&](pqxx::transaction_base& tx) {
+      for (const PendingInsert* p : batch) ExecInsert(tx, *p);
+      return absl::OkStatus();
+    });
   }
-  for (const AllocationRecord& a : allocations) {
-    allocation_rows.push_back({{"id", a.id},
-                               {"job_id", a.job_id},
-                               {"trial_id", a.trial_id ? nlohmann::json(*a.trial_id) : nullptr},
-                               {"run", a.run},
-                               {"state", std::string(AllocStateName(a.state))},
-                               {"namespace", a.ns},
-                               {"pods", a.pods},
-                               {"token_hash", a.token_hash}});
+  // Alone when the batch failed, so that each fails only for its own reason; after a commit of
+  // unknown outcome, each first looks whether it is stored.
+  const bool check_first = batch.size() > 1 && absl::IsUnavailable(together);
+  for (PendingInsert* p : batch) {
+    p->status = together.ok()
+                    ? absl::OkStatus()
+                    : WriteAtomically(
+                          [&](pqxx::transaction_base& tx) { ExecInsert(tx, *p); },
+                          [&](pqxx::transaction_base& tx) { return JobStored(tx, p->job.job_id); },
+                          check_first);
   }
-  auto write = [&](pqxx::transaction_base& tx) {
-    tx.conn().prepare("insert_job", kInsertJob);
-    tx.exec_prepared("insert_job", job.job_id, std::string(TaskTypeName(job.type)), job.name,
-                     job.username, job.resource_pool, job.priority,
-                     absl::StrFormat("%.17g", job.queue_position), job.slots,
-                     std::string(RunStateName(job.state)), job.config, job.entrypoint,
-                     job.submit_ms, trial_rows.dump(), allocation_rows.dump());
-  };
-  return WriteAtomically(write, [&](pqxx::transaction_base& tx) {
-    return !tx.exec_params("SELECT 1 FROM jobs WHERE job_id = $1", job.job_id).empty();
-  });
 }
 
 absl::StatusOr<JobRecord> Store::GetJob(const std::string& job_id) {

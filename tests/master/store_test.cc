@@ -3,9 +3,14 @@
 // reconnecting after the database restarts.
 #include "master/store.h"
 
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "master/auth.h"
+#include "pqxx/pqxx"
 #include "tests/master/pg_fixture.h"
 
 namespace phalanx::master {
@@ -214,6 +219,45 @@ TEST_F(StoreTest, InsertJobStoresFirstRunsInTheSameTransaction) {
   EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
   EXPECT_TRUE(absl::IsNotFound(store_->GetJob("exp-2").status()));
   EXPECT_TRUE(absl::IsNotFound(store_->GetTrial(2).status()));
+}
+
+// InsertJob of `ids` from one thread each, all at once; their results in order.
+std::vector<absl::Status> InsertAtOnce(Store& store, const std::vector<std::string>& ids) {
+  std::vector<absl::Status> results(ids.size());
+  std::atomic<size_t> ready = 0;
+  std::vector<std::thread> callers;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    callers.emplace_back([&, i] {
+      ++ready;
+      while (ready < ids.size()) std::this_thread::yield();
+      results[i] = store.InsertJob(Job(ids[i], TaskType::kCommand, "cpu"), {});
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  return results;
+}
+
+// Submissions made at once are committed together (group commit): fewer transactions than jobs.
+TEST_F(StoreTest, SubmissionsMadeAtOnceAreCommittedTogether) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 16; ++i) ids.push_back(absl::StrCat("cmd-", i));
+  for (const absl::Status& s : InsertAtOnce(*store_, ids)) EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(store_->ListJobs({})->second, 16);
+  pqxx::connection conn(url_);
+  EXPECT_LT(
+      pqxx::nontransaction(conn).exec1("SELECT count(DISTINCT xmin::TEXT) FROM jobs")[0].as<int>(),
+      16);
+}
+
+// A submission that fails does not fail those committed with it.
+TEST_F(StoreTest, ASubmissionCommittedWithOthersFailsAlone) {
+  std::vector<std::string> ids = {"cmd-dup", "cmd-dup"};
+  for (int i = 0; i < 14; ++i) ids.push_back(absl::StrCat("cmd-", i));
+  std::vector<absl::Status> results = InsertAtOnce(*store_, ids);
+  EXPECT_NE(results[0].ok(), results[1].ok()) << results[0] << " / " << results[1];
+  EXPECT_TRUE(absl::IsAlreadyExists(results[0].ok() ? results[1] : results[0]));
+  for (size_t i = 2; i < ids.size(); ++i) EXPECT_TRUE(results[i].ok()) << ids[i] << results[i];
+  EXPECT_EQ(store_->ListJobs({})->second, 15);
 }
 
 }  // namespace
