@@ -3,7 +3,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "kube/config.h"
 #include "kube/json.h"
 
@@ -29,7 +28,10 @@ MasterServer::MasterServer(Store& store, JobManager& jobs)
       experiments_(jobs, auth_),
       tasks_(jobs, auth_),
       jobs_(jobs, auth_),
-      allocations_(jobs, auth_) {}
+      allocations_(jobs, auth_),
+      health_({v1::AuthService::service_full_name(), v1::ExperimentService::service_full_name(),
+               v1::TaskService::service_full_name(), v1::JobService::service_full_name(),
+               v1::AllocationService::service_full_name()}) {}
 
 MasterServer::~MasterServer() { Shutdown(); }
 
@@ -38,7 +40,7 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     MasterMetrics* metrics) {
   std::unique_ptr<MasterServer> s(new MasterServer(store, jobs));
   KUBE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(tls));
-  grpc::EnableDefaultHealthCheckService(true);
+  grpc::EnableDefaultHealthCheckService(false);  // health_ answers instead.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, credentials, &s->port_);
@@ -47,8 +49,9 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     creators.push_back(metrics->InterceptorFactory());
     builder.experimental().SetInterceptorCreators(std::move(creators));
   }
-  for (grpc::Service* service : std::initializer_list<grpc::Service*>{
-           &s->auth_service_, &s->experiments_, &s->tasks_, &s->jobs_, &s->allocations_}) {
+  for (grpc::Service* service :
+       std::initializer_list<grpc::Service*>{&s->auth_service_, &s->experiments_, &s->tasks_,
+                                             &s->jobs_, &s->allocations_, &s->health_}) {
     builder.RegisterService(service);
   }
   s->server_ = builder.BuildAndStart();
@@ -59,6 +62,7 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
 }
 
 void MasterServer::Shutdown() {
+  health_.Shutdown();
   if (server_ != nullptr)
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
 }

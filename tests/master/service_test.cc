@@ -1,4 +1,8 @@
-// Experiments, auth and graceful preemption through the phalanx.v1 services (service_fixture.h).
+// Experiments, auth, graceful preemption and health through the master's gRPC services
+// (service_fixture.h).
+#include <thread>
+
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {
@@ -189,6 +193,37 @@ TEST_F(ServiceTest, RunThatFinishesWhilePreemptedCompletes) {
   EXPECT_EQ(trial.state(), v1::TRIAL_STATE_COMPLETED);
   EXPECT_EQ(trial.runs(), 1);
   EXPECT_TRUE(pods_.pods().empty());
+}
+
+// grpc.health.v1: the server and each phalanx service are SERVING until shutdown, unknown names are
+// NOT_FOUND, and a watch sees the change to NOT_SERVING.
+TEST_F(ServiceTest, HealthServesUntilShutdown) {
+  using grpc::health::v1::HealthCheckRequest;
+  using grpc::health::v1::HealthCheckResponse;
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  for (const char* service : {"", "phalanx.v1.ExperimentService", "phalanx.v1.JobService"}) {
+    grpc::ClientContext ctx;
+    HealthCheckRequest req;
+    req.set_service(service);
+    HealthCheckResponse resp;
+    ASSERT_TRUE(health->Check(&ctx, req, &resp).ok()) << service;
+    EXPECT_EQ(resp.status(), HealthCheckResponse::SERVING) << service;
+  }
+  grpc::ClientContext unknown_ctx;
+  HealthCheckRequest unknown;
+  unknown.set_service("phalanx.v1.Nope");
+  HealthCheckResponse resp;
+  EXPECT_EQ(health->Check(&unknown_ctx, unknown, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  grpc::ClientContext watch_ctx;
+  std::unique_ptr<grpc::ClientReader<HealthCheckResponse>> watch =
+      health->Watch(&watch_ctx, HealthCheckRequest());
+  ASSERT_TRUE(watch->Read(&resp));
+  EXPECT_EQ(resp.status(), HealthCheckResponse::SERVING);
+  std::thread stop([this] { server_->Shutdown(); });
+  ASSERT_TRUE(watch->Read(&resp));
+  EXPECT_EQ(resp.status(), HealthCheckResponse::NOT_SERVING);
+  stop.join();
 }
 
 }  // namespace
