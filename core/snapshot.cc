@@ -68,11 +68,7 @@ int ClusterSnapshot::ShardOf(absl::string_view key) {
 }
 
 std::optional<int> ClusterSnapshot::NodeIndex(absl::string_view name) const {
-  if (node_index_ != nullptr) {
-    auto found = node_index_->find(name);
-    if (found == node_index_->end()) return std::nullopt;
-    return found->second;
-  }
+  if (node_index_ != nullptr) return node_index_->Find(name);
   auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name, NodeNameLess);
   if (it == nodes_.end() || (*it)->node.name != name) return std::nullopt;
   return static_cast<int>(it - nodes_.begin());
@@ -328,12 +324,10 @@ void SnapshotBuilder::RemovePod(absl::string_view uid) {
 
 std::shared_ptr<const ClusterSnapshot> SnapshotBuilder::Build() {
   if (next_->node_index_ == nullptr) {
-    auto index = std::make_shared<absl::flat_hash_map<std::string, int>>();
-    index->reserve(next_->nodes_.size());
-    for (size_t i = 0; i < next_->nodes_.size(); ++i) {
-      index->emplace(next_->nodes_[i]->node.name, static_cast<int>(i));
-    }
-    next_->node_index_ = std::move(index);
+    std::vector<absl::string_view> names;
+    names.reserve(next_->nodes_.size());
+    for (const auto& entry : next_->nodes_) names.push_back(entry->node.name);
+    next_->node_index_ = std::make_shared<const NameIndex>(names);
   }
   auto done = std::make_shared<ClusterSnapshot>(*next_);
   owned_.clear();  // Everything built is now shared with `done`.

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/gang.h"
+#include "core/name_index.h"
 #include "core/node.h"
 #include "core/pod.h"
 
@@ -85,7 +86,7 @@ class ClusterSnapshot {
 
   std::vector<std::shared_ptr<const NodeEntry>> nodes_;
   // Node name -> index; shared by every snapshot with the same node set, rebuilt when it changes.
-  std::shared_ptr<const absl::flat_hash_map<std::string, int>> node_index_;
+  std::shared_ptr<const NameIndex> node_index_;
   std::array<std::shared_ptr<const PodShard>, kSnapshotShards> pods_;
   std::array<std::shared_ptr<const GangShard>, kSnapshotShards> gangs_;
   // Keys of gangs with a gated member, and with a member marked for preemption: rounds read these
