@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "kube/config.h"
 #include "kube/json.h"
 
@@ -28,10 +29,7 @@ MasterServer::MasterServer(Store& store, JobManager& jobs)
       experiments_(jobs, auth_),
       tasks_(jobs, auth_),
       jobs_(jobs, auth_),
-      allocations_(jobs, auth_),
-      health_({v1::AuthService::service_full_name(), v1::ExperimentService::service_full_name(),
-               v1::TaskService::service_full_name(), v1::JobService::service_full_name(),
-               v1::AllocationService::service_full_name()}) {}
+      allocations_(jobs, auth_) {}
 
 MasterServer::~MasterServer() { Shutdown(); }
 
@@ -40,7 +38,7 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     MasterMetrics* metrics) {
   std::unique_ptr<MasterServer> s(new MasterServer(store, jobs));
   KUBE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(tls));
-  grpc::EnableDefaultHealthCheckService(false);  // health_ answers instead.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, credentials, &s->port_);
@@ -49,20 +47,25 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     creators.push_back(metrics->InterceptorFactory());
     builder.experimental().SetInterceptorCreators(std::move(creators));
   }
-  for (grpc::Service* service :
-       std::initializer_list<grpc::Service*>{&s->auth_service_, &s->experiments_, &s->tasks_,
-                                             &s->jobs_, &s->allocations_, &s->health_}) {
+  for (grpc::Service* service : std::initializer_list<grpc::Service*>{
+           &s->auth_service_, &s->experiments_, &s->tasks_, &s->jobs_, &s->allocations_}) {
     builder.RegisterService(service);
   }
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
+  // grpc.health.v1 answers for the whole server ("") and, from here on, for each service by name.
+  for (const char* name :
+       {v1::AuthService::service_full_name(), v1::ExperimentService::service_full_name(),
+        v1::TaskService::service_full_name(), v1::JobService::service_full_name(),
+        v1::AllocationService::service_full_name()}) {
+    s->server_->GetHealthCheckService()->SetServingStatus(name, true);
+  }
   return s;
 }
 
 void MasterServer::Shutdown() {
-  health_.Shutdown();
   if (server_ != nullptr)
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
 }

@@ -10,7 +10,6 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "master/config.h"
-#include "master/health_service.h"
 #include "master/job_manager.h"
 #include "master/metrics.h"
 #include "master/services.h"
@@ -41,7 +40,6 @@ class MasterServer {
   TaskServiceImpl tasks_;
   JobServiceImpl jobs_;
   AllocationServiceImpl allocations_;
-  HealthServiceImpl health_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

@@ -1,7 +1,5 @@
 // Experiments, auth, graceful preemption and health through the master's gRPC services
 // (service_fixture.h).
-#include <thread>
-
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/master/service_fixture.h"
 
@@ -195,9 +193,9 @@ TEST_F(ServiceTest, RunThatFinishesWhilePreemptedCompletes) {
   EXPECT_TRUE(pods_.pods().empty());
 }
 
-// grpc.health.v1: the server and each phalanx service are SERVING until shutdown, unknown names are
-// NOT_FOUND, and a watch sees the change to NOT_SERVING.
-TEST_F(ServiceTest, HealthServesUntilShutdown) {
+// grpc.health.v1: the server and each phalanx service are SERVING, unknown names are NOT_FOUND,
+// and a watch starts with SERVING.
+TEST_F(ServiceTest, HealthAnswersForTheServerAndEachService) {
   using grpc::health::v1::HealthCheckRequest;
   using grpc::health::v1::HealthCheckResponse;
   auto health = grpc::health::v1::Health::NewStub(channel_);
@@ -220,10 +218,7 @@ TEST_F(ServiceTest, HealthServesUntilShutdown) {
       health->Watch(&watch_ctx, HealthCheckRequest());
   ASSERT_TRUE(watch->Read(&resp));
   EXPECT_EQ(resp.status(), HealthCheckResponse::SERVING);
-  std::thread stop([this] { server_->Shutdown(); });
-  ASSERT_TRUE(watch->Read(&resp));
-  EXPECT_EQ(resp.status(), HealthCheckResponse::NOT_SERVING);
-  stop.join();
+  watch_ctx.TryCancel();
 }
 
 }  // namespace
