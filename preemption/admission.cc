@@ -73,7 +73,8 @@ class Round {
     }
     Capacity cap;  // Capacity counted on beyond `open_`, when preempting.
     std::vector<const Gang*> victims;
-    GangPlan plan = PlanOnOpen(g, shape);
+    GangPlan plan = PlanOnIncoming(g, cap);
+    if (!plan.placed()) plan = PlanOnOpen(g, shape);
     if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
     if (plan.placed() && !cap.empty() && OnHeldNode(plan)) {
       plan = GangPlan{.reason = absl::StrCat("the capacity it could free is held for ",
@@ -95,20 +96,39 @@ class Round {
     return d;
   }
 
-  // Plans `g` on capacity freed by its already-marked victims, or by new victims.
+  // `open` plus what the victims already marked for `g` will free.
+  Capacity WithIncoming(const Gang& g) const {
+    Capacity cap = open_;
+    if (auto inc = incoming_.find(g.key); inc != incoming_.end()) {
+      for (const auto& [n, r] : inc->second) cap[n] += r;
+    }
+    return cap;
+  }
+
+  // Plans `g`, if victims are already marked for it, on WithIncoming; `cap` receives that capacity
+  // when the plan needs more than `open`.
+  GangPlan PlanOnIncoming(const Gang& g, Capacity& cap) {
+    if (!incoming_.contains(g.key)) return GangPlan{};
+    Capacity with = WithIncoming(g);
+    GangPlan plan = planner_.Plan(g, with);
+    if (plan.placed() && !FitsOnOpen(g, plan)) cap = std::move(with);
+    return plan;
+  }
+
+  bool FitsOnOpen(const Gang& g, const GangPlan& plan) const {
+    Capacity left = open_;
+    gang::GangPlanner::Reserve(g, plan, left);
+    return std::all_of(plan.nodes.begin(), plan.nodes.end(),
+                       [&](int n) { return left[n].IsNonNegative(); });
+  }
+
+  // Plans `g` on the capacity new victims would free beyond WithIncoming.
   GangPlan PlanWithPreemption(const Gang& g, GangPlan plan, Capacity& cap,
                               std::vector<const Gang*>& victims) {
-    auto inc = incoming_.find(g.key);
-    if (inc != incoming_.end()) {
-      cap = open_;
-      for (const auto& [n, r] : inc->second) cap[n] += r;
-      GangPlan waiting = planner_.Plan(g, cap);
-      if (waiting.placed()) return waiting;
-    }
     if (!opt_.preemption) return plan;
     std::optional<VictimChoice> choice;
     if (!KnownToFail(g)) {
-      if (cap.empty()) cap = open_;
+      cap = WithIncoming(g);
       choice = ChooseVictims(planner_, g, cap, claimed_, opt_.now_ms,
                              level_held_.empty() ? nullptr : &level_held_);
     }

@@ -6,9 +6,11 @@
 // priority waiting ahead of G hold as they drain (holds.h; only with backfill on):
 //   1. Incomplete gangs wait; gangs that can never fit are infeasible and block nobody.
 //   2. Capacity G may count on = open + capacity of victims already marked for G in earlier rounds.
-//      G is planned on `open` alone first; if that fails, on that larger capacity (it then waits
-//      for its victims: PREEMPT with no new victims); if that fails and preemption is on, victims
-//      are chosen (victims.h) and marked: PREEMPT.
+//      A G with such victims is planned on that larger capacity first, so that it keeps to the
+//      nodes its victims free (the ones reserved for it) whichever of their pods exits first; the
+//      plan starts at once if it fits on `open` alone, else G waits for its victims (PREEMPT with
+//      no new victims). Otherwise, or if that fails, G is planned on `open` alone; if that fails
+//      and preemption is on, victims are chosen (victims.h) and marked: PREEMPT.
 //   3. A plan is allowed only if, for every gang B that waits ahead of G and may use one of the
 //      plan's nodes, backfill is on and either B has G's priority (G stays off B's hold, step 2)
 //      or B could later reclaim G (G preemptible, priority < B's). Such a plan on free capacity is

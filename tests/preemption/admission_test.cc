@@ -176,6 +176,38 @@ TEST(AdmissionTest, WorkOnNodesTheHeadCannotUseIsNotBackfill) {
   EXPECT_EQ(cmd->plan[0].node, "b");
 }
 
+// A preemptor keeps to the node reserved for it when the victim gang's pod on another node, which
+// it could also use, exits first; it starts there once that victim pod is gone too.
+TEST(AdmissionTest, APreemptorKeepsToItsReservedNodeWhicheverVictimPodExitsFirst) {
+  for (int reserved_first : {0, 1}) {
+    Cluster c;
+    c.AddNode(GpuNode("n0", 4));
+    c.AddNode(GpuNode("n1", 4));
+    c.Submit({.name = "low", .pods = 2, .gpus_per_pod = 4, .priority = 40});
+    c.Step({});
+    c.Submit({.name = "high", .gpus_per_pod = 4, .priority = 60, .created_ms = 1});
+    RoundResult r = c.Step({});
+    const GangDecision* high = FindDecision(r, "default/high");
+    ASSERT_EQ(high->verdict, Verdict::kPreempt);
+    ASSERT_EQ(high->plan.size(), 1u);
+    const std::string reserved = high->plan[0].node;
+    const std::string other = reserved == "n0" ? "n1" : "n0";
+
+    c.ExitPodOn("default/low", reserved_first ? reserved : other);
+    r = c.Step({});
+    high = FindDecision(r, "default/high");
+    if (!reserved_first) {
+      EXPECT_EQ(high->verdict, Verdict::kPreempt) << "the freed node is not the reserved one";
+      EXPECT_EQ(high->reason, "waiting for preempted gangs to exit; their capacity is reserved");
+      c.ExitPodOn("default/low", reserved);
+      r = c.Step({});
+      high = FindDecision(r, "default/high");
+    }
+    EXPECT_EQ(high->verdict, Verdict::kAdmit) << reserved_first;
+    EXPECT_EQ(c.NodesOf("default/high"), std::vector<std::string>{reserved}) << reserved_first;
+  }
+}
+
 TEST(AdmissionTest, IncompleteGangsWait) {
   std::vector<core::PodInfo> pods = testing::GatedGang({.name = "g", .pods = 3});
   core::SnapshotBuilder b;

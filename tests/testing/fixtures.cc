@@ -78,6 +78,15 @@ void Cluster::Finish(const std::string& gang_key) {
   for (const core::PodInfo* p : g->members) builder_.RemovePod(p->uid);
 }
 
+void Cluster::ExitPodOn(const std::string& gang_key, const std::string& node) {
+  auto snap = builder_.Build();
+  std::optional<core::Gang> g = snap->FindGang(gang_key);
+  if (!g) return;
+  for (const core::PodInfo* p : g->members) {
+    if (p->AssignedNode() == node) builder_.RemovePod(p->uid);
+  }
+}
+
 std::vector<std::string> Cluster::RequeueMarkedVictims() {
   auto snap = builder_.Build();
   std::vector<std::string> keys;

@@ -38,6 +38,8 @@ class Cluster {
   preemption::RoundResult Step(const preemption::AdmissionOptions& options);
   // Removes every pod of the gang (it completed, was killed, or its preemption finished).
   void Finish(const std::string& gang_key);
+  // Removes the gang's pods on `node` only (one pod of a gang exits before the others).
+  void ExitPodOn(const std::string& gang_key, const std::string& node);
   // Does what the master does with victims: their pods go and come back gated (same creation
   // time, so they keep their place in the queue). Returns their gang keys (sorted).
   std::vector<std::string> RequeueMarkedVictims();
