@@ -11,7 +11,6 @@
 namespace phalanx::extender {
 namespace {
 
-
 // Runs `handler`, then records the request in the metrics.
 template <typename Handler>
 auto Timed(Metrics* metrics, std::string verb, Handler handler) {
