@@ -95,9 +95,8 @@ Stats Transport(const std::string& body, const std::string& reply) {
   httplib::Server server;
   server.set_keep_alive_max_count(100000);
   server.set_tcp_nodelay(true);
-  server.Post("/", [&](const auto&, auto& res) {
-    res.set_content(reply, extender::kJsonContentType);
-  });
+  server.Post("/",
+              [&](const auto&, auto& res) { res.set_content(reply, extender::kJsonContentType); });
   int port = server.bind_to_any_port("127.0.0.1");
   std::thread thread([&] { server.listen_after_bind(); });
   httplib::Client client = KeepAliveClient(port);
