@@ -2,9 +2,8 @@
 // 100k cached pods: p50 and p99 service time per verb, each divided by the time to merely parse
 // the same request body (the floor), measured side by side in one run: one of each in turn. The
 // client sends what kube-scheduler's Go client sends (keep-alive, TCP_NODELAY, gzip accepted).
-// For scale, the transport
-// rows time the same request answered with a canned reply of each verb's size by a bare
-// cpp-httplib server: HTTP alone, with no parsing and no decision.
+// For scale, the transport rows time the same request answered with a canned reply of each verb's
+// size by a bare cpp-httplib server: HTTP alone, with no parsing and no decision.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
