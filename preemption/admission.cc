@@ -115,11 +115,12 @@ class Round {
     return plan;
   }
 
+  // Whether `plan` fits on `open` alone; looks at the plan's nodes only.
   bool FitsOnOpen(const Gang& g, const GangPlan& plan) const {
-    Capacity left = open_;
-    gang::GangPlanner::Reserve(g, plan, left);
-    return std::all_of(plan.nodes.begin(), plan.nodes.end(),
-                       [&](int n) { return left[n].IsNonNegative(); });
+    absl::flat_hash_map<int, core::Resources> need;
+    for (size_t m = 0; m < plan.nodes.size(); ++m) need[plan.nodes[m]] += g.members[m]->requests;
+    return std::all_of(need.begin(), need.end(),
+                       [&](const auto& n) { return n.second.FitsIn(open_[n.first]); });
   }
 
   // Plans `g` on the capacity new victims would free beyond WithIncoming.
