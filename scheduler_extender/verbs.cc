@@ -25,13 +25,12 @@ core::Gang GangWith(const core::ClusterSnapshot& snap, const core::PodInfo& pod)
   return core::SummarizeGang(pod.GangKey(), std::move(pods));
 }
 
-std::string Shortfall(const core::Resources& need, const core::Resources& free) {
-  for (auto name : {core::kNvidiaGpu, core::kCpu, core::kMemory}) {
-    if (need.Get(name) > free.Get(name)) {
-      return absl::StrCat("insufficient ", name, ": needs ", need.Get(name), ", ",
-                          std::max<int64_t>(0, free.Get(name)), " free after reservations");
-    }
-  }
+// Why `need` does not fit in `free`. One message per resource, as kube-scheduler's own "Insufficient
+// nvidia.com/gpu": it counts failed nodes by message, and a constant costs no formatting per node.
+absl::string_view Shortfall(const core::Resources& need, const core::Resources& free) {
+  if (need.gpu() > free.gpu()) return "insufficient nvidia.com/gpu after reservations";
+  if (need.milli_cpu() > free.milli_cpu()) return "insufficient cpu after reservations";
+  if (need.memory() > free.memory()) return "insufficient memory after reservations";
   return "insufficient resources after reservations";
 }
 
@@ -156,7 +155,7 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
     if (pod.requests.FitsIn(free)) {
       best.Offer(n, slots_.SlotsOf(free) - need, out.passed);
     } else {
-      out.failed[n] = Shortfall(pod.requests, free);
+      out.failed[n] = std::string(Shortfall(pod.requests, free));
     }
   }
   return out;

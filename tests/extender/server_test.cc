@@ -66,8 +66,8 @@ class ServerTest : public ::testing::Test {
 
 constexpr char kFilterNames[] =
     "{\"Nodes\":null,\"NodeNames\":[\"gpu-node-01\",\"gpu-node-03\"],"
-    "\"FailedNodes\":{\"gpu-node-02\":\"insufficient nvidia.com/gpu: needs 2, 1 free after "
-    "reservations\"},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}";
+    "\"FailedNodes\":{\"gpu-node-02\":\"insufficient nvidia.com/gpu after reservations\"},"
+    "\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}";
 
 TEST_F(ServerTest, FilterNodeNames) {
   httplib::Result r = Post("/filter", Testdata("filter_node_names.json"));
@@ -98,7 +98,7 @@ TEST_F(ServerTest, FilterNodeListReturnsNodesUnchanged) {
   EXPECT_EQ(simdjson::minify(items.at(0)), simdjson::minify(sent.at(0)));
   EXPECT_EQ(simdjson::minify(items.at(1)), simdjson::minify(sent.at(2)));
   EXPECT_EQ(std::string_view(reply["FailedNodes"]["gpu-node-02"]),
-            "insufficient nvidia.com/gpu: needs 2, 1 free after reservations");
+            "insufficient nvidia.com/gpu after reservations");
 }
 
 TEST_F(ServerTest, PrioritizePacks) {
