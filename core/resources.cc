@@ -27,10 +27,7 @@ absl::StatusOr<Resources> Resources::FromQuantities(
   return r;
 }
 
-int64_t Resources::Get(absl::string_view name) const {
-  if (name == kCpu) return milli_cpu_;
-  if (name == kMemory) return memory_;
-  if (name == kNvidiaGpu) return gpu_;
+int64_t Resources::GetScalar(absl::string_view name) const {
   for (const Scalar& s : scalars_) {
     if (s.name == name) return s.value;
   }

@@ -39,7 +39,13 @@ class Resources {
   int64_t memory() const { return memory_; }
   int64_t gpu() const { return gpu_; }
   // Any resource by its Kubernetes name; "cpu" answers millicores. Absent resources are 0.
-  int64_t Get(absl::string_view name) const;
+  // Inline: slot counting reads GPUs this way for every node of a request.
+  int64_t Get(absl::string_view name) const {
+    if (name == kNvidiaGpu) return gpu_;
+    if (name == kCpu) return milli_cpu_;
+    if (name == kMemory) return memory_;
+    return GetScalar(name);
+  }
   void Set(absl::string_view name, int64_t value);
 
   Resources& operator+=(const Resources& o);
@@ -64,6 +70,7 @@ class Resources {
  private:
   template <typename Op>
   void Combine(const Resources& o, Op op);
+  int64_t GetScalar(absl::string_view name) const;
 
   int64_t milli_cpu_ = 0;
   int64_t memory_ = 0;

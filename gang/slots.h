@@ -17,7 +17,11 @@ struct SlotPolicy {
   int32_t max_slots_per_pod = 0;                             // 0: no limit.
 
   // Slots that `r` requests (or offers): whole GPUs, or whole multiples of milli_cpu_per_slot.
-  int64_t SlotsOf(const core::Resources& r) const;
+  // Inline: counted for every node of a request.
+  int64_t SlotsOf(const core::Resources& r) const {
+    if (type == Type::kGpu) return r.Get(gpu_resource);
+    return milli_cpu_per_slot > 0 ? r.milli_cpu() / milli_cpu_per_slot : 0;
+  }
   // "GPUs" or "CPU slots", for reasons shown to people.
   const char* Unit() const { return type == Type::kGpu ? "GPUs" : "CPU slots"; }
 };

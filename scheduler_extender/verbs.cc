@@ -86,6 +86,22 @@ int64_t PackingScore(const gang::SlotPolicy& slots, const core::Resources& alloc
 
 }  // namespace
 
+void NodeReasons::Add(const std::string& node, absl::string_view reason) {
+  auto known = std::find(reasons_.rbegin(), reasons_.rend(), reason);
+  if (known == reasons_.rend()) {
+    reasons_.emplace_back(reason);
+    known = reasons_.rbegin();
+  }
+  nodes_.emplace_back(node, static_cast<uint32_t>(reasons_.rend() - known - 1));
+}
+
+const std::string* NodeReasons::Find(absl::string_view node) const {
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    if (it->first == node) return &reasons_[it->second];
+  }
+  return nullptr;
+}
+
 std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                                int64_t now_ms, std::string* reason) const {
   const std::string key = pod.GangKey();
@@ -126,16 +142,17 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
   if (target.empty() && IsGangMember(pod)) {
     target = ReserveGang(snap, pod, now_ms, &reason);
     if (target.empty()) {
-      for (const std::string& n : nodes) out.unresolvable[n] = reason;
+      for (const std::string& n : nodes) out.unresolvable.Add(n, reason);
       return out;
     }
   }
   if (!target.empty()) {
+    const std::string elsewhere = absl::StrCat("gang member planned for node ", target);
     for (const std::string& n : nodes) {
       if (n == target) {
         out.passed.push_back(n);
       } else {
-        out.unresolvable[n] = absl::StrCat("gang member planned for node ", target);
+        out.unresolvable.Add(n, elsewhere);
       }
     }
     return out;
@@ -148,14 +165,14 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
   for (size_t k = 0; k < nodes.size(); ++k) {
     const std::string& n = nodes[k];
     if (index[k] < 0) {
-      out.unresolvable[n] = "node not in the extender's cache yet";
+      out.unresolvable.Add(n, "node not in the extender's cache yet");
       continue;
     }
     const core::Resources& free = FreeAfterReservations(snap, index[k], n, reserved, scratch);
     if (pod.requests.FitsIn(free)) {
       best.Offer(n, slots_.SlotsOf(free) - need, out.passed);
     } else {
-      out.failed[n] = std::string(Shortfall(pod.requests, free));
+      out.failed.Add(n, Shortfall(pod.requests, free));
     }
   }
   return out;

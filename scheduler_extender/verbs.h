@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/pod.h"
 #include "core/snapshot.h"
 #include "gang/slots.h"
@@ -27,10 +28,30 @@
 
 namespace phalanx::extender {
 
+// Nodes that did not pass, in request order, each with its reason. A filter gives hundreds of
+// nodes one of a handful of reasons, so each distinct reason is kept once.
+class NodeReasons {
+ public:
+  void Add(const std::string& node, absl::string_view reason);
+
+  size_t size() const { return nodes_.size(); }
+  bool empty() const { return nodes_.empty(); }
+  // The reason given for `node` (its last, if the request named it twice), or null.
+  const std::string* Find(absl::string_view node) const;
+  template <typename Fn>  // fn(const std::string& node, const std::string& reason)
+  void ForEach(Fn fn) const {
+    for (const auto& [node, r] : nodes_) fn(node, reasons_[r]);
+  }
+
+ private:
+  std::vector<std::pair<std::string, uint32_t>> nodes_;  // Node, index into reasons_.
+  std::vector<std::string> reasons_;
+};
+
 struct FilterOutcome {
-  std::vector<std::string> passed;                  // In request order.
-  std::map<std::string, std::string> failed;        // FailedNodes: may pass after preemption.
-  std::map<std::string, std::string> unresolvable;  // FailedAndUnresolvableNodes.
+  std::vector<std::string> passed;  // In request order.
+  NodeReasons failed;               // FailedNodes: may pass after preemption.
+  NodeReasons unresolvable;         // FailedAndUnresolvableNodes.
 };
 
 struct NodeVictims {

@@ -140,17 +140,16 @@ void AppendInt(std::string& out, int64_t v) {
   out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
 }
 
-void AppendFailed(std::string& out, absl::string_view key,
-                  const std::map<std::string, std::string>& failed) {
+void AppendFailed(std::string& out, absl::string_view key, const NodeReasons& failed) {
   absl::StrAppend(&out, "\"", key, "\":{");
   bool first = true;
-  for (const auto& [node, why] : failed) {
+  failed.ForEach([&](const std::string& node, const std::string& why) {
     if (!first) out += ',';
     first = false;
     AppendString(out, node);
     out += ':';
     AppendString(out, why);
-  }
+  });
   out += "}";
 }
 

@@ -19,6 +19,23 @@ core::PodInfo PendingPod(std::string name, std::string gang, int size, int64_t g
   return p;
 }
 
+TEST(NodeReasonsTest, KeepsRequestOrderAndAnswersTheLastReasonOfARepeatedNode) {
+  NodeReasons reasons;
+  reasons.Add("b", "full");
+  reasons.Add("a", "cordoned");
+  reasons.Add("c", "full");
+  reasons.Add("b", "cordoned");
+  std::vector<std::string> seen;
+  reasons.ForEach([&](const std::string& node, const std::string& why) {
+    seen.push_back(node + "=" + why);
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"b=full", "a=cordoned", "c=full", "b=cordoned"}));
+  ASSERT_NE(reasons.Find("b"), nullptr);
+  EXPECT_EQ(*reasons.Find("b"), "cordoned");
+  EXPECT_EQ(reasons.Find("d"), nullptr);
+  EXPECT_EQ(reasons.size(), 4u);
+}
+
 TEST(VerbsTest, PlacedPodPassesOnlyOnItsNode) {
   ReservationBook book;
   Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
@@ -26,7 +43,8 @@ TEST(VerbsTest, PlacedPodPassesOnlyOnItsNode) {
   pod.placement = "gpu-node-03";
   FilterOutcome out = verbs.Filter(*ExtenderTestCluster(), pod, kNodes, 0);
   EXPECT_EQ(out.passed, (std::vector<std::string>{"gpu-node-03"}));
-  EXPECT_EQ(out.unresolvable.at("gpu-node-01"), "gang member planned for node gpu-node-03");
+  ASSERT_NE(out.unresolvable.Find("gpu-node-01"), nullptr);
+  EXPECT_EQ(*out.unresolvable.Find("gpu-node-01"), "gang member planned for node gpu-node-03");
   EXPECT_EQ(verbs.Prioritize(*ExtenderTestCluster(), pod, kNodes, 0),
             (std::vector<int64_t>{0, 0, 10}));
 }
@@ -54,7 +72,7 @@ TEST(VerbsTest, ForeignGangIsReservedWholeAtFilterTime) {
   // Reservations expire: after the TTL the singleton fits on 01 and 03 again; 03 fits best.
   FilterOutcome later = verbs.Filter(*snap, other, kNodes, 40'000);
   EXPECT_EQ(later.passed, (std::vector<std::string>{"gpu-node-03"}));
-  EXPECT_FALSE(later.failed.contains("gpu-node-01"));  // It fits: nothing to diagnose.
+  EXPECT_EQ(later.failed.Find("gpu-node-01"), nullptr);  // It fits: nothing to diagnose.
 }
 
 TEST(VerbsTest, FilterPassesOnlyTheBestFitsUpToTheCandidateLimit) {
@@ -91,7 +109,8 @@ TEST(VerbsTest, ForeignGangThatCannotFitWholeIsRejectedEverywhere) {
   FilterOutcome out = verbs.Filter(*b.Build(), m0, kNodes, 0);
   EXPECT_TRUE(out.passed.empty());
   EXPECT_EQ(out.unresolvable.size(), 3u);
-  EXPECT_NE(out.unresolvable.at("gpu-node-01").find("cannot be placed whole"), std::string::npos);
+  ASSERT_NE(out.unresolvable.Find("gpu-node-01"), nullptr);
+  EXPECT_NE(out.unresolvable.Find("gpu-node-01")->find("cannot be placed whole"), std::string::npos);
   EXPECT_EQ(book.size(), 0u);
 }
 
@@ -101,7 +120,8 @@ TEST(VerbsTest, IncompleteForeignGangWaits) {
   Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
   FilterOutcome out = verbs.Filter(*ExtenderTestCluster(), m0, kNodes, 0);
   EXPECT_TRUE(out.passed.empty());
-  EXPECT_EQ(out.unresolvable.at("gpu-node-02"), "gang ml/part incomplete: 1 of 4 pods exist");
+  ASSERT_NE(out.unresolvable.Find("gpu-node-02"), nullptr);
+  EXPECT_EQ(*out.unresolvable.Find("gpu-node-02"), "gang ml/part incomplete: 1 of 4 pods exist");
 }
 
 TEST(VerbsTest, PreemptDropsNodesWithEqualPriorityVictims) {
