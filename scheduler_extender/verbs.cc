@@ -25,8 +25,9 @@ core::Gang GangWith(const core::ClusterSnapshot& snap, const core::PodInfo& pod)
   return core::SummarizeGang(pod.GangKey(), std::move(pods));
 }
 
-// Why `need` does not fit in `free`. One message per resource, as kube-scheduler's own "Insufficient
-// nvidia.com/gpu": it counts failed nodes by message, and a constant costs no formatting per node.
+// Why `need` does not fit in `free`. One message per resource, as kube-scheduler's own
+// "Insufficient nvidia.com/gpu": it counts failed nodes by message, and a constant costs no
+// formatting per node.
 absl::string_view Shortfall(const core::Resources& need, const core::Resources& free) {
   if (need.gpu() > free.gpu()) return "insufficient nvidia.com/gpu after reservations";
   if (need.milli_cpu() > free.milli_cpu()) return "insufficient cpu after reservations";

@@ -26,9 +26,8 @@ TEST(NodeReasonsTest, KeepsRequestOrderAndAnswersTheLastReasonOfARepeatedNode) {
   reasons.Add("c", "full");
   reasons.Add("b", "cordoned");
   std::vector<std::string> seen;
-  reasons.ForEach([&](const std::string& node, const std::string& why) {
-    seen.push_back(node + "=" + why);
-  });
+  reasons.ForEach(
+      [&](const std::string& node, const std::string& why) { seen.push_back(node + "=" + why); });
   EXPECT_EQ(seen, (std::vector<std::string>{"b=full", "a=cordoned", "c=full", "b=cordoned"}));
   ASSERT_NE(reasons.Find("b"), nullptr);
   EXPECT_EQ(*reasons.Find("b"), "cordoned");
@@ -110,7 +109,8 @@ TEST(VerbsTest, ForeignGangThatCannotFitWholeIsRejectedEverywhere) {
   EXPECT_TRUE(out.passed.empty());
   EXPECT_EQ(out.unresolvable.size(), 3u);
   ASSERT_NE(out.unresolvable.Find("gpu-node-01"), nullptr);
-  EXPECT_NE(out.unresolvable.Find("gpu-node-01")->find("cannot be placed whole"), std::string::npos);
+  EXPECT_NE(out.unresolvable.Find("gpu-node-01")->find("cannot be placed whole"),
+            std::string::npos);
   EXPECT_EQ(book.size(), 0u);
 }
 
