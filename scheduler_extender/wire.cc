@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -119,25 +120,40 @@ absl::StatusOr<NodeVictims> ParseVictims(simdjson::dom::element e, bool meta) {
   return v;
 }
 
+// True when `s` can be written between quotes as it is: no '"', '\\' or control character. Eight
+// bytes at a time (a 5000-host reply checks 50 KB of names): a byte is found by the classic
+// "has a zero byte" bit trick on the word xor-ed with it, a control character by "has a byte
+// below 0x20". Both tests are exact for the word as a whole.
+bool IsPlainJsonString(absl::string_view s) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  auto below = [](uint64_t x, uint64_t n) { return (x - kOnes * n) & ~x & kHigh; };
+  auto special = [&below](uint64_t x) {
+    return below(x ^ (kOnes * '"'), 1) | below(x ^ (kOnes * '\\'), 1) | below(x, 0x20);
+  };
+  uint64_t found = 0;
+  size_t i = 0;
+  for (uint64_t x; i + 8 <= s.size(); i += 8) {
+    std::memcpy(&x, s.data() + i, 8);
+    found |= special(x);
+  }
+  uint64_t tail = kOnes * 'a';  // Padding that is plain.
+  for (size_t b = 0; i + b < s.size(); ++b) {
+    tail = (tail & ~(uint64_t{0xff} << 8 * b)) | uint64_t{static_cast<uint8_t>(s[i + b])} << 8 * b;
+  }
+  return (found | special(tail)) == 0;
+}
+
 // Appends `s` as a JSON string; names that need no escaping (every valid node name) skip the
 // general encoder.
+
 void AppendString(std::string& out, absl::string_view s) {
-  bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-    return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
-  });
-  if (!plain) {
+  if (!IsPlainJsonString(s)) {
     out += EncodeJsonString(s);
     return;
   }
   out += '"';
   out.append(s.data(), s.size());
   out += '"';
-}
-
-// Appends `v` in decimal.
-void AppendInt(std::string& out, int64_t v) {
-  char buf[24];
-  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
 }
 
 void AppendFailed(std::string& out, absl::string_view key, const NodeReasons& failed) {
@@ -243,20 +259,42 @@ std::string EncodeFilterError(absl::string_view error) {
 
 std::string EncodeHostPriorities(const std::vector<std::string>& hosts,
                                  const std::vector<int64_t>& scores) {
-  // The brackets, then per host its name and the 22-23 bytes around it.
+  // Written straight into a buffer sized for the longest reply (a 5000-host reply is 150 KB, and
+  // appending piece by piece cost several times the writing): per host its name, quoted and
+  // escaped when it needs to be, and at most 10 + 20 bytes around it.
+  constexpr absl::string_view kHost = "{\"Host\":", kScore = ",\"Score\":";
+  std::vector<char> plain(hosts.size());
+  std::vector<std::string> escaped;  // Of the hosts that are not plain, in order.
   size_t size = 2;
-  for (const std::string& h : hosts) size += h.size() + 24;
-  std::string out;
-  out.reserve(size);
-  out += '[';
   for (size_t i = 0; i < hosts.size(); ++i) {
-    out += i > 0 ? ",{\"Host\":" : "{\"Host\":";
-    AppendString(out, hosts[i]);
-    out += ",\"Score\":";
-    AppendInt(out, scores[i]);
-    out += '}';
+    plain[i] = IsPlainJsonString(hosts[i]);
+    if (!plain[i]) escaped.push_back(EncodeJsonString(hosts[i]));
+    size += (plain[i] ? hosts[i].size() + 2 : escaped.back().size()) + 40;
   }
-  out += ']';
+  std::string out(size, '\0');
+  char* p = out.data();
+  auto put = [&p](absl::string_view piece) {
+    std::memcpy(p, piece.data(), piece.size());
+    p += piece.size();
+  };
+  size_t next_escaped = 0;
+  *p++ = '[';
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i > 0) *p++ = ',';
+    put(kHost);
+    if (plain[i]) {
+      *p++ = '"';
+      put(hosts[i]);
+      *p++ = '"';
+    } else {
+      put(escaped[next_escaped++]);
+    }
+    put(kScore);
+    p = std::to_chars(p, p + 20, scores[i]).ptr;
+    *p++ = '}';
+  }
+  *p++ = ']';
+  out.resize(p - out.data());
   return out;
 }
 

@@ -134,6 +134,40 @@ TEST(WireTest, HostPrioritiesEscapeNamesThatNeedIt) {
   EXPECT_EQ(EncodeHostPriorities({}, {}), "[]");
 }
 
+// Every character that needs escaping, at every position of names of every length up to 19, among
+// characters that do not (space, DEL, the neighbours of '"' and '\\'), and UTF-8 names: the reply
+// parses, and each host comes back as it was.
+TEST(WireTest, HostPrioritiesRoundTripEveryNameWhereverItsSpecialCharacterSits) {
+  constexpr char kPlain[] =
+      " !#[]~\x7f"
+      "A";  // Split: "\x7fA" would be one escape.
+  std::vector<std::string> hosts;
+  for (char special : {'"', '\\', '\x01', '\x1f', '\n'}) {
+    for (size_t len = 1; len < 20; ++len) {
+      for (size_t at = 0; at < len; ++at) {
+        std::string name;
+        for (size_t i = 0; i < len; ++i) name += kPlain[i % 8];
+        name[at] = special;
+        hosts.push_back(name);
+      }
+    }
+  }
+  for (size_t len = 0; len < 20; ++len) hosts.push_back(std::string(len, '#'));
+  hosts.push_back("n\xc5\x93ud-\xc3\xa9t\xc3\xa9-01");
+  std::vector<int64_t> scores(hosts.size(), 7);
+  const std::string reply = EncodeHostPriorities(hosts, scores);
+  simdjson::dom::parser parser;
+  simdjson::dom::array list;
+  ASSERT_EQ(parser.parse(reply).get(list), simdjson::SUCCESS) << reply;
+  ASSERT_EQ(list.size(), hosts.size());
+  size_t i = 0;
+  for (simdjson::dom::element e : list) {
+    EXPECT_EQ(std::string_view(e["Host"]), hosts[i]) << i;
+    EXPECT_EQ(int64_t(e["Score"]), 7);
+    ++i;
+  }
+}
+
 constexpr char kPreempt[] =
     "{\"NodeNameToMetaVictims\":{\"gpu-node-02\":{\"Pods\":[{\"UID\":\"low-a-0\"},"
     "{\"UID\":\"low-a-1\"}],\"NumPDBViolations\":0}}}";
