@@ -13,11 +13,6 @@ QueueKey KeyOf(const core::Gang& gang) {
                   .key = &gang.key};
 }
 
-bool QueueLess(const QueueKey& a, const QueueKey& b) {
-  return std::forward_as_tuple(b.priority, a.queue_position, a.creation_ms, *a.key) <
-         std::forward_as_tuple(a.priority, b.queue_position, b.creation_ms, *b.key);
-}
-
 bool QueueLess(const core::Gang& a, const core::Gang& b) { return QueueLess(KeyOf(a), KeyOf(b)); }
 
 std::vector<const core::Gang*> PendingQueue(const std::vector<core::Gang>& gangs) {

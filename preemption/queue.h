@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/gang.h"
@@ -20,7 +21,11 @@ struct QueueKey {
   const std::string* key = nullptr;
 };
 QueueKey KeyOf(const core::Gang& gang);
-bool QueueLess(const QueueKey& a, const QueueKey& b);
+// Inline: sorts of thousands of jobs call it for every comparison.
+inline bool QueueLess(const QueueKey& a, const QueueKey& b) {
+  return std::forward_as_tuple(b.priority, a.queue_position, a.creation_ms, *a.key) <
+         std::forward_as_tuple(a.priority, b.queue_position, b.creation_ms, *b.key);
+}
 bool QueueLess(const core::Gang& a, const core::Gang& b);
 
 // The pending gangs of `gangs`, in queue order.
