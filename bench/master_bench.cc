@@ -5,7 +5,9 @@
 //     and its trial, store its first allocation, create its gated pod (an in-memory PodClient: the
 //     Kubernetes API is not what is measured) and answer. An answer means the experiment is
 //     committed. The floor: INSERT of a row as large as the config plus COMMIT on a plain libpqxx
-//     connection. Rounds alternate between the two; the ratio is of total rates.
+//     connection. For where the time goes, the same submissions are also made by calling the
+//     JobManager directly (no gRPC), and an empty gRPC call is timed. Rounds alternate between
+//     the three; ratios are of total rates.
 //  2. The same with --clients callers at once: that many gRPC clients (a channel each) against as
 //     many raw connections, each making --ops calls. Submissions made at once share a commit.
 //  3. GetJobs service time (p50, p99) with --queued jobs in the queue: the first page (100 jobs)
@@ -25,6 +27,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "master/job_manager.h"
 #include "master/server.h"
@@ -143,21 +146,49 @@ double CreateExperimentRate(const std::string& target, const std::string& token,
   return Rate(clients, ops, [&](int i) { CreateExperiments(*stubs[i], token, ops); });
 }
 
-// Rounds alternating raw and master at `callers` at once; prints each and the mean ratio.
+// The same submissions made on the JobManager directly, without gRPC: `callers` threads at once.
+double DirectRate(JobManager& jobs, const User& user, int callers, int ops) {
+  return Rate(callers, ops, [&](int) {
+    for (int i = 0; i < ops; ++i) {
+      if (!jobs.CreateExperiment(kConfig, user, true).ok()) std::exit(1);
+    }
+  });
+}
+
+// Rounds alternating raw, master over gRPC and master called directly, at `callers` at once;
+// prints each and the mean ratios to raw.
 void CompareRates(const std::string& raw_url, const std::string& target, const std::string& token,
-                  int callers, int ops, int rounds) {
-  std::printf("%-8s %16s %22s %8s   (%d at once, %d calls each)\n", "round", "raw insert/s",
-              "CreateExperiment/s", "ratio", callers, ops);
-  double raw_total = 0, master_total = 0;
+                  JobManager& jobs, const User& user, int callers, int ops, int rounds) {
+  std::printf("%-6s %13s %19s %6s %14s %6s   (%d at once, %d calls each)\n", "round",
+              "raw insert/s", "CreateExperiment/s", "ratio", "direct call/s", "ratio", callers,
+              ops);
+  double raw_total = 0, master_total = 0, direct_total = 0;
   for (int r = 0; r < rounds; ++r) {
     const double raw_rate = RawInsertRate(raw_url, callers, ops);
     const double master_rate = CreateExperimentRate(target, token, callers, ops);
+    const double direct_rate = DirectRate(jobs, user, callers, ops);
     raw_total += raw_rate;
     master_total += master_rate;
-    std::printf("%-8d %16.0f %22.0f %8.2f\n", r + 1, raw_rate, master_rate, master_rate / raw_rate);
+    direct_total += direct_rate;
+    std::printf("%-6d %13.0f %19.0f %6.2f %14.0f %6.2f\n", r + 1, raw_rate, master_rate,
+                master_rate / raw_rate, direct_rate, direct_rate / raw_rate);
   }
-  std::printf("%-8s %16.0f %22.0f %8.2f   (target >= 0.5)\n\n", "mean", raw_total / rounds,
-              master_total / rounds, master_total / raw_total);
+  std::printf("%-6s %13.0f %19.0f %6.2f %14.0f %6.2f   (target >= 0.5 for CreateExperiment)\n\n",
+              "mean", raw_total / rounds, master_total / rounds, master_total / raw_total,
+              direct_total / rounds, direct_total / raw_total);
+}
+
+// Mean microseconds of an empty unary call (grpc.health.v1 Check) on `channel`.
+double EmptyCallUs(const std::shared_ptr<grpc::Channel>& channel, int calls) {
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < calls; ++i) {
+    grpc::ClientContext ctx;
+    grpc::health::v1::HealthCheckRequest req;
+    grpc::health::v1::HealthCheckResponse resp;
+    if (!health->Check(&ctx, req, &resp).ok()) std::exit(1);
+  }
+  return absl::ToDoubleMicroseconds(absl::Now() - start) / calls;
 }
 
 // p50 and p99 in ms of `calls` GetJobs with `limit`.
@@ -211,8 +242,17 @@ int Run(int argc, char** argv) {
   gethostname(host, sizeof host);
   std::printf("machine: %s, %ld cores; Postgres 15 (pg-temp, fsync on)\n", host,
               sysconf(_SC_NPROCESSORS_ONLN));
-  CompareRates(raw_url, target, session.token(), 1, ops, rounds);
-  CompareRates(raw_url, target, session.token(), clients, ops, rounds);
+  // Direct calls go to a JobManager of their own (same configuration, own database), so that the
+  // queue GetJobs is timed on holds exactly --queued jobs.
+  std::unique_ptr<Store> direct_store = *Store::Open(pg.Database("direct"));
+  if (!EnsureBuiltinUsers(*direct_store, "pw").ok()) return 1;
+  testing::FakePodClient direct_pods;
+  JobManager direct(*config, *direct_store, direct_pods);
+  const User direct_admin = direct_store->FindUser("admin")->user;
+  std::printf("an empty gRPC call (grpc.health.v1 Check) on this channel: %.0f us\n\n",
+              EmptyCallUs(channel, 1000));
+  CompareRates(raw_url, target, session.token(), direct, direct_admin, 1, ops, rounds);
+  CompareRates(raw_url, target, session.token(), direct, direct_admin, clients, ops, rounds);
 
   const User admin = store->FindUser("admin")->user;
   for (int n = ops * rounds * (1 + clients); n < queued; ++n) {
