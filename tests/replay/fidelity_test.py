@@ -5,8 +5,10 @@ import argparse
 import importlib.machinery
 import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -87,6 +89,51 @@ class CompareTest(unittest.TestCase):
         self.assertAlmostEqual(t["jct"], 4.25)
         self.assertEqual(t["preemptions"], 1)
         self.assertAlmostEqual(t["makespan"], 5.0)
+
+
+class WatcherTest(unittest.TestCase):
+    """The watch's view of runs, as real_jobs reads it: a victim that finishes before its pods are
+    deleted completes its job (as the master treats it); one deleted first is a preemption."""
+
+    @staticmethod
+    def pod(alloc, phase="Pending", node="", marked=False, placed=False):
+        labels = {"phalanx.io/gang": alloc, "phalanx.io/job-id": alloc.split("-trial")[0],
+                  "phalanx.io/gang-size": "1"}
+        if marked:
+            labels["phalanx.io/preempt"] = "requested"
+        return {"metadata": {"name": alloc + "-0", "labels": labels,
+                             "annotations": {"phalanx.io/placement": node} if placed else {}},
+                "spec": {"nodeName": node,
+                         "containers": [{"env": [{"name": "PHALANX_ALLOCATION_TOKEN",
+                                                  "value": "t"}]}]},
+                "status": {"phase": phase}}
+
+    def test_victim_that_finishes_first_completes_and_one_deleted_first_is_preempted(self):
+        w = fidelity.Watcher.__new__(fidelity.Watcher)
+        w.runs, w.lock, w.ack_failures = {}, threading.Lock(), []
+        w.cli = lambda argv, token=None: subprocess.CompletedProcess(argv, 0, "", "")
+        events = [  # (time, kind, pod)
+            (1, "ADDED", self.pod("exp-1-trial-1-r1")),
+            (2, "MODIFIED", self.pod("exp-1-trial-1-r1", "Running", "n-0", placed=True)),
+            (3, "MODIFIED", self.pod("exp-1-trial-1-r1", "Running", "n-0", True, True)),
+            (4, "MODIFIED", self.pod("exp-1-trial-1-r1", "Succeeded", "n-0", True, True)),
+            (5, "DELETED", self.pod("exp-1-trial-1-r1", "Succeeded", "n-0", True, True)),
+            (1, "ADDED", self.pod("exp-2-trial-2-r1")),
+            (2, "MODIFIED", self.pod("exp-2-trial-2-r1", "Running", "n-1", placed=True)),
+            (3, "MODIFIED", self.pod("exp-2-trial-2-r1", "Running", "n-1", True, True)),
+            (3.5, "DELETED", self.pod("exp-2-trial-2-r1", "Running", "n-1", True, True)),
+            (4, "ADDED", self.pod("exp-2-trial-2-r2")),
+            (5, "MODIFIED", self.pod("exp-2-trial-2-r2", "Running", "n-0", placed=True)),
+            (9, "MODIFIED", self.pod("exp-2-trial-2-r2", "Succeeded", "n-0", placed=True)),
+        ]
+        for t, kind, pod in events:
+            w.on_pod(kind, pod, t)
+        jobs = fidelity.real_jobs(w.snapshot(), {"exp-1": 0, "exp-2": 1}, 0)
+        self.assertEqual((jobs[0]["end"], jobs[0]["preemptions"], jobs[0]["exits"]), (4, 0, []))
+        self.assertEqual((jobs[1]["end"], jobs[1]["preemptions"]), (9, 1))
+        self.assertEqual(jobs[1]["exits"], [0.5])
+        self.assertEqual(jobs[1]["requeues"], [0.5])
+        self.assertEqual(jobs[1]["nodes"], ["n-0"])
 
 
 class ReportTest(unittest.TestCase):
