@@ -101,6 +101,8 @@ absl::Status JobManager::LaunchLocked(Launch launch) {
                                                  undo.ok() ? "" : "; cleanup failed"));
     }
   }
+  EventLocked(
+      absl::StrCat(id, ": run started, ", stored.pod_names.size(), " gated pod(s) created"));
   return absl::OkStatus();
 }
 
@@ -117,7 +119,12 @@ absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord
 }
 
 absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
-  if (a.rec.state == AllocState::kPending) return TerminateLocked(a);  // Nothing to checkpoint.
+  if (a.rec.state == AllocState::kPending) {  // Nothing to checkpoint.
+    EventLocked(absl::StrCat(a.rec.id, ": marked for preemption before it ran; deleting its pods"));
+    return TerminateLocked(a);
+  }
+  EventLocked(absl::StrCat(a.rec.id, ": preemption requested; waiting for the trial to checkpoint ",
+                           "and acknowledge"));
   a.rec.preempt_requested = true;
   a.rec.state = AllocState::kPreempting;
   ++stats_.preemptions_requested;
@@ -141,6 +148,7 @@ void JobManager::FinishIfGoneLocked(Alloc& a) {
   if (a.rec.state != AllocState::kTerminating || !a.pods.empty()) return;
   a.rec.state = AllocState::kTerminated;
   if (!store_.UpdateAllocation(a.rec).ok()) return;  // Retried on the next event or restart.
+  EventLocked(absl::StrCat(a.rec.id, ": run ended, its pods are gone"));
   dirty_jobs_.insert(a.rec.job_id);
   absl::StatusOr<JobRecord> job = store_.GetJob(a.rec.job_id);
   absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
@@ -184,6 +192,7 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
   const bool preemptible = job.ok() && job->type == TaskType::kExperiment;
   if (failed || all_succeeded) {
     absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
+    EventLocked(absl::StrCat(a.rec.id, failed ? ": a pod failed" : ": every pod succeeded"));
     // A run that finished while being preempted is done; one killed by its preemption is not.
     if ((all_succeeded || !a.rec.preempt_requested) && trial.ok() && !IsTerminal(trial->state)) {
       (void)SetTrialStateLocked(trial->id, failed ? RunState::kError : RunState::kCompleted);
@@ -209,6 +218,15 @@ absl::StatusOr<JobManager::Alloc*> JobManager::FindAllocLocked(const std::string
     return absl::NotFoundError(absl::StrCat("allocation \"", id, "\" is not open"));
   }
   return &it->second;
+}
+
+void JobManager::SetEventLog(std::function<void(const std::string&)> log) {
+  absl::MutexLock lock(&mu_);
+  event_log_ = std::move(log);
+}
+
+void JobManager::EventLocked(const std::string& line) {
+  if (event_log_) event_log_(line);
 }
 
 ManagerStats JobManager::Stats() {

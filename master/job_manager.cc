@@ -147,6 +147,10 @@ absl::StatusOr<JobView> JobManager::StartSubmittedLocked(Submission sub) {
   const JobRecord& job = sub.job;
   if (sub.unprepared) retry_jobs_.insert(job.job_id);
   JobView view{.job = job};
+  EventLocked(absl::StrCat(job.job_id, " submitted by ", job.username, ": ", sub.trials.size(),
+                           " trial(s), ", job.slots, " slot(s) each, priority ", job.priority,
+                           ", pool ", job.resource_pool,
+                           job.state == RunState::kActive ? "" : ", paused"));
   if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
   for (TrialRecord& t : sub.trials) view.trials.push_back({.trial = std::move(t)});
   for (Launch& launch : sub.launches) {

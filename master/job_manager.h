@@ -23,6 +23,7 @@
 #ifndef PHALANX_MASTER_JOB_MANAGER_H_
 #define PHALANX_MASTER_JOB_MANAGER_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -125,6 +126,10 @@ class JobManager {
 
   const MasterConfig& config() const { return config_; }
   ManagerStats Stats();
+  // Where the life cycle goes, one line per event ("exp-3-trial-3-r1: preemption requested, ..."):
+  // submissions, runs started, preemptions requested, acknowledged or timed out, runs ended.
+  // phalanx-master logs them; none by default. Called with the manager's lock held.
+  void SetEventLog(std::function<void(const std::string&)> log);
 
  private:
   struct Alloc {
@@ -204,6 +209,8 @@ class JobManager {
   std::vector<Alloc*> AllocsOfJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  void EventLocked(const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const MasterConfig config_;
   Store& store_;
   PodClient& pods_;
@@ -220,6 +227,7 @@ class JobManager {
   // submission collided with stored ids.
   std::optional<Store::LastIds> last_ids_ ABSL_GUARDED_BY(mu_);
   ManagerStats stats_ ABSL_GUARDED_BY(mu_);  // open_allocations is filled in by Stats().
+  std::function<void(const std::string&)> event_log_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace phalanx::master

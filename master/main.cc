@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "master/config.h"
@@ -87,6 +88,11 @@ int Run(int argc, char** argv) {
   kube::Client client(*kube_config);
   KubePodClient pods(client);
   JobManager jobs(*config, **store, pods);
+  jobs.SetEventLog([](const std::string& line) {
+    std::fprintf(stderr, "phalanx-master: %s %s\n",
+                 absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()).c_str(),
+                 line.c_str());
+  });
   if (absl::Status s = jobs.Recover(); !s.ok()) return Fail("re-attaching to pods", s);
   std::set<std::string> namespaces;
   for (const ResourcePoolConfig& pool : config->resource_pools) namespaces.insert(pool.ns);

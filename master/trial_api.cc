@@ -47,6 +47,7 @@ absl::Status JobManager::AckPreemption(const std::string& allocation_id) {
   }
   a->rec.preempt_acked = true;
   ++stats_.preemptions_acknowledged;
+  EventLocked(absl::StrCat(allocation_id, ": preemption acknowledged; deleting its pods"));
   KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
   return ReconcileDirtyLocked();
 }
@@ -77,7 +78,12 @@ void JobManager::Tick(absl::Time now) {
     }
   }
   stats_.preemptions_timed_out += static_cast<int64_t>(expired.size());
-  for (Alloc* a : expired) (void)TerminateLocked(*a);
+  for (Alloc* a : expired) {
+    EventLocked(absl::StrCat(a->rec.id, ": preemption not acknowledged within ",
+                             absl::FormatDuration(config_.preemption_timeout),
+                             "; deleting its pods"));
+    (void)TerminateLocked(*a);
+  }
   // Retries runs that could not start (API server or database errors).
   dirty_jobs_.merge(retry_jobs_);
   retry_jobs_.clear();

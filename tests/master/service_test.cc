@@ -120,6 +120,24 @@ TEST_F(ServiceTest, PreemptionSignalsAckDeletesAndRequeues) {
   EXPECT_THAT(pod["spec"]["containers"][0]["env"].dump(), HasSubstr("ckpt-a"));
 }
 
+TEST_F(ServiceTest, LifeCycleEventsAreLogged) {
+  std::vector<std::string> events;
+  jobs_->SetEventLog([&](const std::string& line) { events.push_back(line); });
+  v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning);
+  Play(a, core::PodPhase::kRunning, /*preempt=*/true);
+  ASSERT_TRUE(jobs_->AckPreemption(a).ok());
+  ReapDeleted();
+  const std::string next = Get(exp.id()).trials(0).allocation_id();
+  EXPECT_THAT(events, ElementsAre(HasSubstr(exp.job_id() + " submitted by admin: 1 trial(s)"),
+                                  a + ": run started, 1 gated pod(s) created",
+                                  HasSubstr(a + ": preemption requested"),
+                                  a + ": preemption acknowledged; deleting its pods",
+                                  a + ": run ended, its pods are gone",
+                                  next + ": run started, 1 gated pod(s) created"));
+}
+
 TEST_F(ServiceTest, PreemptionTimeoutDeletesPods) {
   v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
   const std::string a = Get(exp.id()).trials(0).allocation_id();
