@@ -187,6 +187,8 @@ absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::Clust
   preemption::RoundResult r = preemption::RunAdmissionRound(snap, opts);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   awaited_since_ms_ = opts.now_ms;
+  // Published before the writes, so /debug/queue never lags what the pods' annotations show.
+  Publish(r, took.count());
   for (const GangDecision& d : r.decisions) {
     absl::Status st;
     switch (d.verdict) {
@@ -208,7 +210,6 @@ absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::Clust
   absl::flat_hash_set<absl::string_view> queued;
   for (const GangDecision& d : r.decisions) queued.insert(d.gang);
   absl::erase_if(reasons_, [&](const auto& kv) { return !queued.contains(kv.first); });
-  Publish(r, took.count());
   return r;
 }
 
