@@ -90,7 +90,7 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
 
 absl::Status JobManager::LaunchLocked(Launch launch) {
   const std::string id = launch.alloc.rec.id;
-  Alloc& stored = allocs_[id] = std::move(launch.alloc);
+  Alloc& stored = AddAllocLocked(std::move(launch.alloc));
   for (const nlohmann::json& pod : launch.pods) {
     absl::Status s = pods_.CreatePod(pod);
     if (!s.ok() && !absl::IsAlreadyExists(s)) {
@@ -156,8 +156,7 @@ void JobManager::FinishIfGoneLocked(Alloc& a) {
       trial->state == RunState::kActive) {
     (void)SetTrialStateLocked(trial->id, RunState::kPaused);
   }
-  const std::string id = a.rec.id;
-  allocs_.erase(id);
+  ForgetAllocLocked(a.rec.id);
 }
 
 absl::Status JobManager::ReconcileDirtyLocked() {
@@ -238,14 +237,24 @@ ManagerStats JobManager::Stats() {
 }
 
 std::vector<JobManager::Alloc*> JobManager::AllocsOfJobLocked(const std::string& job_id) {
-  // Allocation ids start with "<job id>-" and allocs_ is ordered by id.
-  const std::string prefix = job_id + "-";
-  std::vector<Alloc*> out;
-  for (auto it = allocs_.lower_bound(prefix);
-       it != allocs_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    if (it->second.rec.job_id == job_id) out.push_back(&it->second);
-  }
-  return out;
+  auto it = job_allocs_.find(job_id);
+  return it == job_allocs_.end() ? std::vector<Alloc*>() : it->second;
+}
+
+JobManager::Alloc& JobManager::AddAllocLocked(Alloc a) {
+  const std::string id = a.rec.id;
+  auto [it, added] = allocs_.insert_or_assign(id, std::move(a));
+  if (added) job_allocs_[it->second.rec.job_id].push_back(&it->second);
+  return it->second;
+}
+
+void JobManager::ForgetAllocLocked(const std::string& id) {
+  auto it = allocs_.find(id);
+  if (it == allocs_.end()) return;
+  auto of_job = job_allocs_.find(it->second.rec.job_id);
+  std::erase(of_job->second, &it->second);
+  if (of_job->second.empty()) job_allocs_.erase(of_job);
+  allocs_.erase(it);
 }
 
 void JobManager::OnPod(const PodState& pod) {

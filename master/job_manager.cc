@@ -151,7 +151,7 @@ absl::StatusOr<JobView> JobManager::StartSubmittedLocked(Submission sub) {
                            " trial(s), ", job.slots, " slot(s) each, priority ", job.priority,
                            ", pool ", job.resource_pool,
                            job.state == RunState::kActive ? "" : ", paused"));
-  if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
+  if (job.state == RunState::kActive) active_jobs_.Put(job);
   for (TrialRecord& t : sub.trials) view.trials.push_back({.trial = std::move(t)});
   for (Launch& launch : sub.launches) {
     for (TrialView& tv : view.trials) {
@@ -310,9 +310,9 @@ absl::Status JobManager::ReconcileOnceLocked(const std::string& job_id) {
 absl::Status JobManager::UpdateJobLocked(const JobRecord& job) {
   KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
   if (job.state == RunState::kActive) {
-    active_jobs_[job.job_id] = job;
+    active_jobs_.Put(job);
   } else {
-    active_jobs_.erase(job.job_id);
+    active_jobs_.Erase(job.job_id);
   }
   return absl::OkStatus();
 }

@@ -30,10 +30,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "master/active_jobs.h"
 #include "master/config.h"
 #include "master/pod_client.h"
 #include "master/records.h"
@@ -166,11 +168,10 @@ class JobManager {
     QueueState state = QueueState::kQueued;
     int position = 0, jobs_ahead = 0, requested_slots = 0, allocated_slots = 0;
   };
-  std::vector<QueueRow> QueueRowsLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  using AllocIt = std::map<std::string, Alloc>::const_iterator;
-  // The row of `job`, whose allocations are [begin, end).
-  QueueRow RowLocked(const JobRecord& job, AllocIt begin, AllocIt end)
+  // The rows of ForEach(pool) in order, positions counted per pool, until `visit` returns false.
+  void ForEachRowLocked(const std::string& pool, const std::function<bool(const QueueRow&)>& visit)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  QueueRow RowLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A run ready to start: what the store records, then the allocation and pods to create.
   struct Launch {
     StartedRun run;
@@ -209,6 +210,9 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<Alloc*> AllocsOfJobLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts into (or replaces in) allocs_ and job_allocs_; removes from both.
+  Alloc& AddAllocLocked(Alloc a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetAllocLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void EventLocked(const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -216,14 +220,16 @@ class JobManager {
   Store& store_;
   PodClient& pods_;
   absl::Mutex mu_;
-  // Open allocations by id, ordered so that a job's are adjacent (AllocsOfJobLocked); Alloc
-  // pointers stay valid across inserts.
+  // Open allocations by id; Alloc pointers stay valid across inserts. Changed only through
+  // AddAllocLocked and ForgetAllocLocked, which keep job_allocs_ in step.
   std::map<std::string, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
+  // Each job's open allocations, in the order they were added.
+  absl::flat_hash_map<std::string, std::vector<Alloc*>> job_allocs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> dirty_jobs_ ABSL_GUARDED_BY(mu_);
   // Jobs whose last Reconcile or submission could not start every run: Tick tries them again.
   absl::flat_hash_set<std::string> retry_jobs_ ABSL_GUARDED_BY(mu_);
   // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.
-  std::map<std::string, JobRecord> active_jobs_ ABSL_GUARDED_BY(mu_);
+  ActiveJobs active_jobs_ ABSL_GUARDED_BY(mu_);
   // The last ids handed out; read from the store before the first submission and again after a
   // submission collided with stored ids.
   std::optional<Store::LastIds> last_ids_ ABSL_GUARDED_BY(mu_);

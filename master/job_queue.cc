@@ -11,18 +11,9 @@
 #include "kube/json.h"
 #include "master/job_manager.h"
 #include "master/pod_builder.h"
-#include "preemption/queue.h"
 
 namespace phalanx::master {
 namespace {
-
-// The job's place in the extender's order (its gang key is the job id).
-preemption::QueueKey KeyOf(const JobRecord& job) {
-  return preemption::QueueKey{.priority = job.priority,
-                              .queue_position = job.queue_position,
-                              .creation_ms = job.submit_ms,
-                              .key = &job.job_id};
-}
 
 // The job as the queue shows it: everything but its config and entrypoint (not copied per call).
 JobRecord Summary(const JobRecord& job) {
@@ -47,15 +38,16 @@ double Rounded(double position) {
 
 }  // namespace
 
-JobManager::QueueRow JobManager::RowLocked(const JobRecord& job, AllocIt begin, AllocIt end) {
+JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
   QueueRow row{.job = &job};
-  bool queued = begin == end, backfilled = false;
-  for (AllocIt it = begin; it != end; ++it) {
-    const Alloc& a = it->second;
+  const std::vector<Alloc*> allocs = AllocsOfJobLocked(job.job_id);
+  bool queued = allocs.empty(), backfilled = false;
+  if (allocs.empty()) row.requested_slots = job.slots;
+  for (const Alloc* a : allocs) {
     row.requested_slots += job.slots;
-    queued = queued || a.pods.size() < a.pod_names.size();
-    for (const auto& [name, pod] : a.pods) {
-      if (pod.bound) row.allocated_slots += job.slots / std::max(a.rec.pods, 1);
+    queued = queued || a->pods.size() < a->pod_names.size();
+    for (const auto& [name, pod] : a->pods) {
+      if (pod.bound) row.allocated_slots += job.slots / std::max(a->rec.pods, 1);
       queued = queued || !pod.bound;
       backfilled = backfilled || pod.backfilled;
       if (row.pending_reason == nullptr && !pod.pending_reason.empty()) {
@@ -63,55 +55,28 @@ JobManager::QueueRow JobManager::RowLocked(const JobRecord& job, AllocIt begin, 
       }
     }
   }
-  if (begin == end) row.requested_slots = job.slots;
   row.state = queued       ? QueueState::kQueued
               : backfilled ? QueueState::kBackfilled
                            : QueueState::kScheduled;
   return row;
 }
 
-std::vector<JobManager::QueueRow> JobManager::QueueRowsLocked(const std::string& pool) {
-  // Allocation ids are "<job id>-..." and job ids end in digits, so allocs_ (ordered by id) holds
-  // each job's allocations in one run, in the order of active_jobs_: one merged pass finds them.
-  std::vector<QueueRow> rows;
-  AllocIt alloc = allocs_.begin();
-  for (const auto& [id, job] : active_jobs_) {
-    if (!pool.empty() && job.resource_pool != pool) continue;
-    while (alloc != allocs_.end() && alloc->first < id) ++alloc;
-    AllocIt end = alloc;
-    while (end != allocs_.end() && end->second.rec.job_id == id) ++end;
-    rows.push_back(RowLocked(job, alloc, end));
-    alloc = end;
-  }
-  // Pools by name, then the extender's queue order, on compact keys (the sort moves indexes).
-  struct Sortable {
-    const std::string* pool;
-    preemption::QueueKey key;
-    size_t row;
-  };
-  std::vector<Sortable> order;
-  order.reserve(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    order.push_back({&rows[i].job->resource_pool, KeyOf(*rows[i].job), i});
-  }
-  std::sort(order.begin(), order.end(), [](const Sortable& a, const Sortable& b) {
-    if (*a.pool != *b.pool) return *a.pool < *b.pool;
-    return preemption::QueueLess(a.key, b.key);
-  });
-  std::vector<QueueRow> sorted;
-  sorted.reserve(order.size());
+void JobManager::ForEachRowLocked(const std::string& pool,
+                                  const std::function<bool(const QueueRow&)>& visit) {
+  const std::string* row_pool = nullptr;
   int position = 0, queued_ahead = 0;
-  for (const Sortable& o : order) {
-    if (!sorted.empty() && *o.pool != sorted.back().job->resource_pool) {
+  active_jobs_.ForEach(pool, [&](const JobRecord& job) {
+    if (row_pool == nullptr || *row_pool != job.resource_pool) {
+      row_pool = &job.resource_pool;
       position = 0;
       queued_ahead = 0;
     }
-    QueueRow& row = sorted.emplace_back(rows[o.row]);
+    QueueRow row = RowLocked(job);
     row.position = position++;
     row.jobs_ahead = queued_ahead;
     if (row.state == QueueState::kQueued) ++queued_ahead;
-  }
-  return sorted;
+    return visit(row);
+  });
 }
 
 absl::StatusOr<std::vector<QueueEntry>> JobManager::Queue(const std::string& pool) {
@@ -123,20 +88,25 @@ JobManager::QueuePage JobManager::Queue(const std::string& pool,
                                         int limit) {
   absl::MutexLock lock(&mu_);
   QueuePage page;
-  for (const QueueRow& row : QueueRowsLocked(pool)) {
+  const int64_t page_end = int64_t{offset} + limit;
+  ForEachRowLocked(pool, [&](const QueueRow& row) {
     if (!states.empty() && std::find(states.begin(), states.end(), row.state) == states.end()) {
-      continue;
+      return true;
     }
     const int index = page.total++;
-    if (index < offset || index - offset >= limit) continue;
-    page.entries.push_back({.job = Summary(*row.job),
-                            .position = row.position,
-                            .jobs_ahead = row.jobs_ahead,
-                            .state = row.state,
-                            .requested_slots = row.requested_slots,
-                            .allocated_slots = row.allocated_slots,
-                            .pending_reason = row.pending_reason ? *row.pending_reason : ""});
-  }
+    if (index >= offset && index < page_end) {
+      page.entries.push_back({.job = Summary(*row.job),
+                              .position = row.position,
+                              .jobs_ahead = row.jobs_ahead,
+                              .state = row.state,
+                              .requested_slots = row.requested_slots,
+                              .allocated_slots = row.allocated_slots,
+                              .pending_reason = row.pending_reason ? *row.pending_reason : ""});
+    }
+    // With every state wanted, the rows past the page only count toward the total.
+    return !states.empty() || index + 1 < page_end;
+  });
+  if (states.empty()) page.total = active_jobs_.Count(pool);
   return page;
 }
 
@@ -153,9 +123,10 @@ absl::Status JobManager::Move(const std::string& job_id, const std::string& anch
                      anchor.resource_pool, "/", anchor.priority, "; change the priority instead"));
   }
   std::vector<const JobRecord*> peers;  // Same priority, queue order, without the moved job.
-  for (const QueueRow& row : QueueRowsLocked(job.resource_pool)) {
-    if (row.job->priority == job.priority && row.job->job_id != job_id) peers.push_back(row.job);
-  }
+  active_jobs_.ForEach(job.resource_pool, [&](const JobRecord& j) {
+    if (j.priority == job.priority && j.job_id != job_id) peers.push_back(&j);
+    return j.priority >= job.priority;
+  });
   auto at = std::find_if(peers.begin(), peers.end(),
                          [&](const JobRecord* j) { return j->job_id == anchor_id; });
   const JobRecord* neighbour = nullptr;

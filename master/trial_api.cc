@@ -99,8 +99,7 @@ absl::Status JobManager::Recover() {
       a.pod_names.push_back(absl::StrCat(a.rec.id, "-", rank));
     }
     if (a.rec.preempt_ms) a.preempt_at = absl::FromUnixMillis(*a.rec.preempt_ms);
-    const std::string id = a.rec.id;
-    allocs_[id] = std::move(a);
+    AddAllocLocked(std::move(a));
   }
   std::set<std::string> namespaces;
   for (const ResourcePoolConfig& pool : config_.resource_pools) namespaces.insert(pool.ns);
@@ -130,7 +129,7 @@ absl::Status JobManager::Recover() {
       store_.ListJobs({.states = {RunState::kActive, RunState::kPaused}, .limit = 100000});
   if (!jobs.ok()) return jobs.status();
   for (const JobRecord& job : jobs->first) {
-    if (job.state == RunState::kActive) active_jobs_[job.job_id] = job;
+    if (job.state == RunState::kActive) active_jobs_.Put(job);
     dirty_jobs_.insert(job.job_id);
   }
   return ReconcileDirtyLocked();
