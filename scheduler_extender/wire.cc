@@ -69,6 +69,7 @@ absl::Status ParseNodes(simdjson::dom::object root, ExtenderArgs& args) {
   if (std::optional<simdjson::dom::element> names = Member(root, "NodeNames")) {
     simdjson::dom::array arr;
     if (names->get(arr)) return Invalid("NodeNames must be an array of strings");
+    args.nodes.reserve(arr.size());
     for (auto n : arr) {
       std::string_view s;
       if (n.get(s)) return Invalid("NodeNames must be an array of strings");
@@ -81,6 +82,8 @@ absl::Status ParseNodes(simdjson::dom::object root, ExtenderArgs& args) {
   args.node_names_mode = false;
   simdjson::dom::array items;
   if (list->at_key("items").get(items)) return Invalid("Nodes.items must be an array");
+  args.nodes.reserve(items.size());
+  args.node_json.reserve(items.size());
   for (auto item : items) {
     std::string_view name;
     if (item.at_pointer("/metadata/name").get(name)) {
