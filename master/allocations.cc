@@ -89,20 +89,36 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
 }
 
 absl::Status JobManager::LaunchLocked(Launch launch) {
-  const std::string id = launch.alloc.rec.id;
-  Alloc& stored = AddAllocLocked(std::move(launch.alloc));
-  for (const nlohmann::json& pod : launch.pods) {
+  AddAllocLocked(launch.alloc);
+  return StartedLocked(launch.alloc, CreatePods(launch.pods));
+}
+
+absl::Status JobManager::CreatePods(const std::vector<nlohmann::json>& pods) {
+  for (const nlohmann::json& pod : pods) {
     absl::Status s = pods_.CreatePod(pod);
-    if (!s.ok() && !absl::IsAlreadyExists(s)) {
-      retry_jobs_.insert(stored.rec.job_id);
-      // Undo: the trial stays ACTIVE and a later Reconcile (Tick) starts a new run.
-      absl::Status undo = TerminateLocked(stored);
-      return absl::Status(s.code(), absl::StrCat("creating pods of ", id, ": ", s.message(),
-                                                 undo.ok() ? "" : "; cleanup failed"));
-    }
+    if (!s.ok() && !absl::IsAlreadyExists(s)) return s;
   }
-  EventLocked(
-      absl::StrCat(id, ": run started, ", stored.pod_names.size(), " gated pod(s) created"));
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::StartedLocked(const Alloc& launched, const absl::Status& created) {
+  const std::string& id = launched.rec.id;
+  auto it = allocs_.find(id);
+  if (it == allocs_.end()) {  // Ended while its pods were being created: they go too.
+    for (const std::string& name : launched.pod_names) (void)pods_.DeletePod(launched.rec.ns, name);
+    return absl::OkStatus();
+  }
+  Alloc& a = it->second;
+  if (a.rec.state == AllocState::kTerminating) return TerminateLocked(a);  // Deletes them again.
+  if (!created.ok()) {
+    retry_jobs_.insert(a.rec.job_id);
+    // Undo: the trial stays ACTIVE and a later Reconcile (Tick) starts a new run.
+    absl::Status undo = TerminateLocked(a);
+    return absl::Status(created.code(),
+                        absl::StrCat("creating pods of ", id, ": ", created.message(),
+                                     undo.ok() ? "" : "; cleanup failed"));
+  }
+  EventLocked(absl::StrCat(id, ": run started, ", a.pod_names.size(), " gated pod(s) created"));
   return absl::OkStatus();
 }
 

@@ -115,9 +115,9 @@ absl::Status JobManager::NumberLocked(JobRecord& job, std::vector<TrialRecord>& 
 absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecord> trials, int cap,
                                            const ExperimentConfig* parsed) {
   // Numbered and prepared under the lock, stored outside it (so that submissions made at once are
-  // committed together, and nothing else waits on the disk behind them), started under it again.
-  // The job, its trials and their first runs are stored in one commit; only then do the pods
-  // start. A run that cannot be built here is left to Reconcile (Tick), which records why.
+  // committed together, and nothing else waits on the disk behind them), opened under it again,
+  // and their pods created outside it. The job, its trials and their first runs are stored in one
+  // commit; only then do the pods start. A run that cannot be built here is left to Reconcile (Tick), which records why.
   Submission sub{.job = std::move(job), .trials = std::move(trials)};
   {
     absl::MutexLock lock(&mu_);
@@ -135,15 +135,32 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
     }
   }
   absl::Status stored = store_.InsertJob(sub.job, sub.trials, sub.allocations);
-  absl::MutexLock lock(&mu_);
-  if (!stored.ok()) {
-    if (absl::IsAlreadyExists(stored)) last_ids_.reset();  // Another writer numbered jobs: re-read.
-    return stored;
+  JobView view;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stored.ok()) {
+      if (absl::IsAlreadyExists(stored)) last_ids_.reset();  // Another writer numbered jobs.
+      return stored;
+    }
+    view = OpenSubmittedLocked(sub);
   }
-  return StartSubmittedLocked(std::move(sub));
+  // Without the lock: against the API server each pod is a round trip, and a whole gang's would
+  // hold up every other call (GetJobs, pod events) meanwhile.
+  std::vector<absl::Status> created;
+  for (const Launch& launch : sub.launches) created.push_back(CreatePods(launch.pods));
+  absl::MutexLock lock(&mu_);
+  absl::Status first;
+  for (size_t i = 0; i < sub.launches.size(); ++i) {
+    first.Update(StartedLocked(sub.launches[i].alloc, created[i]));
+  }
+  if (!first.ok()) {
+    return absl::Status(first.code(),
+                        absl::StrCat(view.job.job_id, " was submitted but ", first.message()));
+  }
+  return view;
 }
 
-absl::StatusOr<JobView> JobManager::StartSubmittedLocked(Submission sub) {
+JobView JobManager::OpenSubmittedLocked(const Submission& sub) {
   const JobRecord& job = sub.job;
   if (sub.unprepared) retry_jobs_.insert(job.job_id);
   JobView view{.job = job};
@@ -152,15 +169,12 @@ absl::StatusOr<JobView> JobManager::StartSubmittedLocked(Submission sub) {
                            ", pool ", job.resource_pool,
                            job.state == RunState::kActive ? "" : ", paused"));
   if (job.state == RunState::kActive) active_jobs_.Put(job);
-  for (TrialRecord& t : sub.trials) view.trials.push_back({.trial = std::move(t)});
-  for (Launch& launch : sub.launches) {
+  for (const TrialRecord& t : sub.trials) view.trials.push_back({.trial = t});
+  for (const Launch& launch : sub.launches) {
     for (TrialView& tv : view.trials) {
       if (tv.trial.id == launch.run.trial.id) tv.allocation = launch.run.allocation;
     }
-    if (absl::Status s = LaunchLocked(std::move(launch)); !s.ok()) {
-      retry_jobs_.insert(job.job_id);
-      return absl::Status(s.code(), absl::StrCat(job.job_id, " was submitted but ", s.message()));
-    }
+    AddAllocLocked(launch.alloc);
   }
   return view;
 }

@@ -145,11 +145,13 @@ class JobManager {
   // job_manager.cc
   struct Submission;  // Numbered and prepared, below.
   // Numbers the job and its trials, stores them with the first runs of at most `cap` trials, then
-  // creates their pods; `parsed` as for PrepareRunLocked. Takes mu_ itself: not across the commit.
+  // creates their pods; `parsed` as for PrepareRunLocked. Takes mu_ itself: not across the commit
+  // or the pod creations.
   absl::StatusOr<JobView> Submit(JobRecord job, std::vector<TrialRecord> trials, int cap,
                                  const ExperimentConfig* parsed = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
-  // Opens the stored submission's runs and creates their pods.
-  absl::StatusOr<JobView> StartSubmittedLocked(Submission sub) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the stored submission and opens its runs' allocations; Submit then creates their pods
+  // without the lock.
+  JobView OpenSubmittedLocked(const Submission& sub) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReconcileOnceLocked; a job it fails for is tried again at the next Tick.
@@ -194,6 +196,13 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens the stored run's allocation and creates its pods.
   absl::Status LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates `pods` in order, up to the first failure (AlreadyExists is none). Needs no lock.
+  absl::Status CreatePods(const std::vector<nlohmann::json>& pods);
+  // After an opened allocation's pods were created (`created`, possibly without the lock): logs
+  // the start, or undoes the run on failure; deletes the pods again when the allocation ended
+  // meanwhile.
+  absl::Status StartedLocked(const Alloc& launched, const absl::Status& created)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Prepare, store, launch; a trial whose run cannot be built is in ERROR.
   absl::Status StartAllocationLocked(const JobRecord& job, TrialRecord trial)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -7,6 +7,12 @@
 namespace phalanx::master::testing {
 
 absl::Status FakePodClient::CreatePod(const nlohmann::json& pod) {
+  std::function<absl::Status(const nlohmann::json&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = on_create_;
+  }
+  if (absl::Status s = hook ? hook(pod) : absl::OkStatus(); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   const std::string key = absl::StrCat(pod["metadata"]["namespace"].get<std::string>(), "/",
                                        pod["metadata"]["name"].get<std::string>());
@@ -14,6 +20,11 @@ absl::Status FakePodClient::CreatePod(const nlohmann::json& pod) {
   pods_[key] = pod;
   ++creates_;
   return absl::OkStatus();
+}
+
+void FakePodClient::OnCreate(std::function<absl::Status(const nlohmann::json& pod)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_create_ = std::move(hook);
 }
 
 absl::Status FakePodClient::DeletePod(const std::string& ns, const std::string& name) {

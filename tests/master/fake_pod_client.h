@@ -3,6 +3,7 @@
 #ifndef PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_
 #define PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -26,12 +27,16 @@ class FakePodClient final : public PodClient {
   std::vector<std::string> deleted();
   // The PodState of a stored pod, with the given phase and binding.
   static PodState StateOf(const nlohmann::json& pod, core::PodPhase phase, bool bound);
+  // Runs `hook` at the start of every CreatePod, without the fake's lock; an error from it fails
+  // the creation.
+  void OnCreate(std::function<absl::Status(const nlohmann::json& pod)> hook);
 
  private:
   std::mutex mu_;
   std::map<std::string, nlohmann::json> pods_;
   int creates_ = 0;
   std::vector<std::string> deleted_;
+  std::function<absl::Status(const nlohmann::json&)> on_create_;
 };
 
 }  // namespace phalanx::master::testing

@@ -1,5 +1,8 @@
 // Experiments, auth, graceful preemption and health through the master's gRPC services
 // (service_fixture.h).
+#include <chrono>
+#include <future>
+
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/master/service_fixture.h"
 
@@ -195,6 +198,55 @@ TEST_F(ServiceTest, KillDeletesEveryPod) {
   EXPECT_EQ(experiments_->KillExperiment(Ctx().get(), kill, Ignored<v1::KillExperimentResponse>())
                 .error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// Pods are created without the manager's lock (each is an API round trip): while the first pod of
+// a gang is being created, another caller reads the queue and kills the job. The pod created
+// after the kill is deleted too.
+TEST_F(ServiceTest, PodsAreCreatedWithoutTheManagerLock) {
+  std::future<absl::Status> other;
+  size_t queued = 0;
+  pods_.OnCreate([&](const nlohmann::json& pod) -> absl::Status {
+    if (other.valid()) return absl::OkStatus();
+    const std::string job = pod["metadata"]["labels"]["phalanx.io/job-id"];
+    other = std::async(std::launch::async, [&, job] {
+      queued = jobs_->Queue("")->size();
+      return jobs_->Kill(job);
+    });
+    if (other.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      return absl::DeadlineExceededError("the manager's lock is held while pods are created");
+    }
+    return absl::OkStatus();
+  });
+  grpc::Status s;
+  Create("resources: {slots_per_trial: 8}\n", &s);  // Two pods.
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(other.valid());
+  EXPECT_TRUE(other.get().ok());
+  EXPECT_EQ(queued, 1u);
+  EXPECT_EQ(pods_.creates(), 2);
+  EXPECT_TRUE(pods_.pods().empty());
+  EXPECT_TRUE(Jobs().empty());
+}
+
+// A pod the API server refuses fails the submission loudly, but the experiment is stored: the
+// gang's other pod is deleted, and the next tick starts the trial again.
+TEST_F(ServiceTest, FailedPodCreationIsReportedUndoneAndRetried) {
+  int calls = 0;
+  pods_.OnCreate([&](const nlohmann::json&) {
+    return ++calls == 2 ? absl::UnavailableError("API server down") : absl::OkStatus();
+  });
+  grpc::Status s;
+  Create("resources: {slots_per_trial: 8}\n", &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("exp-1 was submitted but creating pods of exp-1-"));
+  EXPECT_THAT(s.error_message(), HasSubstr("API server down"));
+  EXPECT_TRUE(pods_.pods().empty());
+  ASSERT_EQ(Jobs().size(), 1u);
+
+  jobs_->Tick(absl::Now());
+  EXPECT_EQ(pods_.pods().size(), 2u);
+  EXPECT_EQ(Jobs()[0].job_id(), "exp-1");
 }
 
 // A trial that finishes while it is being preempted (before it acknowledged) is done, not rerun.
