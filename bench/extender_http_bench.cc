@@ -7,8 +7,10 @@
 // (Go's JSON decoder grows its buffer, and a large read bypasses the 4 KB bufio.Reader). The same
 // verbs are also timed through cpp-httplib's client, which polls before each 4 KB read. For scale,
 // the transport rows time the same request answered with a canned reply of each verb's size by a
-// bare cpp-httplib server: HTTP alone, with no parsing and no decision. The machine line gives the
-// share of CPU time the hypervisor took (steal) during the run: the p99s follow it.
+// bare cpp-httplib server: HTTP alone, with no parsing and no decision. The in-process rows time
+// what the server's handlers do with the body (ServeFilter, ServePrioritize) without HTTP. The
+// machine line gives the share of CPU time the hypervisor took (steal) during the run: the p99s
+// follow it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -236,9 +238,16 @@ int Main() {
   const CpuTicks before = ReadCpuTicks();
   // One of each in turn, so that a noisy moment of the machine falls on all alike.
   std::vector<double> floor_us, filter_us, prioritize_us, httplib_filter_us, httplib_prioritize_us;
+  std::vector<double> handle_filter_us, handle_prioritize_us;
   for (int i = 0; i < kRequests; ++i) {
     floor_us.push_back(TimeUs([&] {
       if (!extender::ParseExtenderArgs(body).ok()) std::abort();
+    }));
+    handle_filter_us.push_back(TimeUs([&] {
+      if (!extender::ServeFilter(verbs, *snap, body, 0).ok()) std::abort();
+    }));
+    handle_prioritize_us.push_back(TimeUs([&] {
+      if (!extender::ServePrioritize(verbs, *snap, body, 0).ok()) std::abort();
     }));
     filter_us.push_back(TimeUs([&] { go.Post("/filter", body); }));
     prioritize_us.push_back(TimeUs([&] { go.Post("/prioritize", body); }));
@@ -261,6 +270,9 @@ int Main() {
   std::printf("%-12s %10s %10s %12s %12s\n", "", "p50 us", "p99 us", "p50/floor", "p99/floor");
   std::printf("%-12s %10.0f %10.0f %12s %12s\n", "parse floor", floor.p50_us, floor.p99_us, "1.0",
               "1.0");
+  std::printf("in-process handling (what a handler does: parse, decide, encode; no HTTP):\n");
+  PrintRow("filter", Percentiles(handle_filter_us), floor);
+  PrintRow("prioritize", Percentiles(handle_prioritize_us), floor);
   std::printf("Go-like client:\n");
   PrintRow("filter", Percentiles(filter_us), floor);
   PrintRow("prioritize", Percentiles(prioritize_us), floor);

@@ -44,6 +44,20 @@ void BadRequest(httplib::Response& res, const absl::Status& st) {
 
 }  // namespace
 
+absl::StatusOr<std::string> ServeFilter(Verbs& verbs, const core::ClusterSnapshot& snap,
+                                        absl::string_view body, int64_t now_ms) {
+  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body);
+  if (!args.ok()) return args.status();
+  return EncodeFilterResult(*args, verbs.Filter(snap, args->pod, args->nodes, now_ms));
+}
+
+absl::StatusOr<std::string> ServePrioritize(Verbs& verbs, const core::ClusterSnapshot& snap,
+                                            absl::string_view body, int64_t now_ms) {
+  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body);
+  if (!args.ok()) return args.status();
+  return EncodeHostPriorities(args->nodes, verbs.Prioritize(snap, args->pod, args->nodes, now_ms));
+}
+
 ExtenderServer::ExtenderServer(ServerOptions options, ServerDeps deps)
     : options_(std::move(options)), deps_(std::move(deps)) {}
 
@@ -53,19 +67,17 @@ void ExtenderServer::Routes() {
   httplib::Server& s = *http_;
   Verbs* verbs = deps_.verbs;
   s.Post("/filter", Timed(deps_.metrics, "filter", [this, verbs](const auto& req, auto& res) {
-           absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
-           if (!args.ok()) return BadRequest(res, args.status());
-           FilterOutcome out =
-               verbs->Filter(*deps_.snapshot(), args->pod, args->nodes, deps_.now_ms());
-           SetJson(res, EncodeFilterResult(*args, out));
+           absl::StatusOr<std::string> reply =
+               ServeFilter(*verbs, *deps_.snapshot(), req.body, deps_.now_ms());
+           if (!reply.ok()) return BadRequest(res, reply.status());
+           SetJson(res, *std::move(reply));
          }));
   s.Post("/prioritize",
          Timed(deps_.metrics, "prioritize", [this, verbs](const auto& req, auto& res) {
-           absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(req.body);
-           if (!args.ok()) return BadRequest(res, args.status());
-           std::vector<int64_t> scores =
-               verbs->Prioritize(*deps_.snapshot(), args->pod, args->nodes, deps_.now_ms());
-           SetJson(res, EncodeHostPriorities(args->nodes, scores));
+           absl::StatusOr<std::string> reply =
+               ServePrioritize(*verbs, *deps_.snapshot(), req.body, deps_.now_ms());
+           if (!reply.ok()) return BadRequest(res, reply.status());
+           SetJson(res, *std::move(reply));
          }));
   s.Post("/preempt", Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
            absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/snapshot.h"
 #include "scheduler_extender/metrics.h"
 #include "scheduler_extender/verbs.h"
@@ -46,6 +48,13 @@ struct ServerDeps {
   std::function<absl::Status(const BindArgs&)> bind;
   std::function<int64_t()> now_ms;
 };
+
+// What /filter and /prioritize do with a request body: parse it, decide, encode the reply. An
+// error is a malformed body (HTTP 400).
+absl::StatusOr<std::string> ServeFilter(Verbs& verbs, const core::ClusterSnapshot& snap,
+                                        absl::string_view body, int64_t now_ms);
+absl::StatusOr<std::string> ServePrioritize(Verbs& verbs, const core::ClusterSnapshot& snap,
+                                            absl::string_view body, int64_t now_ms);
 
 class ExtenderServer {
  public:
