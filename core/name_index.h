@@ -1,7 +1,9 @@
 // NameIndex: name -> position for a fixed list of distinct names (a snapshot's nodes), built once
-// per node set. The names sit back to back in one buffer and the table holds 8-byte slots (a hash
-// tag and the position), so that a request's thousands of lookups touch a couple of hundred KB
-// that stays in cache, instead of a hash map of strings several times that size.
+// per node set. A request resolves thousands of names, so a lookup is one table access with no
+// call and no pointer to follow: each slot holds the name's length, its first and last 8 bytes
+// (which overlap in short names and together are the whole name up to 16 bytes) and its position.
+// Longer names are also compared with a copy kept back to back in one buffer. The hash mixes the
+// same words, plus the middle of longer names, inline.
 #ifndef PHALANX_CORE_NAME_INDEX_H_
 #define PHALANX_CORE_NAME_INDEX_H_
 
@@ -19,7 +21,21 @@ class NameIndex {
   // `names[i]` is found at position i; names must be distinct.
   explicit NameIndex(const std::vector<absl::string_view>& names);
 
-  std::optional<int> Find(absl::string_view name) const;
+  // The position of `name`, -1 when it is not in the index.
+  int Position(absl::string_view name) const;
+  std::optional<int> Find(absl::string_view name) const {
+    const int i = Position(name);
+    return i < 0 ? std::nullopt : std::optional<int>(i);
+  }
+
+  // A name's length and its first and last bytes, as a slot holds them, with the position + 1 of
+  // the name in the slot (0 when empty).
+  struct Key {
+    uint64_t head = 0;
+    uint64_t tail = 0;
+    uint32_t size = 0;
+    uint32_t position = 0;
+  };
 
  private:
   absl::string_view Name(uint32_t i) const {
@@ -28,9 +44,7 @@ class NameIndex {
 
   std::string names_;              // Every name, back to back.
   std::vector<uint32_t> offsets_;  // Name i is names_[offsets_[i], offsets_[i + 1]).
-  // Open addressing, linear probing, at most half full: (hash tag << 32) | (position + 1), 0 when
-  // empty.
-  std::vector<uint64_t> slots_;
+  std::vector<Key> slots_;         // Open addressing, linear probing, at most half full.
   uint64_t mask_ = 0;
 };
 

@@ -77,7 +77,10 @@ std::optional<int> ClusterSnapshot::NodeIndex(absl::string_view name) const {
 std::vector<int> ClusterSnapshot::NodeIndices(absl::Span<const std::string> names) const {
   std::vector<int> out;
   out.reserve(names.size());
-  for (const std::string& name : names) out.push_back(NodeIndex(name).value_or(-1));
+  for (const std::string& name : names) {
+    out.push_back(node_index_ != nullptr ? node_index_->Position(name)
+                                         : NodeIndex(name).value_or(-1));
+  }
   return out;
 }
 
