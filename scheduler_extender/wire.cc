@@ -145,6 +145,22 @@ bool IsPlainJsonString(absl::string_view s) {
   return found == 0;
 }
 
+// Copies `s` to `p` and returns the end. Node names of 8-16 bytes take two overlapping 8-byte
+// moves instead of a call.
+char* PutName(char* p, absl::string_view s) {
+  const size_t n = s.size();
+  if (n < 8 || n > 16) {
+    std::memcpy(p, s.data(), n);
+    return p + n;
+  }
+  uint64_t head, tail;
+  std::memcpy(&head, s.data(), 8);
+  std::memcpy(&tail, s.data() + n - 8, 8);
+  std::memcpy(p, &head, 8);
+  std::memcpy(p + n - 8, &tail, 8);
+  return p + n;
+}
+
 // Appends `s` as a JSON string; names that need no escaping (every valid node name) skip the
 // general encoder.
 void AppendString(std::string& out, absl::string_view s) {
@@ -285,13 +301,17 @@ std::string EncodeHostPriorities(const std::vector<std::string>& hosts,
     put(kHost);
     if (plain[i]) {
       *p++ = '"';
-      put(hosts[i]);
+      p = PutName(p, hosts[i]);
       *p++ = '"';
     } else {
       put(escaped[next_escaped++]);
     }
     put(kScore);
-    p = std::to_chars(p, p + 20, scores[i]).ptr;
+    if (scores[i] >= 0 && scores[i] <= 9) {
+      *p++ = static_cast<char>('0' + scores[i]);
+    } else {
+      p = std::to_chars(p, p + 20, scores[i]).ptr;
+    }
     *p++ = '}';
   }
   *p++ = ']';
