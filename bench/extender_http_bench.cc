@@ -5,12 +5,13 @@
 // accepted, the request's first 4 KB written from its buffer and the rest in writes of up to 32 KB
 // (io.Copy into the connection), the reply read with reads as large as it
 // (Go's JSON decoder grows its buffer, and a large read bypasses the 4 KB bufio.Reader). The same
-// verbs are also timed through cpp-httplib's client, which polls before each 4 KB read. For scale,
-// the transport rows time the same request answered with a canned reply of each verb's size by a
-// bare cpp-httplib server: HTTP alone, with no parsing and no decision. The in-process rows time
-// what the server's handlers do with the body (ServeFilter, ServePrioritize) without HTTP. The
-// machine line gives the share of CPU time the hypervisor took (steal) during the run: the p99s
-// follow it.
+// verbs are also timed through cpp-httplib's client. For scale, the transport rows time the same
+// request answered with a canned reply of each verb's size: by a bare cpp-httplib server (HTTP
+// alone, with no parsing and no decision), and by a bare socket loop that reads until the body is
+// in and answers with one send (what the kernel and the machine cost any HTTP server). The
+// in-process rows time what the server's handlers do with the body (ServeFilter,
+// ServePrioritize) without HTTP. The machine line gives the share of CPU time the hypervisor took
+// (steal) during the run: the p99s follow it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -98,16 +100,52 @@ httplib::Client KeepAliveClient(int port) {
   return client;
 }
 
+// The size of an HTTP message's head once it is complete (0 before), and its Content-Length;
+// aborts when the head has none.
+size_t HeadSize(absl::string_view data, size_t* length) {
+  size_t end = data.find("\r\n\r\n");
+  if (end == absl::string_view::npos) return 0;
+  for (absl::string_view line : absl::StrSplit(data.substr(0, end), "\r\n")) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, ": ");
+    if (absl::EqualsIgnoreCase(kv.first, "Content-Length") && absl::SimpleAtoi(kv.second, length)) {
+      return end + 4;
+    }
+  }
+  std::abort();
+}
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+void NoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// Reads one HTTP message from `fd` into `buf`: the size of its head and of its body, or nullopt
+// when the peer closed the connection.
+std::optional<std::pair<size_t, size_t>> ReadMessage(int fd, std::string& buf) {
+  size_t got = 0, head = 0, length = 0;
+  while (head == 0 || got < head + length) {
+    ssize_t n = recv(fd, buf.data() + got, buf.size() - got, 0);
+    if (n <= 0) return std::nullopt;
+    got += n;
+    if (head == 0) head = HeadSize(absl::string_view(buf.data(), got), &length);
+  }
+  return std::make_pair(head, length);
+}
+
 // One keep-alive connection used as kube-scheduler's Go client uses its own (see the top).
 class GoLikeClient {
  public:
   explicit GoLikeClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)), buf_(1 << 20, '\0') {
-    int one = 1;
-    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    NoDelay(fd_);
+    sockaddr_in addr = Loopback(port);
     if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
   }
   ~GoLikeClient() { close(fd_); }
@@ -126,35 +164,55 @@ class GoLikeClient {
       if (n <= 0) std::abort();
       at += n;
     }
-    size_t got = 0, head = 0, length = 0;
-    while (head == 0 || got < head + length) {
-      ssize_t n = recv(fd_, buf_.data() + got, buf_.size() - got, 0);
-      if (n <= 0) std::abort();
-      got += n;
-      if (head == 0) head = ParseHead(absl::string_view(buf_.data(), got), &length);
-    }
-    return buf_.substr(head, length);
+    std::optional<std::pair<size_t, size_t>> reply = ReadMessage(fd_, buf_);
+    if (!reply || !absl::StartsWith(buf_, "HTTP/1.1 200 ")) std::abort();
+    return buf_.substr(reply->first, reply->second);
   }
 
  private:
-  // The size of the reply's head once it is complete (0 before), and its Content-Length.
-  static size_t ParseHead(absl::string_view data, size_t* length) {
-    size_t end = data.find("\r\n\r\n");
-    if (end == absl::string_view::npos) return 0;
-    std::vector<absl::string_view> lines = absl::StrSplit(data.substr(0, end), "\r\n");
-    if (!absl::StartsWith(lines[0], "HTTP/1.1 200 ")) std::abort();
-    for (absl::string_view line : lines) {
-      std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, ": ");
-      if (absl::EqualsIgnoreCase(kv.first, "Content-Length") &&
-          absl::SimpleAtoi(kv.second, length)) {
-        return end + 4;
-      }
+  int fd_;
+  std::string buf_;
+};
+
+// Answers each request of one keep-alive connection with `reply` in a single send, once the
+// request's head and body are in: HTTP with nothing but what the kernel does.
+class BareServer {
+ public:
+  explicit BareServer(const std::string& reply)
+      : fd_(socket(AF_INET, SOCK_STREAM, 0)),
+        out_(absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: ", extender::kJsonContentType,
+                          "\r\nContent-Length: ", reply.size(), "\r\n\r\n", reply)) {
+    sockaddr_in addr = Loopback(0);
+    socklen_t size = sizeof(addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), size) != 0 || listen(fd_, 1) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &size) != 0) {
+      std::abort();
     }
-    std::abort();
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  // Returns once the client has closed its connection.
+  ~BareServer() {
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  void Serve() {
+    const int conn = accept(fd_, nullptr, nullptr);
+    NoDelay(conn);
+    std::string buf(1 << 20, '\0');
+    while (ReadMessage(conn, buf)) {
+      if (send(conn, out_.data(), out_.size(), 0) != static_cast<ssize_t>(out_.size())) break;
+    }
+    close(conn);
   }
 
   int fd_;
-  std::string buf_;
+  std::string out_;
+  int port_ = 0;
+  std::thread thread_;
 };
 
 // CPU time ticks from /proc/stat: those the hypervisor took (steal) and all those not idle.
@@ -178,15 +236,16 @@ std::string HttplibPost(httplib::Client& client, const char* path, const std::st
   return r->body;
 }
 
-// Service times of the same request through each client, one of each in turn.
-struct ByClient {
-  Stats go_like;
-  Stats httplib;
+// Service times of the same request through each client and server, one of each in turn.
+struct TransportTimes {
+  Stats go_like;  // Go-like client, bare cpp-httplib server.
+  Stats httplib;  // cpp-httplib client and server.
+  Stats socket;   // Go-like client, bare socket server.
 };
 
-// `body` posted to a bare server (keep-alive, TCP_NODELAY like the extender's) that answers
-// `reply`.
-ByClient Transport(const std::string& body, const std::string& reply) {
+// `body` posted to bare servers (keep-alive, TCP_NODELAY like the extender's) that answer `reply`.
+TransportTimes Transport(const std::string& body, const std::string& reply) {
+  BareServer bare(reply);  // Declared first: it waits for its client to go.
   httplib::Server server;
   server.set_keep_alive_max_count(100000);
   server.set_tcp_nodelay(true);
@@ -194,16 +253,17 @@ ByClient Transport(const std::string& body, const std::string& reply) {
               [&](const auto&, auto& res) { res.set_content(reply, extender::kJsonContentType); });
   int port = server.bind_to_any_port("127.0.0.1");
   std::thread thread([&] { server.listen_after_bind(); });
-  GoLikeClient go(port);
+  GoLikeClient go(port), go_bare(bare.port());
   httplib::Client client = KeepAliveClient(port);
-  std::vector<double> go_us, httplib_us;
+  std::vector<double> go_us, httplib_us, socket_us;
   for (int i = 0; i < kRequests; ++i) {
     go_us.push_back(TimeUs([&] { go.Post("/", body); }));
     httplib_us.push_back(TimeUs([&] { HttplibPost(client, "/", body); }));
+    socket_us.push_back(TimeUs([&] { go_bare.Post("/", body); }));
   }
   server.stop();
   thread.join();
-  return {Percentiles(go_us), Percentiles(httplib_us)};
+  return {Percentiles(go_us), Percentiles(httplib_us), Percentiles(socket_us)};
 }
 
 void PrintRow(const char* name, Stats s, Stats floor) {
@@ -255,8 +315,8 @@ int Main() {
     httplib_prioritize_us.push_back(TimeUs([&] { HttplibPost(client, "/prioritize", body); }));
   }
   server.Stop();
-  const ByClient filter_transport = Transport(body, filter_reply);
-  const ByClient prioritize_transport = Transport(body, prioritize_reply);
+  const TransportTimes filter_transport = Transport(body, filter_reply);
+  const TransportTimes prioritize_transport = Transport(body, prioritize_reply);
   const CpuTicks after = ReadCpuTicks();
   const Stats floor = Percentiles(floor_us);
   std::printf(
@@ -279,13 +339,18 @@ int Main() {
   std::printf("cpp-httplib client:\n");
   PrintRow("filter", Percentiles(httplib_filter_us), floor);
   PrintRow("prioritize", Percentiles(httplib_prioritize_us), floor);
-  std::printf("transport only (canned replies of %zu and %zu bytes), Go-like client:\n",
-              filter_reply.size(), prioritize_reply.size());
+  std::printf(
+      "transport only (canned replies of %zu and %zu bytes), bare cpp-httplib server, Go-like "
+      "client:\n",
+      filter_reply.size(), prioritize_reply.size());
   PrintRow("filter", filter_transport.go_like, floor);
   PrintRow("prioritize", prioritize_transport.go_like, floor);
-  std::printf("transport only, cpp-httplib client:\n");
+  std::printf("transport only, bare cpp-httplib server, cpp-httplib client:\n");
   PrintRow("filter", filter_transport.httplib, floor);
   PrintRow("prioritize", prioritize_transport.httplib, floor);
+  std::printf("transport only, bare socket server, Go-like client:\n");
+  PrintRow("filter", filter_transport.socket, floor);
+  PrintRow("prioritize", prioritize_transport.socket, floor);
   return 0;
 }
 
