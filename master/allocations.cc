@@ -88,9 +88,31 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
   return launch;
 }
 
-absl::Status JobManager::LaunchLocked(Launch launch) {
+void JobManager::LaunchLocked(Launch launch) {
   AddAllocLocked(launch.alloc);
-  return StartedLocked(launch.alloc, CreatePods(launch.pods));
+  queued_launches_.push_back(std::move(launch));
+}
+
+absl::Status JobManager::StartLaunches(const std::vector<Launch>& launches) {
+  std::vector<absl::Status> created;
+  for (const Launch& launch : launches) created.push_back(CreatePods(launch.pods));
+  absl::MutexLock lock(&mu_);
+  absl::Status first;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    absl::Status s = StartedLocked(launches[i].alloc, created[i]);
+    if (!s.ok()) EventLocked(std::string(s.message()));
+    first.Update(s);
+  }
+  return first;
+}
+
+void JobManager::StartQueuedLaunches() {
+  std::vector<Launch> launches;
+  {
+    absl::MutexLock lock(&mu_);
+    launches.swap(queued_launches_);
+  }
+  if (!launches.empty()) (void)StartLaunches(launches);  // Failures are logged and retried.
 }
 
 absl::Status JobManager::CreatePods(const std::vector<nlohmann::json>& pods) {
@@ -131,7 +153,8 @@ absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord
     return launch.status();
   }
   KUBE_RETURN_IF_ERROR(store_.StartRun(launch->run));
-  return LaunchLocked(*std::move(launch));
+  LaunchLocked(*std::move(launch));
+  return absl::OkStatus();
 }
 
 absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
@@ -274,6 +297,7 @@ void JobManager::ForgetAllocLocked(const std::string& id) {
 }
 
 void JobManager::OnPod(const PodState& pod) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   ++stats_.pod_events;
   auto it = allocs_.find(pod.allocation_id);
@@ -287,6 +311,7 @@ void JobManager::OnPod(const PodState& pod) {
 }
 
 void JobManager::OnPodDeleted(const std::string& ns, const std::string& name) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   ++stats_.pod_events;
   const size_t dash = name.rfind('-');

@@ -117,7 +117,8 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
   // Numbered and prepared under the lock, stored outside it (so that submissions made at once are
   // committed together, and nothing else waits on the disk behind them), opened under it again,
   // and their pods created outside it. The job, its trials and their first runs are stored in one
-  // commit; only then do the pods start. A run that cannot be built here is left to Reconcile (Tick), which records why.
+  // commit; only then do the pods start. A run that cannot be built here is left to Reconcile
+  // (Tick), which records why.
   Submission sub{.job = std::move(job), .trials = std::move(trials)};
   {
     absl::MutexLock lock(&mu_);
@@ -144,15 +145,7 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
     }
     view = OpenSubmittedLocked(sub);
   }
-  // Without the lock: against the API server each pod is a round trip, and a whole gang's would
-  // hold up every other call (GetJobs, pod events) meanwhile.
-  std::vector<absl::Status> created;
-  for (const Launch& launch : sub.launches) created.push_back(CreatePods(launch.pods));
-  absl::MutexLock lock(&mu_);
-  absl::Status first;
-  for (size_t i = 0; i < sub.launches.size(); ++i) {
-    first.Update(StartedLocked(sub.launches[i].alloc, created[i]));
-  }
+  absl::Status first = StartLaunches(sub.launches);
   if (!first.ok()) {
     return absl::Status(first.code(),
                         absl::StrCat(view.job.job_id, " was submitted but ", first.message()));
@@ -210,6 +203,7 @@ absl::StatusOr<JobRecord> JobManager::GetActiveJobLocked(const std::string& job_
 }
 
 absl::Status JobManager::Pause(const std::string& job_id) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/false));
   if (job.type != TaskType::kExperiment) {
@@ -223,6 +217,7 @@ absl::Status JobManager::Pause(const std::string& job_id) {
 }
 
 absl::Status JobManager::Activate(const std::string& job_id) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kActive;
@@ -236,6 +231,7 @@ absl::Status JobManager::Activate(const std::string& job_id) {
 }
 
 absl::Status JobManager::Kill(const std::string& job_id) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kCanceled;
@@ -251,6 +247,7 @@ absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
   if (priority < 0 || priority > 1000000) {
     return absl::InvalidArgumentError("priority: must be between 0 and 1000000");
   }
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
@@ -273,6 +270,7 @@ absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
 }
 
 absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::string& pool) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   if (job.type != TaskType::kExperiment) {

@@ -2,6 +2,7 @@
 //
 // The store (Postgres) holds the truth; the manager keeps the open allocations and their observed
 // pods in memory, behind one mutex. Every change is written to the store before the call returns.
+// New runs' pods are created after the mutex is released (StartLaunches).
 //
 // Life of a job. A task is a job with exactly one trial, so both follow the same rules:
 //   1. Reconcile(job) is the single place that decides what should run: an ACTIVE job gets one
@@ -149,8 +150,8 @@ class JobManager {
   // or the pod creations.
   absl::StatusOr<JobView> Submit(JobRecord job, std::vector<TrialRecord> trials, int cap,
                                  const ExperimentConfig* parsed = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
-  // Records the stored submission and opens its runs' allocations; Submit then creates their pods
-  // without the lock.
+  // Records the stored submission and opens its runs' allocations; Submit then starts them with
+  // StartLaunches.
   JobView OpenSubmittedLocked(const Submission& sub) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -194,8 +195,23 @@ class JobManager {
   absl::StatusOr<Launch> PrepareRunLocked(const JobRecord& job, TrialRecord trial,
                                           const ExperimentConfig* parsed = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Opens the stored run's allocation and creates its pods.
-  absl::Status LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens the stored run's allocation and queues it for StartQueuedLaunches.
+  void LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates the pods of `launches` without the lock (against the API server each pod is a round
+  // trip, and a gang's would hold up every other call: GetJobs, pod events, kills), then takes it
+  // to finish each with StartedLocked, logging failures. The first failure, if any.
+  absl::Status StartLaunches(const std::vector<Launch>& launches) ABSL_LOCKS_EXCLUDED(mu_);
+  // StartLaunches of the runs LaunchLocked queued. Public methods that can open runs call it once
+  // their lock is released, through a PodsAfterUnlock declared before their MutexLock.
+  void StartQueuedLaunches() ABSL_LOCKS_EXCLUDED(mu_);
+  class PodsAfterUnlock {
+   public:
+    explicit PodsAfterUnlock(JobManager* manager) : manager_(manager) {}
+    ~PodsAfterUnlock() { manager_->StartQueuedLaunches(); }
+
+   private:
+    JobManager* manager_;
+  };
   // Creates `pods` in order, up to the first failure (AlreadyExists is none). Needs no lock.
   absl::Status CreatePods(const std::vector<nlohmann::json>& pods);
   // After an opened allocation's pods were created (`created`, possibly without the lock): logs
@@ -237,6 +253,8 @@ class JobManager {
   absl::flat_hash_set<std::string> dirty_jobs_ ABSL_GUARDED_BY(mu_);
   // Jobs whose last Reconcile or submission could not start every run: Tick tries them again.
   absl::flat_hash_set<std::string> retry_jobs_ ABSL_GUARDED_BY(mu_);
+  // Runs opened whose pods are not created yet (LaunchLocked, StartQueuedLaunches).
+  std::vector<Launch> queued_launches_ ABSL_GUARDED_BY(mu_);
   // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.
   ActiveJobs active_jobs_ ABSL_GUARDED_BY(mu_);
   // The last ids handed out; read from the store before the first submission and again after a

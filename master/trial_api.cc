@@ -40,6 +40,7 @@ absl::StatusOr<bool> JobManager::WatchPreemption(const std::string& allocation_i
 }
 
 absl::Status JobManager::AckPreemption(const std::string& allocation_id) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(Alloc * a, FindAllocLocked(allocation_id));
   if (!a->rec.preempt_requested) {
@@ -62,6 +63,7 @@ absl::Status JobManager::ReportCheckpoint(const std::string& allocation_id, cons
 
 absl::Status JobManager::ReportCompletion(const std::string& allocation_id, bool success,
                                           const std::string& error) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(Alloc * a, FindAllocLocked(allocation_id));
   // The pods exit on their own; their phases then end the allocation.
@@ -69,6 +71,7 @@ absl::Status JobManager::ReportCompletion(const std::string& allocation_id, bool
 }
 
 void JobManager::Tick(absl::Time now) {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   std::vector<Alloc*> expired;
   for (auto& [id, a] : allocs_) {
@@ -91,6 +94,7 @@ void JobManager::Tick(absl::Time now) {
 }
 
 absl::Status JobManager::Recover() {
+  PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(std::vector<AllocationRecord> open, store_.ListOpenAllocations());
   for (AllocationRecord& rec : open) {

@@ -229,6 +229,32 @@ TEST_F(ServiceTest, PodsAreCreatedWithoutTheManagerLock) {
   EXPECT_TRUE(Jobs().empty());
 }
 
+// A resumed run's pods (here after an acknowledged preemption) are created without the manager's
+// lock too: another call gets through meanwhile.
+TEST_F(ServiceTest, ResumedRunsPodsAreCreatedWithoutTheManagerLock) {
+  v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning);
+  Play(a, core::PodPhase::kRunning, /*preempt=*/true);
+  std::future<size_t> other;
+  bool waited_for_the_lock = false;
+  pods_.OnCreate([&](const nlohmann::json&) -> absl::Status {
+    if (other.valid()) return absl::OkStatus();
+    other = std::async(std::launch::async, [&] { return jobs_->Queue("")->size(); });
+    waited_for_the_lock = other.wait_for(std::chrono::seconds(10)) != std::future_status::ready;
+    return waited_for_the_lock ? absl::DeadlineExceededError("the manager's lock is held")
+                               : absl::OkStatus();
+  });
+  ASSERT_TRUE(jobs_->AckPreemption(a).ok());
+  ReapDeleted();
+  EXPECT_FALSE(waited_for_the_lock);
+  ASSERT_TRUE(other.valid());
+  EXPECT_EQ(other.get(), 1u);
+  EXPECT_EQ(Get(exp.id()).trials(0).allocation_id(), exp.job_id() + "-trial-1-r2");
+  EXPECT_EQ(pods_.creates(), 2);  // The first run's pod and the resumed run's, each once.
+  EXPECT_EQ(pods_.pods().size(), 1u);
+}
+
 // A pod the API server refuses fails the submission loudly, but the experiment is stored: the
 // gang's other pod is deleted, and the next tick starts the trial again.
 TEST_F(ServiceTest, FailedPodCreationIsReportedUndoneAndRetried) {
