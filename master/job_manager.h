@@ -131,8 +131,8 @@ class JobManager {
   ManagerStats Stats();
   // Where the life cycle goes, one line per event ("exp-3-trial-3-r1: preemption requested; ..."):
   // submissions, runs started or whose pods could not be created, preemptions requested,
-  // acknowledged or timed out, a run's pods all succeeded or one failed, runs ended. phalanx-master logs them; none by default. Called with
-  // the manager's lock held.
+  // acknowledged or timed out, a run's pods all succeeded or one failed, runs ended. phalanx-master
+  // logs them; none by default. Called with the manager's lock held.
   void SetEventLog(std::function<void(const std::string&)> log);
 
  private:
