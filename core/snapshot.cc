@@ -68,19 +68,21 @@ int ClusterSnapshot::ShardOf(absl::string_view key) {
 }
 
 std::optional<int> ClusterSnapshot::NodeIndex(absl::string_view name) const {
-  if (node_index_ != nullptr) return node_index_->Find(name);
+  const int i = NodePosition(name);
+  return i < 0 ? std::nullopt : std::optional<int>(i);
+}
+
+int ClusterSnapshot::NodePosition(absl::string_view name) const {
+  if (node_index_ != nullptr) return node_index_->Position(name);
   auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name, NodeNameLess);
-  if (it == nodes_.end() || (*it)->node.name != name) return std::nullopt;
+  if (it == nodes_.end() || (*it)->node.name != name) return -1;
   return static_cast<int>(it - nodes_.begin());
 }
 
 std::vector<int> ClusterSnapshot::NodeIndices(absl::Span<const std::string> names) const {
   std::vector<int> out;
   out.reserve(names.size());
-  for (const std::string& name : names) {
-    out.push_back(node_index_ != nullptr ? node_index_->Position(name)
-                                         : NodeIndex(name).value_or(-1));
-  }
+  for (const std::string& name : names) out.push_back(NodePosition(name));
   return out;
 }
 
