@@ -5,12 +5,13 @@
 // accepted, the request's first 4 KB written from its buffer and the rest in writes of up to 32 KB
 // (io.Copy into the connection), the reply read with reads as large as it
 // (Go's JSON decoder grows its buffer, and a large read bypasses the 4 KB bufio.Reader). The same
-// verbs are also timed through cpp-httplib's client. For scale, the transport rows time the same
-// request answered with a canned reply of each verb's size: by a bare cpp-httplib server (HTTP
+// verbs are also timed through libcurl's client. For scale, the transport rows time the same
+// request answered with a canned reply of each verb's size: by a bare http::Server (HTTP
 // alone, with no parsing and no decision), and by a bare socket loop that reads until the body is
 // in and answers with one send (what the kernel and the machine cost any HTTP server). The
 // in-process rows time what the server's handlers do with the body (ServeFilter,
-// ServePrioritize) without HTTP. The machine line gives the share of CPU time the hypervisor took
+// ServePrioritize) without HTTP. One more row times filter requests sent after 5 or 15 ms of idle,
+// as at a live arrival rate. The machine line gives the share of CPU time the hypervisor took
 // (steal) during the run: the p99s follow it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -34,10 +35,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "httplib.h"
+#include "http/server.h"
 #include "scheduler_extender/server.h"
 #include "scheduler_extender/wire.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/http_client.h"
 
 namespace phalanx {
 namespace {
@@ -46,6 +48,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kNodes = 5000;
 constexpr int kPods = 100'000;
 constexpr int kRequests = 2000;
+constexpr int kSpacedRequests = 400;  // About 4 s of idle gaps.
 
 std::shared_ptr<const core::ClusterSnapshot> Cluster() {
   core::SnapshotBuilder b;
@@ -92,12 +95,8 @@ double TimeUs(Fn fn) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
-httplib::Client KeepAliveClient(int port) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);
-  client.set_default_headers({{"Accept-Encoding", "gzip"}});
-  return client;
+testing::HttpClient KeepAliveClient(int port) {
+  return testing::HttpClient(absl::StrCat("http://127.0.0.1:", port));
 }
 
 // The size of an HTTP message's head once it is complete (0 before), and its Content-Length;
@@ -230,40 +229,49 @@ CpuTicks ReadCpuTicks() {
   return {t[7], t[0] + t[1] + t[2] + t[5] + t[6] + t[7]};
 }
 
-std::string HttplibPost(httplib::Client& client, const char* path, const std::string& body) {
-  httplib::Result r = client.Post(path, body, "application/json");
-  if (!r || r->status != 200) std::abort();
+std::string CurlPost(testing::HttpClient& client, const char* path, const std::string& body) {
+  absl::StatusOr<testing::HttpReply> r = client.Post(path, body, {{"Accept-Encoding", "gzip"}});
+  if (!r.ok() || r->status != 200) std::abort();
   return r->body;
 }
 
 // Service times of the same request through each client and server, one of each in turn.
 struct TransportTimes {
-  Stats go_like;  // Go-like client, bare cpp-httplib server.
-  Stats httplib;  // cpp-httplib client and server.
+  Stats go_like;  // Go-like client, bare http::Server.
+  Stats curl;     // libcurl client, bare http::Server.
   Stats socket;   // Go-like client, bare socket server.
 };
 
 // `body` posted to bare servers (keep-alive, TCP_NODELAY like the extender's) that answer `reply`.
 TransportTimes Transport(const std::string& body, const std::string& reply) {
   BareServer bare(reply);  // Declared first: it waits for its client to go.
-  httplib::Server server;
-  server.set_keep_alive_max_count(100000);
-  server.set_tcp_nodelay(true);
-  server.Post("/",
-              [&](const auto&, auto& res) { res.set_content(reply, extender::kJsonContentType); });
-  int port = server.bind_to_any_port("127.0.0.1");
-  std::thread thread([&] { server.listen_after_bind(); });
-  GoLikeClient go(port), go_bare(bare.port());
-  httplib::Client client = KeepAliveClient(port);
-  std::vector<double> go_us, httplib_us, socket_us;
+  http::Server server(http::ServerOptions{});
+  server.Route("POST", "/", [&](const http::Request&, http::Response& res) {
+    res.content_type = extender::kJsonContentType;
+    res.body = reply;
+  });
+  if (!server.Start().ok()) std::abort();
+  GoLikeClient go(server.port()), go_bare(bare.port());
+  testing::HttpClient client = KeepAliveClient(server.port());
+  std::vector<double> go_us, curl_us, socket_us;
   for (int i = 0; i < kRequests; ++i) {
     go_us.push_back(TimeUs([&] { go.Post("/", body); }));
-    httplib_us.push_back(TimeUs([&] { HttplibPost(client, "/", body); }));
+    curl_us.push_back(TimeUs([&] { CurlPost(client, "/", body); }));
     socket_us.push_back(TimeUs([&] { go_bare.Post("/", body); }));
   }
-  server.stop();
-  thread.join();
-  return {Percentiles(go_us), Percentiles(httplib_us), Percentiles(socket_us)};
+  return {Percentiles(go_us), Percentiles(curl_us), Percentiles(socket_us)};
+}
+
+// Service times of `post` with the client idle 5 or 15 ms before each (in turn), as when
+// kube-scheduler calls at the rate pods arrive rather than through a backlog.
+template <typename Fn>
+Stats Spaced(Fn post) {
+  std::vector<double> us;
+  for (int i = 0; i < kSpacedRequests; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(i % 2 == 0 ? 15 : 5));
+    us.push_back(TimeUs(post));
+  }
+  return Percentiles(us);
 }
 
 void PrintRow(const char* name, Stats s, Stats floor) {
@@ -287,17 +295,17 @@ int Main() {
                            .now_ms = [] { return int64_t{0}; }});
   if (!server.Start().ok()) return 1;
   GoLikeClient go(server.port());
-  httplib::Client client = KeepAliveClient(server.port());
+  testing::HttpClient client = KeepAliveClient(server.port());
   for (int i = 0; i < 50; ++i) {  // Warm up.
     go.Post("/filter", body);
-    HttplibPost(client, "/filter", body);
+    CurlPost(client, "/filter", body);
   }
   const std::string filter_reply = go.Post("/filter", body);
   const std::string prioritize_reply = go.Post("/prioritize", body);
-  if (HttplibPost(client, "/prioritize", body) != prioritize_reply) std::abort();
+  if (CurlPost(client, "/prioritize", body) != prioritize_reply) std::abort();
   const CpuTicks before = ReadCpuTicks();
   // One of each in turn, so that a noisy moment of the machine falls on all alike.
-  std::vector<double> floor_us, filter_us, prioritize_us, httplib_filter_us, httplib_prioritize_us;
+  std::vector<double> floor_us, filter_us, prioritize_us, curl_filter_us, curl_prioritize_us;
   std::vector<double> handle_filter_us, handle_prioritize_us;
   for (int i = 0; i < kRequests; ++i) {
     floor_us.push_back(TimeUs([&] {
@@ -311,9 +319,10 @@ int Main() {
     }));
     filter_us.push_back(TimeUs([&] { go.Post("/filter", body); }));
     prioritize_us.push_back(TimeUs([&] { go.Post("/prioritize", body); }));
-    httplib_filter_us.push_back(TimeUs([&] { HttplibPost(client, "/filter", body); }));
-    httplib_prioritize_us.push_back(TimeUs([&] { HttplibPost(client, "/prioritize", body); }));
+    curl_filter_us.push_back(TimeUs([&] { CurlPost(client, "/filter", body); }));
+    curl_prioritize_us.push_back(TimeUs([&] { CurlPost(client, "/prioritize", body); }));
   }
+  const Stats spaced_filter = Spaced([&] { go.Post("/filter", body); });
   server.Stop();
   const TransportTimes filter_transport = Transport(body, filter_reply);
   const TransportTimes prioritize_transport = Transport(body, prioritize_reply);
@@ -336,18 +345,21 @@ int Main() {
   std::printf("Go-like client:\n");
   PrintRow("filter", Percentiles(filter_us), floor);
   PrintRow("prioritize", Percentiles(prioritize_us), floor);
-  std::printf("cpp-httplib client:\n");
-  PrintRow("filter", Percentiles(httplib_filter_us), floor);
-  PrintRow("prioritize", Percentiles(httplib_prioritize_us), floor);
+  std::printf("Go-like client, each request after 5 or 15 ms idle (%d requests):\n",
+              kSpacedRequests);
+  PrintRow("filter", spaced_filter, floor);
+  std::printf("libcurl client:\n");
+  PrintRow("filter", Percentiles(curl_filter_us), floor);
+  PrintRow("prioritize", Percentiles(curl_prioritize_us), floor);
   std::printf(
-      "transport only (canned replies of %zu and %zu bytes), bare cpp-httplib server, Go-like "
+      "transport only (canned replies of %zu and %zu bytes), bare http::Server, Go-like "
       "client:\n",
       filter_reply.size(), prioritize_reply.size());
   PrintRow("filter", filter_transport.go_like, floor);
   PrintRow("prioritize", prioritize_transport.go_like, floor);
-  std::printf("transport only, bare cpp-httplib server, cpp-httplib client:\n");
-  PrintRow("filter", filter_transport.httplib, floor);
-  PrintRow("prioritize", prioritize_transport.httplib, floor);
+  std::printf("transport only, bare http::Server, libcurl client:\n");
+  PrintRow("filter", filter_transport.curl, floor);
+  PrintRow("prioritize", prioritize_transport.curl, floor);
   std::printf("transport only, bare socket server, Go-like client:\n");
   PrintRow("filter", filter_transport.socket, floor);
   PrintRow("prioritize", prioritize_transport.socket, floor);

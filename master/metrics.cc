@@ -6,7 +6,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "httplib.h"
 #include "prometheus/text_serializer.h"
 #include "proto/grpc_codes.h"
 
@@ -137,30 +136,21 @@ MasterMetrics::InterceptorFactory() {
   return std::make_unique<RpcInterceptorFactory>(this);
 }
 
-MetricsServer::MetricsServer(std::function<std::string()> render)
-    : render_(std::move(render)), http_(std::make_unique<httplib::Server>()) {}
+MetricsServer::MetricsServer(std::function<std::string()> render) : render_(std::move(render)) {}
 
-MetricsServer::~MetricsServer() {
-  http_->stop();
-  if (thread_.joinable()) thread_.join();
-}
+MetricsServer::~MetricsServer() = default;
 
 absl::Status MetricsServer::Start(const std::string& host, int port) {
-  // SO_REUSEADDR (restarts bind over TIME_WAIT) rather than cpp-httplib's default SO_REUSEPORT.
-  http_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  http_ = std::make_unique<http::Server>(http::ServerOptions{.host = host, .port = port});
+  http_->Route("GET", "/metrics", [this](const http::Request&, http::Response& res) {
+    res.content_type = http::kPrometheusText;
+    res.body = render_();
   });
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
-  if (port_ < 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
-  return absl::OkStatus();
+  http_->Route("GET", "/healthz",
+               [](const http::Request&, http::Response& res) { res.body = "ok\n"; });
+  absl::Status started = http_->Start();
+  port_ = started.ok() ? http_->port() : -1;
+  return started;
 }
 
 }  // namespace phalanx::master

@@ -8,23 +8,19 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/support/server_interceptor.h"
+#include "http/server.h"
 #include "master/job_manager.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace phalanx::master {
 
@@ -65,8 +61,7 @@ class MetricsServer {
 
  private:
   std::function<std::string()> render_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<http::Server> http_;
   int port_ = -1;
 };
 

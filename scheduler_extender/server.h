@@ -1,4 +1,4 @@
-// phalanx-extender's HTTP server (cpp-httplib, keep-alive, optional TLS):
+// phalanx-extender's HTTP server (http/server.h: keep-alive, optional TLS):
 // POST /filter /prioritize /preempt /bind; GET /metrics /healthz /readyz /debug/queue.
 // Malformed JSON is 400 with a message, bodies over the limit 413, unknown paths 404.
 #ifndef PHALANX_SCHEDULER_EXTENDER_SERVER_H_
@@ -8,26 +8,21 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/snapshot.h"
+#include "http/server.h"
 #include "scheduler_extender/metrics.h"
 #include "scheduler_extender/verbs.h"
 #include "scheduler_extender/wire.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace phalanx::extender {
 
-// The Content-Type of every JSON reply. Not the bare "application/json": cpp-httplib gzips replies
-// of exactly that type whenever the client accepts gzip, as Go's client (kube-scheduler's) always
-// does, and compressing a 150 KB reply costs the extender over a millisecond, far more than the
-// bytes cost in-cluster.
+// The Content-Type of every JSON reply (never compressed: Go's client, kube-scheduler's, accepts
+// gzip, but compressing a 150 KB reply would cost the extender over a millisecond, far more than
+// the bytes cost in-cluster).
 inline constexpr char kJsonContentType[] = "application/json; charset=utf-8";
 
 struct ServerOptions {
@@ -61,7 +56,7 @@ class ExtenderServer {
   ExtenderServer(ServerOptions options, ServerDeps deps);
   ~ExtenderServer();
 
-  // Binds and starts serving on a background thread.
+  // Binds and starts serving in the background.
   absl::Status Start();
   void Stop();
   int port() const { return port_; }
@@ -71,8 +66,7 @@ class ExtenderServer {
 
   ServerOptions options_;
   ServerDeps deps_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<http::Server> http_;
   int port_ = 0;
 };
 

@@ -8,9 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "httplib.h"
+#include "absl/strings/str_cat.h"
 #include "simdjson.h"
 #include "tests/extender/cluster_fixture.h"
+#include "tests/testing/http_client.h"
 #include "tests/testing/promtool.h"
 
 namespace phalanx::extender {
@@ -41,16 +42,18 @@ class ServerTest : public ::testing::Test {
     server_ = std::make_unique<ExtenderServer>(
         ServerOptions{.host = "127.0.0.1", .port = 0, .max_body_bytes = 64 * 1024}, deps);
     ASSERT_TRUE(server_->Start().ok());
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    client_->set_keep_alive(true);
+    client_ = NewClient(server_->port());
   }
   void TearDown() override {
-    client_->stop();
+    client_.reset();
     server_->Stop();
   }
 
-  httplib::Result Post(const std::string& path, const std::string& body) {
-    return client_->Post(path.c_str(), body, "application/json");
+  static std::unique_ptr<testing::HttpClient> NewClient(int port) {
+    return std::make_unique<testing::HttpClient>(absl::StrCat("http://127.0.0.1:", port));
+  }
+  absl::StatusOr<testing::HttpReply> Post(const std::string& path, const std::string& body) {
+    return client_->Post(path, body);
   }
 
   std::shared_ptr<const core::ClusterSnapshot> snap_ = ExtenderTestCluster();
@@ -61,7 +64,7 @@ class ServerTest : public ::testing::Test {
   bool ready_ = true;
   BindArgs bound_;
   std::unique_ptr<ExtenderServer> server_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<testing::HttpClient> client_;
 };
 
 constexpr char kFilterNames[] =
@@ -70,22 +73,22 @@ constexpr char kFilterNames[] =
     "\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}";
 
 TEST_F(ServerTest, FilterNodeNames) {
-  httplib::Result r = Post("/filter", Testdata("filter_node_names.json"));
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/filter", Testdata("filter_node_names.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, kFilterNames);
 }
 
 TEST_F(ServerTest, FilterLowercaseKeys) {
-  httplib::Result r = Post("/filter", Testdata("filter_lowercase.json"));
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/filter", Testdata("filter_lowercase.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, kFilterNames);
 }
 
 TEST_F(ServerTest, FilterNodeListReturnsNodesUnchanged) {
   std::string request = Testdata("filter_node_list.json");
-  httplib::Result r = Post("/filter", request);
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/filter", request);
+  ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->status, 200);
   simdjson::dom::parser parser;
   simdjson::dom::element reply = parser.parse(r->body);
@@ -102,28 +105,26 @@ TEST_F(ServerTest, FilterNodeListReturnsNodesUnchanged) {
 }
 
 TEST_F(ServerTest, PrioritizePacks) {
-  httplib::Result r = Post("/prioritize", Testdata("filter_node_names.json"));
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/prioritize", Testdata("filter_node_names.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
   // Used GPUs after placing 2, out of 8, times 10: (0+2)*10/8 = 2; (7+2) -> 11, capped at 10;
   // (2+2)*10/8 = 5.
   EXPECT_EQ(r->body,
             "[{\"Host\":\"gpu-node-01\",\"Score\":2},{\"Host\":\"gpu-node-02\",\"Score\":10},"
             "{\"Host\":\"gpu-node-03\",\"Score\":5}]");
-  httplib::Result list = Post("/prioritize", Testdata("filter_node_list.json"));
-  ASSERT_TRUE(list);
+  absl::StatusOr<testing::HttpReply> list = Post("/prioritize", Testdata("filter_node_list.json"));
+  ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->body, r->body);
 }
 
 // Go's client, kube-scheduler's, accepts gzip on every request; a compressed reply costs the
 // extender far more CPU than the bytes cost in-cluster, so replies go out plain.
 TEST_F(ServerTest, RepliesStayUncompressedWhenTheClientAcceptsGzip) {
-  client_->set_decompress(false);
-  httplib::Headers gzip = {{"Accept-Encoding", "gzip"}};
-  httplib::Result r =
-      client_->Post("/prioritize", gzip, Testdata("filter_node_names.json"), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_FALSE(r->has_header("Content-Encoding"));
-  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json; charset=utf-8");
+  absl::StatusOr<testing::HttpReply> r = client_->Post(
+      "/prioritize", Testdata("filter_node_names.json"), {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->headers.count("content-encoding"), 0u);
+  EXPECT_EQ(r->Header("content-type"), "application/json; charset=utf-8");
   EXPECT_EQ(r->body.front(), '[');
 }
 
@@ -174,20 +175,20 @@ constexpr char kPreempt[] =
     "{\"UID\":\"low-a-1\"}],\"NumPDBViolations\":0}}}";
 
 TEST_F(ServerTest, PreemptWidensToGangsAndDropsNonPreemptible) {
-  httplib::Result r = Post("/preempt", Testdata("preempt_meta.json"));
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/preempt", Testdata("preempt_meta.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, kPreempt);
 }
 
 TEST_F(ServerTest, PreemptWithFullVictimPods) {
-  httplib::Result r = Post("/preempt", Testdata("preempt_full_pods.json"));
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/preempt", Testdata("preempt_full_pods.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, kPreempt);
 }
 
 TEST_F(ServerTest, Bind) {
-  httplib::Result r = Post("/bind", Testdata("bind.json"));
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/bind", Testdata("bind.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, "{\"Error\":\"\"}");
   EXPECT_EQ(bound_.pod_name, "resnet-train-0-x7k2p");
   EXPECT_EQ(bound_.pod_namespace, "ml");
@@ -196,8 +197,8 @@ TEST_F(ServerTest, Bind) {
 }
 
 TEST_F(ServerTest, MalformedBodiesAre400WithAMessage) {
-  httplib::Result r = Post("/filter", "{not json");
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/filter", "{not json");
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 400);
   EXPECT_NE(r->body.find("invalid JSON"), std::string::npos) << r->body;
   r = Post("/filter", "{\"NodeNames\":[\"a\"]}");
@@ -211,14 +212,14 @@ TEST_F(ServerTest, MalformedBodiesAre400WithAMessage) {
 }
 
 TEST_F(ServerTest, OversizedBodiesAre413) {
-  httplib::Result r = Post("/filter", std::string(65 * 1024, ' '));
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/filter", std::string(65 * 1024, ' '));
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 413);
 }
 
 TEST_F(ServerTest, UnknownVerbsAre404) {
-  httplib::Result r = Post("/schedule", "{}");
-  ASSERT_TRUE(r);
+  absl::StatusOr<testing::HttpReply> r = Post("/schedule", "{}");
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(r->body, "unknown path /schedule\n");
 }
@@ -251,9 +252,9 @@ TEST_F(ServerTest, MetricsPassPromtool) {
   metrics_.AddPreemptions(1);
   metrics_.SetCacheObjects("pods", 7);
   metrics_.SetWatchRestarts(1);
-  httplib::Result r = client_->Get("/metrics");
+  absl::StatusOr<testing::HttpReply> r = client_->Get("/metrics");
   ASSERT_EQ(r->status, 200);
-  EXPECT_EQ(r->get_header_value("Content-Type").rfind("text/plain", 0), 0u);
+  EXPECT_EQ(r->Header("content-type").rfind("text/plain", 0), 0u);
   absl::Status lint = testing::PromtoolCheck(r->body);
   EXPECT_TRUE(lint.ok()) << lint << "\n" << r->body;
 }
@@ -263,7 +264,6 @@ TEST_F(ServerTest, MetricsPassPromtool) {
 TEST_F(ServerTest, RestartBindsOverTimeWaitButNotOverALiveServer) {
   const int port = server_->port();
   ASSERT_EQ(client_->Get("/healthz")->status, 200);  // A connection the server will close.
-  client_->stop();
   server_->Stop();  // The server closes first: its side of the connection is in TIME_WAIT.
   ServerDeps deps{.verbs = &verbs_,
                   .metrics = &metrics_,
@@ -277,7 +277,7 @@ TEST_F(ServerTest, RestartBindsOverTimeWaitButNotOverALiveServer) {
   ASSERT_TRUE(again.ok()) << again;
   ExtenderServer second(ServerOptions{.host = "127.0.0.1", .port = port}, deps);
   EXPECT_FALSE(second.Start().ok());
-  client_ = std::make_unique<httplib::Client>("127.0.0.1", port);
+  client_ = NewClient(port);
   EXPECT_EQ(client_->Get("/healthz")->status, 200);
 }
 

@@ -2,8 +2,8 @@
 // served over HTTP and linted by the real promtool.
 #include "master/metrics.h"
 
-#include "httplib.h"
 #include "tests/master/service_fixture.h"
+#include "tests/testing/http_client.h"
 #include "tests/testing/promtool.h"
 
 namespace phalanx::master {
@@ -37,9 +37,9 @@ TEST_F(ServiceTest, MetricsRecordCallsAndStateAndPassPromtool) {
     return metrics.Serialize();
   });
   ASSERT_TRUE(http.Start("127.0.0.1", 0).ok());
-  httplib::Client client("127.0.0.1", http.port());
-  httplib::Result r = client.Get("/metrics");
-  ASSERT_TRUE(r);
+  phalanx::testing::HttpClient client(absl::StrCat("http://127.0.0.1:", http.port()));
+  absl::StatusOr<phalanx::testing::HttpReply> r = client.Get("/metrics");
+  ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->status, 200);
   const std::string& text = r->body;
   EXPECT_THAT(text, HasSubstr("phalanx_master_grpc_requests_total{code=\"OK\",method=\"/phalanx.v1."

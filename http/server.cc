@@ -1,0 +1,200 @@
+// phalanx's embedded HTTP/1.1 server on libmicrohttpd (see server.h).
+#include "http/server.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace phalanx::http {
+namespace {
+
+// Idle keep-alive connections close after this long. Longer than the 90 s after which Go's client
+// (kube-scheduler's) drops an idle connection, so the client closes first and never sends a
+// request on a connection the server has just closed.
+constexpr unsigned kIdleTimeoutSeconds = 120;
+// Each connection's memory for the request head and its reads: a 60 KB body arrives in a few
+// reads.
+constexpr size_t kConnectionMemory = 128 << 10;
+
+std::mutex
+    log_mu;  // Guards Server::last_error_ of every server (libmicrohttpd logs from any thread).
+
+Response Text(int status, absl::string_view line) {
+  return Response{.status = status, .body = absl::StrCat(line, "\n")};
+}
+
+Response TooLarge() { return Text(413, "request body too large"); }
+
+// Queues `res`; its body is handed to libmicrohttpd without a copy.
+MHD_Result Send(MHD_Connection* connection, Response res) {
+  auto* body = new std::string(std::move(res.body));
+  MHD_Response* r = MHD_create_response_from_buffer_with_free_callback_cls(
+      body->size(), body->data(), [](void* p) { delete static_cast<std::string*>(p); }, body);
+  if (r == nullptr) {
+    delete body;
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res.content_type.c_str());
+  MHD_Result queued = MHD_queue_response(connection, static_cast<unsigned>(res.status), r);
+  MHD_destroy_response(r);
+  return queued;
+}
+
+absl::Status ReadFile(const std::string& path, absl::string_view field, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": cannot read ", path));
+  }
+  out = text.str();
+  return absl::OkStatus();
+}
+
+// A request whose body is still arriving.
+struct Pending {
+  std::string body;
+  bool too_large = false;  // The body outgrew the limit: the rest is read and dropped.
+};
+
+}  // namespace
+
+struct Callbacks {
+  static MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url,
+                              const char* method, const char* /*version*/, const char* data,
+                              size_t* size, void** state) {
+    const Server& server = *static_cast<const Server*>(cls);
+    const size_t limit = server.options_.max_body_bytes;
+    auto* pending = static_cast<Pending*>(*state);
+    if (pending == nullptr) {  // The head is in.
+      const char* length =
+          MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+      size_t declared = 0;
+      if (length != nullptr && absl::SimpleAtoi(length, &declared) && declared > limit) {
+        return Send(connection, TooLarge());  // Before the body: the connection closes after.
+      }
+      pending = new Pending;
+      pending->body.reserve(declared);
+      *state = pending;
+      return MHD_YES;
+    }
+    if (*size != 0) {  // More of the body.
+      if (pending->too_large || pending->body.size() + *size > limit) {
+        pending->too_large = true;
+      } else {
+        pending->body.append(data, *size);
+      }
+      *size = 0;
+      return MHD_YES;
+    }
+    if (pending->too_large) return Send(connection, TooLarge());
+    Request request{.method = method, .path = url, .body = std::move(pending->body)};
+    return Send(connection, server.Dispatch(request));
+  }
+
+  static void OnCompleted(void* /*cls*/, MHD_Connection* /*connection*/, void** state,
+                          MHD_RequestTerminationCode /*why*/) {
+    delete static_cast<Pending*>(*state);
+    *state = nullptr;
+  }
+
+  static void OnLog(void* cls, const char* format, va_list args) {
+    char line[512];
+    std::vsnprintf(line, sizeof(line), format, args);
+    absl::string_view text(line);
+    while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    std::lock_guard<std::mutex> lock(log_mu);
+    static_cast<Server*>(cls)->last_error_ = std::string(text);
+  }
+};
+
+Server::Server(ServerOptions options) : options_(std::move(options)) {}
+
+Server::~Server() { Stop(); }
+
+void Server::Route(const std::string& method, const std::string& path, Handler handler) {
+  routes_[{path, method}] = std::move(handler);
+}
+
+Response Server::Dispatch(Request& request) const {
+  auto route = routes_.find({request.path, request.method});
+  if (route == routes_.end()) {
+    auto same_path = routes_.lower_bound({request.path, ""});
+    if (same_path != routes_.end() && same_path->first.first == request.path) {
+      return Text(405, absl::StrCat(request.method, " is not allowed on ", request.path));
+    }
+    return Text(404, absl::StrCat("unknown path ", request.path));
+  }
+  Response res;
+  try {
+    route->second(request, res);
+  } catch (const std::exception& e) {
+    return Text(500, absl::StrCat("internal error: ", e.what()));
+  }
+  return res;
+}
+
+absl::Status Server::Start() {
+  const bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
+  if (tls) {
+    absl::Status read = ReadFile(options_.tls_cert_file, "tls_cert_file", tls_cert_);
+    if (read.ok()) read = ReadFile(options_.tls_key_file, "tls_key_file", tls_key_);
+    if (!read.ok()) return read;
+  }
+  const std::string where = absl::StrCat(options_.host, ":", options_.port);
+  addrinfo hints{};
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* address = nullptr;
+  if (getaddrinfo(options_.host.c_str(), std::to_string(options_.port).c_str(), &hints, &address) !=
+      0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": unknown host"));
+  }
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                   MHD_USE_ERROR_LOG;
+  if (address->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (tls) flags |= MHD_USE_TLS;
+  std::vector<MHD_OptionItem> options = {
+      {MHD_OPTION_SOCK_ADDR, 0, address->ai_addr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, kIdleTimeoutSeconds, nullptr},
+      {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(kConnectionMemory), nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Callbacks::OnCompleted), this},
+      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::OnLog), this},
+  };
+  if (tls) {
+    options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, tls_cert_.data()});
+    options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, tls_key_.data()});
+  }
+  options.push_back({MHD_OPTION_END, 0, nullptr});
+  daemon_ = MHD_start_daemon(flags, static_cast<uint16_t>(options_.port), nullptr, nullptr,
+                             &Callbacks::OnRequest, this, MHD_OPTION_ARRAY, options.data(),
+                             MHD_OPTION_END);
+  freeaddrinfo(address);
+  if (daemon_ == nullptr) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", last_error_));
+  }
+  port_ = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
+  return absl::OkStatus();
+}
+
+void Server::Stop() {
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+  daemon_ = nullptr;
+}
+
+}  // namespace phalanx::http

@@ -1,0 +1,80 @@
+// phalanx's embedded HTTP/1.1 server, on libmicrohttpd: keep-alive connections, each served by its
+// own thread (a slow handler on one connection never holds up another), optional TLS, routes by
+// method and exact path. A body over the limit is 413, an unknown path 404 and a known path with
+// another method 405, each with a one-line text body. Handlers run on the connections' threads,
+// so they may run at once.
+#ifndef PHALANX_HTTP_SERVER_H_
+#define PHALANX_HTTP_SERVER_H_
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+
+struct MHD_Daemon;
+
+namespace phalanx::http {
+
+struct Request {
+  std::string method;
+  std::string path;
+  std::string body;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+using Handler = std::function<void(const Request&, Response&)>;
+
+// The Content-Type of Prometheus' text exposition format.
+inline constexpr char kPrometheusText[] = "text/plain; version=0.0.4; charset=utf-8";
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // An address or a name to listen on.
+  int port = 0;                    // 0 picks a free port.
+  size_t max_body_bytes = 64 << 20;
+  std::string tls_cert_file;  // Both set: HTTPS (PEM files).
+  std::string tls_key_file;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();  // Stops.
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Registers `handler` for `method` ("GET", "POST") on `path`. Only before Start.
+  void Route(const std::string& method, const std::string& path, Handler handler);
+  // Listens and serves in the background. InvalidArgument when a TLS file cannot be read;
+  // Unavailable, with libmicrohttpd's reason, when the server cannot start (the address is taken,
+  // the certificate or key is unusable).
+  absl::Status Start();
+  // Waits for running handlers, then closes every connection. Idempotent.
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  friend struct Callbacks;  // libmicrohttpd's callbacks (server.cc).
+
+  // The response for a whole request: its handler's, or 404 / 405.
+  Response Dispatch(Request& request) const;
+
+  ServerOptions options_;
+  std::map<std::pair<std::string, std::string>, Handler> routes_;  // (path, method)
+  std::string tls_cert_;
+  std::string tls_key_;
+  std::string last_error_;  // What libmicrohttpd logged last (start-up errors).
+  MHD_Daemon* daemon_ = nullptr;
+  int port_ = 0;
+};
+
+}  // namespace phalanx::http
+
+#endif  // PHALANX_HTTP_SERVER_H_

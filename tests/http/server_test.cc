@@ -1,0 +1,174 @@
+// The embedded HTTP server over real sockets: routing (404, 405), body limits with and without a
+// Content-Length, keep-alive, handlers running at once, a throwing handler, TLS with a certificate
+// made for the test, and start-up errors that say what failed.
+#include "http/server.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/testing/http_client.h"
+
+namespace phalanx::http {
+namespace {
+
+using testing::HttpClient;
+using testing::HttpReply;
+
+std::string Url(const Server& server) { return absl::StrCat("http://127.0.0.1:", server.port()); }
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_.Route("POST", "/echo", [](const Request& req, Response& res) {
+      res.content_type = "application/json";
+      res.body = absl::StrCat(req.method, " ", req.path, " ", req.body);
+    });
+    server_.Route("GET", "/status", [](const Request&, Response& res) {
+      res.status = 503;
+      res.body = "not yet\n";
+    });
+    server_.Route("GET", "/throw",
+                  [](const Request&, Response&) { throw std::runtime_error("boom"); });
+    ASSERT_TRUE(server_.Start().ok());
+  }
+
+  Server server_{ServerOptions{.max_body_bytes = 1024}};
+};
+
+TEST_F(HttpServerTest, RoutesByMethodAndPath) {
+  HttpClient client(Url(server_));
+  absl::StatusOr<HttpReply> r = client.Post("/echo", "{\"a\":1}");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "POST /echo {\"a\":1}");
+  EXPECT_EQ(r->Header("content-type"), "application/json");
+  r = client.Get("/status");
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->body, "not yet\n");
+  EXPECT_EQ(r->Header("content-type"), "text/plain; charset=utf-8");
+  r = client.Get("/echo");
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->body, "GET is not allowed on /echo\n");
+  r = client.Post("/nothing", "{}");
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(r->body, "unknown path /nothing\n");
+}
+
+TEST_F(HttpServerTest, AThrowingHandlerIs500AndTheServerGoesOn) {
+  HttpClient client(Url(server_));
+  absl::StatusOr<HttpReply> r = client.Get("/throw");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->body, "internal error: boom\n");
+  EXPECT_EQ(client.Post("/echo", "x")->status, 200);
+}
+
+TEST_F(HttpServerTest, BodiesOverTheLimitAre413WithOrWithoutALength) {
+  HttpClient client(Url(server_));
+  absl::StatusOr<HttpReply> r = client.Post("/echo", std::string(1024, 'x'));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);  // At the limit.
+  r = client.Post("/echo", std::string(1025, 'x'));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(r->body, "request body too large\n");
+  r = client.Post("/echo", std::string(8 << 20, 'x'));  // Refused before it is sent.
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 413);
+  // Chunked: no Content-Length to refuse up front, so the body is read and dropped.
+  r = client.Post("/echo", std::string(5000, 'x'), {{"Transfer-Encoding", "chunked"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 413);
+  r = client.Post("/echo", "small", {{"Transfer-Encoding", "chunked"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, "POST /echo small");
+}
+
+// A slow request on one connection does not hold up another's.
+TEST_F(HttpServerTest, ConnectionsAreServedAtOnce) {
+  Server server(ServerOptions{});
+  std::atomic<int> inside{0};
+  std::atomic<int> most{0};
+  server.Route("GET", "/slow", [&](const Request&, Response&) {
+    int now = ++inside;
+    most = std::max(most.load(), now);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    --inside;
+  });
+  ASSERT_TRUE(server.Start().ok());
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 2; ++i) {
+    callers.emplace_back([&] { EXPECT_EQ(HttpClient(Url(server)).Get("/slow")->status, 200); });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(most.load(), 2);
+}
+
+TEST_F(HttpServerTest, AnAddressInUseSaysSo) {
+  Server second(ServerOptions{.port = server_.port()});
+  absl::Status st = second.Start();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find(absl::StrCat("cannot listen on 127.0.0.1:", server_.port())),
+            std::string::npos)
+      << st;
+}
+
+// A self-signed certificate for 127.0.0.1, made with the openssl command.
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/phalanx-http-tls-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    const std::string make =
+        absl::StrCat("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 ",
+                     "-addext subjectAltName=IP:127.0.0.1 -keyout ", dir_, "/key.pem -out ", dir_,
+                     "/cert.pem 2>/dev/null");
+    ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  }
+  void TearDown() override { std::system(absl::StrCat("rm -rf ", dir_).c_str()); }
+
+  std::string dir_;
+};
+
+TEST_F(TlsTest, ServesHttpsWithTheGivenCertificate) {
+  Server server(
+      ServerOptions{.tls_cert_file = dir_ + "/cert.pem", .tls_key_file = dir_ + "/key.pem"});
+  server.Route("GET", "/healthz", [](const Request&, Response& res) { res.body = "ok\n"; });
+  absl::Status st = server.Start();
+  ASSERT_TRUE(st.ok()) << st;
+  const std::string base = absl::StrCat("https://127.0.0.1:", server.port());
+  absl::StatusOr<HttpReply> r = HttpClient(base, dir_ + "/cert.pem").Get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, "ok\n");
+  // A client that does not trust the certificate is refused, and plain HTTP gets no reply.
+  EXPECT_FALSE(HttpClient(base, "/etc/ssl/certs/ca-certificates.crt").Get("/healthz").ok());
+  EXPECT_FALSE(HttpClient(Url(server)).Get("/healthz").ok());
+}
+
+TEST_F(TlsTest, UnreadableOrUnusableFilesAreErrors) {
+  Server missing(
+      ServerOptions{.tls_cert_file = dir_ + "/none.pem", .tls_key_file = dir_ + "/key.pem"});
+  absl::Status st = missing.Start();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("tls_cert_file: cannot read"), std::string::npos) << st;
+  std::ofstream(dir_ + "/junk.pem") << "not a key\n";
+  Server junk(
+      ServerOptions{.tls_cert_file = dir_ + "/cert.pem", .tls_key_file = dir_ + "/junk.pem"});
+  st = junk.Start();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("cannot listen on"), std::string::npos) << st;
+}
+
+}  // namespace
+}  // namespace phalanx::http
