@@ -106,13 +106,39 @@ absl::Status JobManager::StartLaunches(const std::vector<Launch>& launches) {
   return first;
 }
 
-void JobManager::StartQueuedLaunches() {
-  std::vector<Launch> launches;
-  {
-    absl::MutexLock lock(&mu_);
-    launches.swap(queued_launches_);
+void JobManager::DoQueuedPodWork() {
+  while (true) {
+    std::vector<Launch> launches;
+    std::vector<PodRef> deletions;
+    {
+      absl::MutexLock lock(&mu_);
+      launches.swap(queued_launches_);
+      deletions.swap(queued_deletions_);
+    }
+    if (launches.empty() && deletions.empty()) return;
+    DeletePods(deletions);
+    // Failures are logged and retried; an undone run queues its pods' deletion.
+    if (!launches.empty()) (void)StartLaunches(launches);
   }
-  if (!launches.empty()) (void)StartLaunches(launches);  // Failures are logged and retried.
+}
+
+void JobManager::DeleteLaterLocked(const std::string& ns, const std::string& name) {
+  queued_deletions_.push_back({.ns = ns, .name = name});
+}
+
+void JobManager::DeletePods(const std::vector<PodRef>& pods) {
+  std::vector<std::pair<PodRef, absl::Status>> failed;
+  for (const PodRef& pod : pods) {
+    absl::Status s = pods_.DeletePod(pod.ns, pod.name);
+    if (!s.ok() && !absl::IsNotFound(s)) failed.emplace_back(pod, s);
+  }
+  if (failed.empty()) return;
+  absl::MutexLock lock(&mu_);
+  for (auto& [pod, s] : failed) {
+    EventLocked(absl::StrCat("deleting pod ", pod.ns, "/", pod.name, ": ", s.message(),
+                             "; tried again at the next tick"));
+    failed_deletions_.push_back(std::move(pod));
+  }
 }
 
 absl::Status JobManager::CreatePods(const std::vector<nlohmann::json>& pods) {
@@ -127,7 +153,7 @@ absl::Status JobManager::StartedLocked(const Alloc& launched, const absl::Status
   const std::string& id = launched.rec.id;
   auto it = allocs_.find(id);
   if (it == allocs_.end()) {  // Ended while its pods were being created: they go too.
-    for (const std::string& name : launched.pod_names) (void)pods_.DeletePod(launched.rec.ns, name);
+    for (const std::string& name : launched.pod_names) DeleteLaterLocked(launched.rec.ns, name);
     return absl::OkStatus();
   }
   Alloc& a = it->second;
@@ -174,13 +200,9 @@ absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
 absl::Status JobManager::TerminateLocked(Alloc& a) {
   a.rec.state = AllocState::kTerminating;
   KUBE_RETURN_IF_ERROR(store_.UpdateAllocation(a.rec));
-  absl::Status result;
-  for (const std::string& name : a.pod_names) {
-    absl::Status s = pods_.DeletePod(a.rec.ns, name);
-    if (!s.ok() && !absl::IsNotFound(s)) result.Update(s);
-  }
+  for (const std::string& name : a.pod_names) DeleteLaterLocked(a.rec.ns, name);
   FinishIfGoneLocked(a);
-  return result;
+  return absl::OkStatus();
 }
 
 void JobManager::FinishIfGoneLocked(Alloc& a) {
@@ -302,7 +324,7 @@ void JobManager::OnPod(const PodState& pod) {
   ++stats_.pod_events;
   auto it = allocs_.find(pod.allocation_id);
   if (it == allocs_.end()) {
-    if (!pod.deleting) (void)pods_.DeletePod(pod.ns, pod.name);  // An orphan.
+    if (!pod.deleting) DeleteLaterLocked(pod.ns, pod.name);  // An orphan.
     return;
   }
   it->second.pods[pod.name] = pod;

@@ -119,6 +119,7 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
   // and their pods created outside it. The job, its trials and their first runs are stored in one
   // commit; only then do the pods start. A run that cannot be built here is left to Reconcile
   // (Tick), which records why.
+  PodsAfterUnlock cleanup(this);  // Deletes the pods of a run undone below.
   Submission sub{.job = std::move(job), .trials = std::move(trials)};
   {
     absl::MutexLock lock(&mu_);

@@ -2,7 +2,7 @@
 //
 // The store (Postgres) holds the truth; the manager keeps the open allocations and their observed
 // pods in memory, behind one mutex. Every change is written to the store before the call returns.
-// New runs' pods are created after the mutex is released (StartLaunches).
+// Pods are created and deleted after the mutex is released (StartLaunches, DoQueuedPodWork).
 //
 // Life of a job. A task is a job with exactly one trial, so both follow the same rules:
 //   1. Reconcile(job) is the single place that decides what should run: an ACTIVE job gets one
@@ -95,6 +95,8 @@ class JobManager {
 
   absl::Status Pause(const std::string& job_id);
   absl::Status Activate(const std::string& job_id);
+  // Kills the job: its runs end and their pods are deleted once the call has released the lock
+  // (a deletion the API server refuses is logged and tried again at the next Tick).
   absl::Status Kill(const std::string& job_id);
   absl::Status SetPriority(const std::string& job_id, int priority);
   // Moves `job_id` just ahead of (or behind) `anchor`, which must share its pool and priority.
@@ -195,25 +197,37 @@ class JobManager {
   absl::StatusOr<Launch> PrepareRunLocked(const JobRecord& job, TrialRecord trial,
                                           const ExperimentConfig* parsed = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Opens the stored run's allocation and queues it for StartQueuedLaunches.
+  // Opens the stored run's allocation and queues it for DoQueuedPodWork.
   void LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates the pods of `launches` without the lock (against the API server each pod is a round
   // trip, and a gang's would hold up every other call: GetJobs, pod events, kills), then takes it
   // to finish each with StartedLocked, logging failures. The first failure, if any.
   absl::Status StartLaunches(const std::vector<Launch>& launches) ABSL_LOCKS_EXCLUDED(mu_);
-  // StartLaunches of the runs LaunchLocked queued. Public methods that can open runs call it once
+  // Deletes the pods DeleteLaterLocked queued, then StartLaunches of the runs LaunchLocked queued,
+  // until neither queue holds anything. Public methods that can open or end runs call it once
   // their lock is released, through a PodsAfterUnlock declared before their MutexLock.
-  void StartQueuedLaunches() ABSL_LOCKS_EXCLUDED(mu_);
+  void DoQueuedPodWork() ABSL_LOCKS_EXCLUDED(mu_);
   class PodsAfterUnlock {
    public:
     explicit PodsAfterUnlock(JobManager* manager) : manager_(manager) {}
-    ~PodsAfterUnlock() { manager_->StartQueuedLaunches(); }
+    ~PodsAfterUnlock() { manager_->DoQueuedPodWork(); }
 
    private:
     JobManager* manager_;
   };
   // Creates `pods` in order, up to the first failure (AlreadyExists is none). Needs no lock.
   absl::Status CreatePods(const std::vector<nlohmann::json>& pods);
+  struct PodRef {
+    std::string ns;
+    std::string name;
+  };
+  // Queues the pod's deletion for DoQueuedPodWork (against the API server each deletion is a
+  // round trip, and a gang's would hold up every other call).
+  void DeleteLaterLocked(const std::string& ns, const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes `pods` without the lock; a deletion that fails (other than NotFound) is logged and
+  // queued again by the next Tick.
+  void DeletePods(const std::vector<PodRef>& pods) ABSL_LOCKS_EXCLUDED(mu_);
   // After an opened allocation's pods were created (`created`, possibly without the lock): logs
   // the start, or undoes the run on failure; deletes the pods again when the allocation ended
   // meanwhile.
@@ -253,8 +267,11 @@ class JobManager {
   absl::flat_hash_set<std::string> dirty_jobs_ ABSL_GUARDED_BY(mu_);
   // Jobs whose last Reconcile or submission could not start every run: Tick tries them again.
   absl::flat_hash_set<std::string> retry_jobs_ ABSL_GUARDED_BY(mu_);
-  // Runs opened whose pods are not created yet (LaunchLocked, StartQueuedLaunches).
+  // Runs opened whose pods are not created yet, and pods to delete (DoQueuedPodWork).
   std::vector<Launch> queued_launches_ ABSL_GUARDED_BY(mu_);
+  std::vector<PodRef> queued_deletions_ ABSL_GUARDED_BY(mu_);
+  // Deletions that failed: Tick queues them again.
+  std::vector<PodRef> failed_deletions_ ABSL_GUARDED_BY(mu_);
   // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.
   ActiveJobs active_jobs_ ABSL_GUARDED_BY(mu_);
   // The last ids handed out; read from the store before the first submission and again after a

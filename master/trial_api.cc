@@ -87,7 +87,11 @@ void JobManager::Tick(absl::Time now) {
                              "; deleting its pods"));
     (void)TerminateLocked(*a);
   }
-  // Retries runs that could not start (API server or database errors).
+  // Retries pod deletions that failed, and runs that could not start (API server or database
+  // errors).
+  queued_deletions_.insert(queued_deletions_.end(), failed_deletions_.begin(),
+                           failed_deletions_.end());
+  failed_deletions_.clear();
   dirty_jobs_.merge(retry_jobs_);
   retry_jobs_.clear();
   (void)ReconcileDirtyLocked();

@@ -27,7 +27,18 @@ void FakePodClient::OnCreate(std::function<absl::Status(const nlohmann::json& po
   on_create_ = std::move(hook);
 }
 
+void FakePodClient::OnDelete(std::function<absl::Status(const std::string& name)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_delete_ = std::move(hook);
+}
+
 absl::Status FakePodClient::DeletePod(const std::string& ns, const std::string& name) {
+  std::function<absl::Status(const std::string&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = on_delete_;
+  }
+  if (absl::Status s = hook ? hook(name) : absl::OkStatus(); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   if (pods_.erase(absl::StrCat(ns, "/", name))) deleted_.push_back(name);
   return absl::OkStatus();

@@ -30,6 +30,9 @@ class FakePodClient final : public PodClient {
   // Runs `hook` at the start of every CreatePod, without the fake's lock; an error from it fails
   // the creation.
   void OnCreate(std::function<absl::Status(const nlohmann::json& pod)> hook);
+  // Runs `hook` at the start of every DeletePod, without the fake's lock; an error from it fails
+  // the deletion.
+  void OnDelete(std::function<absl::Status(const std::string& name)> hook);
 
  private:
   std::mutex mu_;
@@ -37,6 +40,7 @@ class FakePodClient final : public PodClient {
   int creates_ = 0;
   std::vector<std::string> deleted_;
   std::function<absl::Status(const nlohmann::json&)> on_create_;
+  std::function<absl::Status(const std::string&)> on_delete_;
 };
 
 }  // namespace phalanx::master::testing

@@ -9,6 +9,7 @@
 namespace phalanx::master {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 
 TEST_F(ServiceTest, LoginAndUsers) {
@@ -198,6 +199,46 @@ TEST_F(ServiceTest, KillDeletesEveryPod) {
   EXPECT_EQ(experiments_->KillExperiment(Ctx().get(), kill, Ignored<v1::KillExperimentResponse>())
                 .error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// Pods are deleted without the manager's lock (each is an API round trip): while a killed gang's
+// first pod is being deleted, another caller reads the queue.
+TEST_F(ServiceTest, PodsAreDeletedWithoutTheManagerLock) {
+  v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");  // Two pods.
+  std::future<size_t> other;
+  bool waited_for_the_lock = false;
+  pods_.OnDelete([&](const std::string&) -> absl::Status {
+    if (other.valid()) return absl::OkStatus();
+    other = std::async(std::launch::async, [&] { return jobs_->Queue("")->size(); });
+    waited_for_the_lock = other.wait_for(std::chrono::seconds(10)) != std::future_status::ready;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  EXPECT_FALSE(waited_for_the_lock);
+  ASSERT_TRUE(other.valid());
+  EXPECT_EQ(other.get(), 0u);  // The kill was recorded before its pods went.
+  EXPECT_TRUE(pods_.pods().empty());
+  ReapDeleted();
+  EXPECT_EQ(Get(exp.id()).experiment().state(), v1::EXPERIMENT_STATE_CANCELED);
+}
+
+// A deletion the API server refuses does not fail the kill: it is logged and tried again at the
+// next tick.
+TEST_F(ServiceTest, FailedPodDeletionIsRetriedAtTheNextTick) {
+  v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");
+  std::vector<std::string> events;
+  jobs_->SetEventLog([&](const std::string& line) { events.push_back(line); });
+  int calls = 0;
+  pods_.OnDelete([&](const std::string&) {
+    return ++calls == 1 ? absl::UnavailableError("API server down") : absl::OkStatus();
+  });
+  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  EXPECT_EQ(pods_.pods().size(), 1u);
+  EXPECT_THAT(events, Contains(HasSubstr("API server down; tried again at the next tick")));
+  jobs_->Tick(absl::Now());
+  EXPECT_TRUE(pods_.pods().empty());
+  ReapDeleted();
+  EXPECT_EQ(Get(exp.id()).experiment().state(), v1::EXPERIMENT_STATE_CANCELED);
 }
 
 // Pods are created without the manager's lock (each is an API round trip): while the first pod of
