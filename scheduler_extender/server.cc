@@ -64,20 +64,17 @@ ExtenderServer::~ExtenderServer() { Stop(); }
 void ExtenderServer::Routes() {
   http::Server& s = *http_;
   Verbs* verbs = deps_.verbs;
-  s.Route("POST", "/filter",
-          Timed(deps_.metrics, "filter", [this, verbs](const auto& req, auto& res) {
-            absl::StatusOr<std::string> reply =
-                ServeFilter(*verbs, *deps_.snapshot(), req.body, deps_.now_ms());
-            if (!reply.ok()) return BadRequest(res, reply.status());
-            SetJson(res, *std::move(reply));
-          }));
-  s.Route("POST", "/prioritize",
-          Timed(deps_.metrics, "prioritize", [this, verbs](const auto& req, auto& res) {
-            absl::StatusOr<std::string> reply =
-                ServePrioritize(*verbs, *deps_.snapshot(), req.body, deps_.now_ms());
-            if (!reply.ok()) return BadRequest(res, reply.status());
-            SetJson(res, *std::move(reply));
-          }));
+  // /filter and /prioritize: the body through `serve` (ServeFilter, ServePrioritize).
+  auto decide = [this, verbs](auto serve) {
+    return [this, verbs, serve](const http::Request& req, http::Response& res) {
+      absl::StatusOr<std::string> reply =
+          serve(*verbs, *deps_.snapshot(), req.body, deps_.now_ms());
+      if (!reply.ok()) return BadRequest(res, reply.status());
+      SetJson(res, *std::move(reply));
+    };
+  };
+  s.Route("POST", "/filter", Timed(deps_.metrics, "filter", decide(&ServeFilter)));
+  s.Route("POST", "/prioritize", Timed(deps_.metrics, "prioritize", decide(&ServePrioritize)));
   s.Route("POST", "/preempt",
           Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
             absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);

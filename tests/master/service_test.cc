@@ -12,6 +12,31 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
+// Reads the queue from another thread, once, while a pod call is in progress (from inside the
+// fake pod client): a read that has to wait for the manager's lock waits 10 s and is noted.
+class QueueReader {
+ public:
+  explicit QueueReader(JobManager& jobs) : jobs_(jobs) {}
+  // The first call starts the read and waits for it; true when it waited for the lock.
+  bool ReadOnce() {
+    if (read_.valid()) return false;
+    read_ = std::async(std::launch::async, [this] { return jobs_.Queue("")->size(); });
+    waited_ = read_.wait_for(std::chrono::seconds(10)) != std::future_status::ready;
+    return waited_;
+  }
+  bool waited_for_the_lock() const { return waited_; }
+  // The queue's length as read; 0 when no read was made (a failure is recorded).
+  size_t size() {
+    EXPECT_TRUE(read_.valid()) << "the queue was never read";
+    return read_.valid() ? read_.get() : 0;
+  }
+
+ private:
+  JobManager& jobs_;
+  std::future<size_t> read_;
+  bool waited_ = false;
+};
+
 TEST_F(ServiceTest, LoginAndUsers) {
   ASSERT_FALSE(token_.empty());
   EXPECT_TRUE(Login("admin", "wrong").empty());
@@ -205,18 +230,14 @@ TEST_F(ServiceTest, KillDeletesEveryPod) {
 // first pod is being deleted, another caller reads the queue.
 TEST_F(ServiceTest, PodsAreDeletedWithoutTheManagerLock) {
   v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");  // Two pods.
-  std::future<size_t> other;
-  bool waited_for_the_lock = false;
-  pods_.OnDelete([&](const std::string&) -> absl::Status {
-    if (other.valid()) return absl::OkStatus();
-    other = std::async(std::launch::async, [&] { return jobs_->Queue("")->size(); });
-    waited_for_the_lock = other.wait_for(std::chrono::seconds(10)) != std::future_status::ready;
+  QueueReader other(*jobs_);
+  pods_.OnDelete([&](const std::string&) {
+    other.ReadOnce();
     return absl::OkStatus();
   });
   ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
-  EXPECT_FALSE(waited_for_the_lock);
-  ASSERT_TRUE(other.valid());
-  EXPECT_EQ(other.get(), 0u);  // The kill was recorded before its pods went.
+  EXPECT_FALSE(other.waited_for_the_lock());
+  EXPECT_EQ(other.size(), 0u);  // The kill was recorded before its pods went.
   EXPECT_TRUE(pods_.pods().empty());
   ReapDeleted();
   EXPECT_EQ(Get(exp.id()).experiment().state(), v1::EXPERIMENT_STATE_CANCELED);
@@ -277,20 +298,15 @@ TEST_F(ServiceTest, ResumedRunsPodsAreCreatedWithoutTheManagerLock) {
   const std::string a = Get(exp.id()).trials(0).allocation_id();
   Play(a, core::PodPhase::kRunning);
   Play(a, core::PodPhase::kRunning, /*preempt=*/true);
-  std::future<size_t> other;
-  bool waited_for_the_lock = false;
-  pods_.OnCreate([&](const nlohmann::json&) -> absl::Status {
-    if (other.valid()) return absl::OkStatus();
-    other = std::async(std::launch::async, [&] { return jobs_->Queue("")->size(); });
-    waited_for_the_lock = other.wait_for(std::chrono::seconds(10)) != std::future_status::ready;
-    return waited_for_the_lock ? absl::DeadlineExceededError("the manager's lock is held")
-                               : absl::OkStatus();
+  QueueReader other(*jobs_);
+  pods_.OnCreate([&](const nlohmann::json&) {
+    return other.ReadOnce() ? absl::DeadlineExceededError("the manager's lock is held")
+                            : absl::OkStatus();
   });
   ASSERT_TRUE(jobs_->AckPreemption(a).ok());
   ReapDeleted();
-  EXPECT_FALSE(waited_for_the_lock);
-  ASSERT_TRUE(other.valid());
-  EXPECT_EQ(other.get(), 1u);
+  EXPECT_FALSE(other.waited_for_the_lock());
+  EXPECT_EQ(other.size(), 1u);
   EXPECT_EQ(Get(exp.id()).trials(0).allocation_id(), exp.job_id() + "-trial-1-r2");
   EXPECT_EQ(pods_.creates(), 2);  // The first run's pod and the resumed run's, each once.
   EXPECT_EQ(pods_.pods().size(), 1u);
