@@ -1,6 +1,7 @@
 // NameIndex (see name_index.h).
 #include "core/name_index.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/numeric/int128.h"
@@ -78,14 +79,33 @@ NameIndex::NameIndex(const std::vector<absl::string_view>& names) {
   offsets_.push_back(static_cast<uint32_t>(names_.size()));
 }
 
-int NameIndex::Position(absl::string_view name) const {
-  const Key key = KeyOf(name);
-  for (uint64_t s = Hash(name, key) & mask_;; s = (s + 1) & mask_) {
+int NameIndex::Probe(absl::string_view name, const Key& key, uint64_t s) const {
+  for (;; s = (s + 1) & mask_) {
     const Key& slot = slots_[s];
     if (slot.position == 0) return -1;
     if (SameKey(slot, key) && (name.size() <= kWholeInKey || Name(slot.position - 1) == name)) {
       return static_cast<int>(slot.position - 1);
     }
+  }
+}
+
+int NameIndex::Position(absl::string_view name) const {
+  const Key key = KeyOf(name);
+  return Probe(name, key, Hash(name, key) & mask_);
+}
+
+void NameIndex::Positions(absl::Span<const std::string> names, absl::Span<int> out) const {
+  constexpr size_t kBlock = 16;  // Enough misses in flight to cover memory latency.
+  Key keys[kBlock];
+  uint64_t first[kBlock];
+  for (size_t b = 0; b < names.size(); b += kBlock) {
+    const size_t n = std::min(kBlock, names.size() - b);
+    for (size_t j = 0; j < n; ++j) {
+      keys[j] = KeyOf(names[b + j]);
+      first[j] = Hash(names[b + j], keys[j]) & mask_;
+      __builtin_prefetch(&slots_[first[j]]);
+    }
+    for (size_t j = 0; j < n; ++j) out[b + j] = Probe(names[b + j], keys[j], first[j]);
   }
 }
 

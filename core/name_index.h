@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace phalanx::core {
 
@@ -23,6 +24,10 @@ class NameIndex {
 
   // The position of `name`, -1 when it is not in the index.
   int Position(absl::string_view name) const;
+  // Position of each of `names`, into `out` (as long). The slots of a block of names are fetched
+  // from memory together before any is compared: when the table is not in cache (a request after
+  // the extender sat idle), lookups one by one would wait for one miss after another.
+  void Positions(absl::Span<const std::string> names, absl::Span<int> out) const;
   std::optional<int> Find(absl::string_view name) const {
     const int i = Position(name);
     return i < 0 ? std::nullopt : std::optional<int>(i);
@@ -38,6 +43,8 @@ class NameIndex {
   };
 
  private:
+  // Position of `name`, whose key is `key`, probing from slot `s`.
+  int Probe(absl::string_view name, const Key& key, uint64_t s) const;
   absl::string_view Name(uint32_t i) const {
     return absl::string_view(names_).substr(offsets_[i], offsets_[i + 1] - offsets_[i]);
   }

@@ -80,9 +80,12 @@ int ClusterSnapshot::NodePosition(absl::string_view name) const {
 }
 
 std::vector<int> ClusterSnapshot::NodeIndices(absl::Span<const std::string> names) const {
-  std::vector<int> out;
-  out.reserve(names.size());
-  for (const std::string& name : names) out.push_back(NodePosition(name));
+  std::vector<int> out(names.size());
+  if (node_index_ != nullptr) {
+    node_index_->Positions(names, absl::MakeSpan(out));
+  } else {
+    for (size_t i = 0; i < names.size(); ++i) out[i] = NodePosition(names[i]);
+  }
   return out;
 }
 

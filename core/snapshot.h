@@ -63,7 +63,7 @@ class ClusterSnapshot {
   // Index of the node called `name` (nodes are sorted by name).
   std::optional<int> NodeIndex(absl::string_view name) const;
   // NodeIndex of each of `names`, in order, -1 for names not in the snapshot. A request's whole
-  // node list is resolved in one tight pass, where the hash lookups' cache misses overlap.
+  // node list is resolved in one pass that fetches blocks of slots at once (NameIndex::Positions).
   std::vector<int> NodeIndices(absl::Span<const std::string> names) const;
   std::vector<const PodInfo*> PodsOnNode(int i) const;
 

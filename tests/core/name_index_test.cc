@@ -53,18 +53,31 @@ TEST(NameIndexTest, AgreesWithAHashMapOnRandomNames) {
   }
   std::vector<absl::string_view> views(names.begin(), names.end());
   NameIndex index(views);
+  std::vector<std::string> probes;
+  std::vector<int> want;
   for (int i = 0; i < 20000; ++i) {
-    const std::string probe = random_name();
-    auto it = expected.find(probe);
-    EXPECT_EQ(index.Find(probe), it == expected.end() ? std::nullopt : std::optional(it->second))
-        << probe;
+    probes.push_back(i % 3 == 0 ? names[i % names.size()] : random_name());
+    auto it = expected.find(probes.back());
+    want.push_back(it == expected.end() ? -1 : it->second);
+    EXPECT_EQ(index.Position(probes.back()), want.back()) << probes.back();
   }
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(index.Find(names[i]), i) << names[i];
+  // In blocks: the same answers, for lists of every length around the block size.
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, probes.size()}) {
+    std::vector<int> got(n, -2);
+    index.Positions(absl::MakeConstSpan(probes).first(n), absl::MakeSpan(got));
+    EXPECT_EQ(got, std::vector<int>(want.begin(), want.begin() + n)) << n;
+  }
 }
 
 TEST(NameIndexTest, EmptyIndexFindsNothing) {
   EXPECT_EQ(NameIndex({}).Find("node-0"), std::nullopt);
   EXPECT_EQ(NameIndex({}).Find(""), std::nullopt);
+  const std::vector<std::string> probes = {"node-0", ""};
+  std::vector<int> got(2, 0);
+  NameIndex({}).Positions(probes, absl::MakeSpan(got));
+  EXPECT_EQ(got, std::vector<int>({-1, -1}));
 }
 
 }  // namespace
