@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +29,9 @@ constexpr unsigned kIdleTimeoutSeconds = 120;
 // Each connection's memory for the request head and its reads: a 60 KB body arrives in a few
 // reads.
 constexpr size_t kConnectionMemory = 128 << 10;
+// A body's buffer is sized up front from its Content-Length up to this much (a claimed length
+// alone must not tie up memory).
+constexpr size_t kReserveAtMost = 1 << 20;
 
 std::mutex
     log_mu;  // Guards Server::last_error_ of every server (libmicrohttpd logs from any thread).
@@ -87,7 +91,7 @@ struct Callbacks {
         return Send(connection, TooLarge());  // Before the body: the connection closes after.
       }
       pending = new Pending;
-      pending->body.reserve(declared);
+      pending->body.reserve(std::min(declared, kReserveAtMost));
       *state = pending;
       return MHD_YES;
     }
