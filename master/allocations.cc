@@ -4,6 +4,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "kube/decode.h"
 #include "kube/json.h"
 #include "master/auth.h"
 #include "master/experiment_config.h"
@@ -110,13 +111,16 @@ void JobManager::DoQueuedPodWork() {
   while (true) {
     std::vector<Launch> launches;
     std::vector<PodRef> deletions;
+    std::vector<Relabel> labels;
     {
       absl::MutexLock lock(&mu_);
       launches.swap(queued_launches_);
       deletions.swap(queued_deletions_);
+      labels.swap(queued_labels_);
     }
-    if (launches.empty() && deletions.empty()) return;
+    if (launches.empty() && deletions.empty() && labels.empty()) return;
     DeletePods(deletions);
+    SetQueueLabels(labels);
     // Failures are logged and retried; an undone run queues its pods' deletion.
     if (!launches.empty()) (void)StartLaunches(launches);
   }
@@ -124,6 +128,32 @@ void JobManager::DoQueuedPodWork() {
 
 void JobManager::DeleteLaterLocked(const std::string& ns, const std::string& name) {
   queued_deletions_.push_back({.ns = ns, .name = name});
+}
+
+void JobManager::RelabelLaterLocked(const JobRecord& job) {
+  const std::string position = FormatQueuePosition(job.queue_position);
+  for (const Alloc* a : AllocsOfJobLocked(job.job_id)) {
+    for (const std::string& name : a->pod_names) {
+      queued_labels_.push_back(
+          {.pod = {.ns = a->rec.ns, .name = name}, .job_id = job.job_id, .position = position});
+    }
+  }
+}
+
+void JobManager::SetQueueLabels(const std::vector<Relabel>& labels) {
+  std::vector<std::pair<const Relabel*, absl::Status>> failed;
+  for (const Relabel& l : labels) {
+    absl::Status s =
+        pods_.SetPodLabel(l.pod.ns, l.pod.name, std::string(kube::kQueuePositionLabel), l.position);
+    if (!s.ok() && !absl::IsNotFound(s)) failed.emplace_back(&l, s);
+  }
+  if (failed.empty()) return;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [l, s] : failed) {
+    EventLocked(absl::StrCat("labelling pod ", l->pod.ns, "/", l->pod.name, " with its queue ",
+                             "position: ", s.message(), "; tried again at the next tick"));
+    relabel_jobs_.insert(l->job_id);
+  }
 }
 
 void JobManager::DeletePods(const std::vector<PodRef>& pods) {

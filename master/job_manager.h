@@ -203,9 +203,10 @@ class JobManager {
   // trip, and a gang's would hold up every other call: GetJobs, pod events, kills), then takes it
   // to finish each with StartedLocked, logging failures. The first failure, if any.
   absl::Status StartLaunches(const std::vector<Launch>& launches) ABSL_LOCKS_EXCLUDED(mu_);
-  // Deletes the pods DeleteLaterLocked queued, then StartLaunches of the runs LaunchLocked queued,
-  // until neither queue holds anything. Public methods that can open or end runs call it once
-  // their lock is released, through a PodsAfterUnlock declared before their MutexLock.
+  // Deletes the pods DeleteLaterLocked queued, sets the labels RelabelLaterLocked queued, then
+  // StartLaunches of the runs LaunchLocked queued, until no queue holds anything. Public methods
+  // that can open or end runs call it once their lock is released, through a PodsAfterUnlock
+  // declared before their MutexLock.
   void DoQueuedPodWork() ABSL_LOCKS_EXCLUDED(mu_);
   class PodsAfterUnlock {
    public:
@@ -228,6 +229,17 @@ class JobManager {
   // Deletes `pods` without the lock; a deletion that fails (other than NotFound) is logged and
   // queued again by the next Tick.
   void DeletePods(const std::vector<PodRef>& pods) ABSL_LOCKS_EXCLUDED(mu_);
+  // A pod's label phalanx.io/queue-position, to be set to its job's position.
+  struct Relabel {
+    PodRef pod;
+    std::string job_id;
+    std::string position;
+  };
+  // Queues the label of every pod of `job`'s open allocations for DoQueuedPodWork.
+  void RelabelLaterLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the labels without the lock; when one fails (other than NotFound) its job is logged and
+  // relabelled at the next Tick, from the position it has then.
+  void SetQueueLabels(const std::vector<Relabel>& labels) ABSL_LOCKS_EXCLUDED(mu_);
   // After an opened allocation's pods were created (`created`, possibly without the lock): logs
   // the start, or undoes the run on failure; deletes the pods again when the allocation ended
   // meanwhile.
@@ -272,6 +284,9 @@ class JobManager {
   std::vector<PodRef> queued_deletions_ ABSL_GUARDED_BY(mu_);
   // Deletions that failed: Tick queues them again.
   std::vector<PodRef> failed_deletions_ ABSL_GUARDED_BY(mu_);
+  std::vector<Relabel> queued_labels_ ABSL_GUARDED_BY(mu_);
+  // Jobs whose pods' labels could not all be set: Tick relabels them.
+  absl::flat_hash_set<std::string> relabel_jobs_ ABSL_GUARDED_BY(mu_);
   // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.
   ActiveJobs active_jobs_ ABSL_GUARDED_BY(mu_);
   // The last ids handed out; read from the store before the first submission and again after a

@@ -111,6 +111,7 @@ JobManager::QueuePage JobManager::Queue(const std::string& pool,
 }
 
 absl::Status JobManager::Move(const std::string& job_id, const std::string& anchor_id, bool ahead) {
+  PodsAfterUnlock relabel(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/false));
   KUBE_ASSIGN_OR_RETURN(JobRecord anchor, GetActiveJobLocked(anchor_id, /*allow_paused=*/false));
@@ -141,14 +142,7 @@ absl::Status JobManager::Move(const std::string& job_id, const std::string& anch
     return absl::FailedPreconditionError("no room between those queue positions");
   }
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
-  const std::string label = FormatQueuePosition(job.queue_position);
-  for (Alloc* a : AllocsOfJobLocked(job_id)) {
-    for (const std::string& name : a->pod_names) {
-      absl::Status s =
-          pods_.SetPodLabel(a->rec.ns, name, std::string(kube::kQueuePositionLabel), label);
-      if (!s.ok() && !absl::IsNotFound(s)) return s;
-    }
-  }
+  RelabelLaterLocked(job);
   return absl::OkStatus();
 }
 

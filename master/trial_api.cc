@@ -87,11 +87,16 @@ void JobManager::Tick(absl::Time now) {
                              "; deleting its pods"));
     (void)TerminateLocked(*a);
   }
-  // Retries pod deletions that failed, and runs that could not start (API server or database
-  // errors).
+  // Retries pod deletions and queue labels that failed, and runs that could not start (API server
+  // or database errors).
   queued_deletions_.insert(queued_deletions_.end(), failed_deletions_.begin(),
                            failed_deletions_.end());
   failed_deletions_.clear();
+  for (const std::string& job_id : relabel_jobs_) {
+    absl::StatusOr<JobRecord> job = GetActiveJobLocked(job_id, /*allow_paused=*/true);
+    if (job.ok()) RelabelLaterLocked(*job);
+  }
+  relabel_jobs_.clear();
   dirty_jobs_.merge(retry_jobs_);
   retry_jobs_.clear();
   (void)ReconcileDirtyLocked();

@@ -32,13 +32,24 @@ void FakePodClient::OnDelete(std::function<absl::Status(const std::string& name)
   on_delete_ = std::move(hook);
 }
 
-absl::Status FakePodClient::DeletePod(const std::string& ns, const std::string& name) {
-  std::function<absl::Status(const std::string&)> hook;
+void FakePodClient::OnLabel(std::function<absl::Status(const std::string& name)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_label_ = std::move(hook);
+}
+
+absl::Status FakePodClient::RunHook(
+    const std::function<absl::Status(const std::string&)> FakePodClient::*hook,
+    const std::string& name) {
+  std::function<absl::Status(const std::string&)> fn;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    hook = on_delete_;
+    fn = this->*hook;
   }
-  if (absl::Status s = hook ? hook(name) : absl::OkStatus(); !s.ok()) return s;
+  return fn ? fn(name) : absl::OkStatus();
+}
+
+absl::Status FakePodClient::DeletePod(const std::string& ns, const std::string& name) {
+  if (absl::Status s = RunHook(&FakePodClient::on_delete_, name); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   if (pods_.erase(absl::StrCat(ns, "/", name))) deleted_.push_back(name);
   return absl::OkStatus();
@@ -46,6 +57,7 @@ absl::Status FakePodClient::DeletePod(const std::string& ns, const std::string& 
 
 absl::Status FakePodClient::SetPodLabel(const std::string& ns, const std::string& name,
                                         const std::string& key, const std::string& value) {
+  if (absl::Status s = RunHook(&FakePodClient::on_label_, name); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pods_.find(absl::StrCat(ns, "/", name));
   if (it == pods_.end()) return absl::NotFoundError(name);

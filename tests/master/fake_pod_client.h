@@ -33,14 +33,21 @@ class FakePodClient final : public PodClient {
   // Runs `hook` at the start of every DeletePod, without the fake's lock; an error from it fails
   // the deletion.
   void OnDelete(std::function<absl::Status(const std::string& name)> hook);
+  // The same for SetPodLabel.
+  void OnLabel(std::function<absl::Status(const std::string& name)> hook);
 
  private:
+  // Runs the hook in member `hook` (if set) without the fake's lock.
+  absl::Status RunHook(const std::function<absl::Status(const std::string&)> FakePodClient::*hook,
+                       const std::string& name);
+
   std::mutex mu_;
   std::map<std::string, nlohmann::json> pods_;
   int creates_ = 0;
   std::vector<std::string> deleted_;
   std::function<absl::Status(const nlohmann::json&)> on_create_;
   std::function<absl::Status(const std::string&)> on_delete_;
+  std::function<absl::Status(const std::string&)> on_label_;
 };
 
 }  // namespace phalanx::master::testing

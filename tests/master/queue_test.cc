@@ -62,6 +62,36 @@ TEST_F(ServiceTest, ZeroSlotTensorboardGoesToTheAuxPool) {
   EXPECT_EQ(pods_.pods().begin()->first, "cpu-ns/" + tb.allocation_id() + "-0");
 }
 
+// A move labels the job's pods without the manager's lock; a label the API server refuses is set
+// at the next tick, to the position the job has then.
+TEST_F(ServiceTest, QueueLabelsAreSetWithoutTheLockAndRetried) {
+  v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
+  v1::Experiment b = Create("resources: {slots_per_trial: 4}\n");
+  QueueReader other(*jobs_);
+  int calls = 0;
+  pods_.OnLabel([&](const std::string&) {
+    other.ReadOnce();
+    return ++calls == 1 ? absl::UnavailableError("API server down") : absl::OkStatus();
+  });
+  auto label_of_b = [&] {
+    for (const auto& [key, pod] : pods_.pods()) {
+      if (pod["metadata"]["labels"]["phalanx.io/job-id"] == b.job_id()) {
+        return pod["metadata"]["labels"]["phalanx.io/queue-position"].get<std::string>();
+      }
+    }
+    return std::string("no pod");
+  };
+  const std::string before = label_of_b();
+  ASSERT_TRUE(jobs_->Move(b.job_id(), a.job_id(), /*ahead=*/true).ok());
+  EXPECT_FALSE(other.waited_for_the_lock());
+  EXPECT_EQ(other.size(), 2u);
+  EXPECT_EQ(label_of_b(), before);  // Refused.
+  jobs_->Tick(absl::Now());
+  std::vector<v1::Job> jobs = Jobs();
+  ASSERT_THAT(Ids(jobs), ElementsAre(b.job_id(), a.job_id()));
+  EXPECT_EQ(label_of_b(), absl::StrFormat("%.6f", jobs[0].queue_position()));
+}
+
 TEST_F(ServiceTest, QueueOrderMovesAndPriority) {
   v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
   v1::Experiment b = Create("resources: {slots_per_trial: 4}\n");

@@ -4,6 +4,8 @@
 #ifndef PHALANX_TESTS_MASTER_SERVICE_FIXTURE_H_
 #define PHALANX_TESTS_MASTER_SERVICE_FIXTURE_H_
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,6 +34,31 @@ resource_pools:
   - {pool_name: cpu, kubernetes_namespace: cpu-ns}
 default_aux_resource_pool: cpu
 )";
+
+// Reads the queue from another thread, once, while a pod call is in progress (from inside the
+// fake pod client): a read that has to wait for the manager's lock waits 10 s and is noted.
+class QueueReader {
+ public:
+  explicit QueueReader(JobManager& jobs) : jobs_(jobs) {}
+  // The first call starts the read and waits for it; true when it waited for the lock.
+  bool ReadOnce() {
+    if (read_.valid()) return false;
+    read_ = std::async(std::launch::async, [this] { return jobs_.Queue("")->size(); });
+    waited_ = read_.wait_for(std::chrono::seconds(10)) != std::future_status::ready;
+    return waited_;
+  }
+  bool waited_for_the_lock() const { return waited_; }
+  // The queue's length as read; 0 when no read was made (a failure is recorded).
+  size_t size() {
+    EXPECT_TRUE(read_.valid()) << "the queue was never read";
+    return read_.valid() ? read_.get() : 0;
+  }
+
+ private:
+  JobManager& jobs_;
+  std::future<size_t> read_;
+  bool waited_ = false;
+};
 
 class ServiceTest : public ::testing::Test {
  protected:
