@@ -82,7 +82,7 @@ class ClusterSnapshot {
   friend class SnapshotBuilder;
   using KeyIndex = std::array<std::shared_ptr<const KeyShard>, kSnapshotShards>;
   static int ShardOf(absl::string_view key);
-  // NodeIndex as an int, -1 when absent: lookups in a loop return no optional through memory.
+  // NodeIndex as an int, -1 when absent.
   int NodePosition(absl::string_view name) const;
   std::vector<Gang> FromIndex(const KeyIndex& index) const;
 

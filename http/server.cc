@@ -133,7 +133,7 @@ void Server::Route(const std::string& method, const std::string& path, Handler h
   routes_[{path, method}] = std::move(handler);
 }
 
-Response Server::Dispatch(Request& request) const {
+Response Server::Dispatch(const Request& request) const {
   auto route = routes_.find({request.path, request.method});
   if (route == routes_.end()) {
     auto same_path = routes_.lower_bound({request.path, ""});

@@ -64,7 +64,7 @@ class Server {
   friend struct Callbacks;  // libmicrohttpd's callbacks (server.cc).
 
   // The response for a whole request: its handler's, or 404 / 405.
-  Response Dispatch(Request& request) const;
+  Response Dispatch(const Request& request) const;
 
   ServerOptions options_;
   std::map<std::pair<std::string, std::string>, Handler> routes_;  // (path, method)

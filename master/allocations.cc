@@ -15,6 +15,18 @@
 namespace phalanx::master {
 namespace {
 
+// Calls `call` on each of `items` (an API request, made without the manager's lock); those that
+// failed, with their errors. NotFound counts as done: the pod is gone.
+template <typename T, typename Call>
+std::vector<std::pair<const T*, absl::Status>> Failures(const std::vector<T>& items, Call call) {
+  std::vector<std::pair<const T*, absl::Status>> failed;
+  for (const T& item : items) {
+    absl::Status s = call(item);
+    if (!s.ok() && !absl::IsNotFound(s)) failed.emplace_back(&item, std::move(s));
+  }
+  return failed;
+}
+
 // The pod request of a run of `trial`; `env` receives the environment it points to. `parsed` is
 // the experiment's config when the caller has it parsed already, else null.
 absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobRecord& job,
@@ -141,12 +153,10 @@ void JobManager::RelabelLaterLocked(const JobRecord& job) {
 }
 
 void JobManager::SetQueueLabels(const std::vector<Relabel>& labels) {
-  std::vector<std::pair<const Relabel*, absl::Status>> failed;
-  for (const Relabel& l : labels) {
-    absl::Status s =
-        pods_.SetPodLabel(l.pod.ns, l.pod.name, std::string(kube::kQueuePositionLabel), l.position);
-    if (!s.ok() && !absl::IsNotFound(s)) failed.emplace_back(&l, s);
-  }
+  auto failed = Failures(labels, [this](const Relabel& l) {
+    return pods_.SetPodLabel(l.pod.ns, l.pod.name, std::string(kube::kQueuePositionLabel),
+                             l.position);
+  });
   if (failed.empty()) return;
   absl::MutexLock lock(&mu_);
   for (const auto& [l, s] : failed) {
@@ -157,17 +167,14 @@ void JobManager::SetQueueLabels(const std::vector<Relabel>& labels) {
 }
 
 void JobManager::DeletePods(const std::vector<PodRef>& pods) {
-  std::vector<std::pair<PodRef, absl::Status>> failed;
-  for (const PodRef& pod : pods) {
-    absl::Status s = pods_.DeletePod(pod.ns, pod.name);
-    if (!s.ok() && !absl::IsNotFound(s)) failed.emplace_back(pod, s);
-  }
+  auto failed =
+      Failures(pods, [this](const PodRef& pod) { return pods_.DeletePod(pod.ns, pod.name); });
   if (failed.empty()) return;
   absl::MutexLock lock(&mu_);
-  for (auto& [pod, s] : failed) {
-    EventLocked(absl::StrCat("deleting pod ", pod.ns, "/", pod.name, ": ", s.message(),
+  for (const auto& [pod, s] : failed) {
+    EventLocked(absl::StrCat("deleting pod ", pod->ns, "/", pod->name, ": ", s.message(),
                              "; tried again at the next tick"));
-    failed_deletions_.push_back(std::move(pod));
+    failed_deletions_.push_back(*pod);
   }
 }
 
