@@ -216,11 +216,13 @@ VictimMap Verbs::Preempt(const core::ClusterSnapshot& snap, const core::PodInfo&
         ok = false;
         break;
       }
+      // kube-scheduler resolves victims among the pods bound to the node: planned ones are not.
       for (const core::PodInfo* m : g->members) {
-        if (m->AssignedNode() == node) widened.push_back(m->uid);
+        if (m->node == node) widened.push_back(m->uid);
       }
     }
-    if (!ok) continue;
+    // kube-scheduler refuses a node without victims ("expected at least one victim pod").
+    if (!ok || widened.empty()) continue;
     std::sort(widened.begin(), widened.end());
     widened.erase(std::unique(widened.begin(), widened.end()), widened.end());
     out[node] = NodeVictims{std::move(widened), victims.pdb_violations};

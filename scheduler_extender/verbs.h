@@ -9,9 +9,11 @@
 //   Packing needs no more, and kube-scheduler then scores only those few nodes.
 // - Prioritize: 10 on a pod's planned or reserved node, else a best-fit packing score 0..10: the
 //   share of the node's slots (CPU when it has none) in use once the pod is placed.
-// - Preempt: kube-scheduler's victims per node are widened to every pod of their gangs on that
-//   node; a node is dropped when a victim gang has a non-preemptible pod or one whose priority is
-//   not lower than the preemptor's, or when a victim is unknown.
+// - Preempt: kube-scheduler's victims per node are widened to every pod of their gangs bound to
+//   that node (a reply can only name pods bound there; the master ends a whole run when one of its
+//   pods is deleted, so members elsewhere follow); a node is dropped when a victim gang has a
+//   non-preemptible pod or one whose priority is not lower than the preemptor's, when a victim is
+//   unknown, or when it has no victims (kube-scheduler refuses an empty victim list).
 #ifndef PHALANX_SCHEDULER_EXTENDER_VERBS_H_
 #define PHALANX_SCHEDULER_EXTENDER_VERBS_H_
 

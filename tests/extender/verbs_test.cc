@@ -138,5 +138,23 @@ TEST(VerbsTest, PreemptDropsNodesWithEqualPriorityVictims) {
   EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, unknown).empty());
 }
 
+TEST(VerbsTest, PreemptNamesOnlyPodsBoundToTheNodeAndNeverAnEmptyList) {
+  // low-a gets a third member planned, not bound, on gpu-node-02: kube-scheduler would refuse it.
+  core::SnapshotBuilder b(ExtenderTestCluster());
+  core::PodInfo planned = PendingPod("low-a-2", "low-a", 3, 1);
+  planned.priority = 10;
+  planned.placement = "gpu-node-02";
+  b.UpsertPod(planned);
+  auto snap = b.Build();
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  core::PodInfo preemptor = PendingPod("hi", "", 1, 8);
+  VictimMap out = verbs.Preempt(
+      *snap, preemptor,
+      {{"gpu-node-02", NodeVictims{{"low-a-0"}, 0}}, {"gpu-node-01", NodeVictims{{}, 0}}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out.at("gpu-node-02").uids, (std::vector<std::string>{"low-a-0", "low-a-1"}));
+}
+
 }  // namespace
 }  // namespace phalanx::extender
