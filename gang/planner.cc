@@ -35,9 +35,10 @@ std::vector<int> PlacementOrder(const core::Gang& gang, const SlotPolicy& slots)
 
 }  // namespace
 
-Capacity FreeCapacity(const core::ClusterSnapshot& snapshot) {
+Capacity FreeCapacity(const core::ClusterSnapshot& snapshot, const Capacity& held) {
   Capacity free(snapshot.node_count());
   for (int i = 0; i < snapshot.node_count(); ++i) free[i] = snapshot.Free(i);
+  for (size_t i = 0; i < held.size() && i < free.size(); ++i) free[i] -= held[i];
   return free;
 }
 

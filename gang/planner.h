@@ -25,7 +25,8 @@ namespace phalanx::gang {
 // Free resources per node index of a snapshot; mutated as a round reserves capacity.
 using Capacity = std::vector<core::Resources>;
 
-Capacity FreeCapacity(const core::ClusterSnapshot& snapshot);
+// Each node's free capacity less `held` (per node index; empty: nothing held outside the snapshot).
+Capacity FreeCapacity(const core::ClusterSnapshot& snapshot, const Capacity& held = {});
 Capacity AllocatableCapacity(const core::ClusterSnapshot& snapshot);
 
 struct GangPlan {

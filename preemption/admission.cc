@@ -26,7 +26,7 @@ class Round {
       : snap_(snapshot),
         opt_(options),
         planner_(snapshot, options.slots),
-        free_(gang::FreeCapacity(snapshot)),
+        free_(gang::FreeCapacity(snapshot, options.held)),
         holds_(planner_),
         pending_(snapshot.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
     for (const Gang& g : snapshot.Gangs(core::ClusterSnapshot::GangFilter::kMarked)) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "gang/planner.h"
 #include "gang/slots.h"
 
 namespace phalanx::preemption {
@@ -38,6 +39,9 @@ struct AdmissionOptions {
   bool preemption = true;
   bool backfill = true;
   int64_t now_ms = 0;  // The caller's clock, for lost-work costs.
+  // Capacity held outside the snapshot, per node index (the extender's filter-time reservations
+  // for gangs other tools create); nothing is planned on it.
+  gang::Capacity held;
 };
 
 enum class Verdict { kAdmit, kBackfill, kPreempt, kWait, kInfeasible };

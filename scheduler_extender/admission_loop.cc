@@ -148,7 +148,7 @@ absl::Status AdmissionLoop::CompletePlacement(const core::ClusterSnapshot& snap,
   core::Gang rest = g;
   std::erase_if(rest.members, [](const core::PodInfo* p) { return p->HoldsCapacity(); });
   gang::GangPlan plan =
-      gang::GangPlanner(snap, options_.slots).Plan(rest, gang::FreeCapacity(snap));
+      gang::GangPlanner(snap, options_.slots).Plan(rest, gang::FreeCapacity(snap, Held(snap)));
   if (!plan.placed()) {
     // No room around the pinned members: the master recreates the gang from scratch.
     GangDecision requeue{.gang = g.key, .victims = {g.key}};
@@ -161,6 +161,11 @@ absl::Status AdmissionLoop::CompletePlacement(const core::ClusterSnapshot& snap,
     awaited_[rest.members[m]->uid] = true;
   }
   return absl::OkStatus();
+}
+
+gang::Capacity AdmissionLoop::Held(const core::ClusterSnapshot& snap) {
+  if (deps_.reservations == nullptr) return {};
+  return deps_.reservations->Held(snap, deps_.now_ms(), "");
 }
 
 bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
@@ -184,6 +189,7 @@ absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::Clust
   auto start = std::chrono::steady_clock::now();
   preemption::AdmissionOptions opts = options_;
   opts.now_ms = deps_.now_ms();
+  opts.held = Held(snap);
   preemption::RoundResult r = preemption::RunAdmissionRound(snap, opts);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   awaited_since_ms_ = opts.now_ms;

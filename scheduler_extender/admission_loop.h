@@ -26,12 +26,14 @@
 #include "kube/client.h"
 #include "preemption/admission.h"
 #include "scheduler_extender/metrics.h"
+#include "scheduler_extender/reservations.h"
 
 namespace phalanx::extender {
 
 struct LoopDeps {
   kube::Client* client = nullptr;
   Metrics* metrics = nullptr;
+  ReservationBook* reservations = nullptr;  // Filter-time seats: rounds plan around them.
   std::function<std::shared_ptr<const core::ClusterSnapshot>()> snapshot;
   // Blocks until the cache changes after `version` or `timeout_ms` passes; returns the version.
   std::function<uint64_t(uint64_t version, int64_t timeout_ms)> wait_for_change;
@@ -57,6 +59,8 @@ class AdmissionLoop {
   absl::Status Recover(const core::ClusterSnapshot& snap);
   // Plans the unplaced members of a gang whose admission stopped halfway.
   absl::Status CompletePlacement(const core::ClusterSnapshot& snap, const core::Gang& g);
+  // Capacity of the filter-time reservations, per node of `snap`.
+  gang::Capacity Held(const core::ClusterSnapshot& snap);
   absl::Status Ungate(const core::PodInfo& pod);
   absl::Status MergePatch(const core::PodInfo& pod, const std::string& patch);
   // True while a write of the last round is not yet visible in `snap` (and not timed out).

@@ -48,6 +48,7 @@ int Main(int argc, char** argv) {
   AdmissionLoop loop(admission, config->resync_ms,
                      LoopDeps{.client = &client,
                               .metrics = &metrics,
+                              .reservations = &book,
                               .snapshot = [&] { return informer.Snapshot(); },
                               .wait_for_change =
                                   [&](uint64_t v, int64_t ms) {

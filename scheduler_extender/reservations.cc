@@ -23,24 +23,28 @@ std::optional<std::string> ReservationBook::NodeFor(const std::string& gang,
   return std::nullopt;
 }
 
-void ReservationBook::Release(const std::string& gang, const std::string& pod_uid) {
-  absl::MutexLock lock(&mu_);
-  auto it = gangs_.find(gang);
-  if (it == gangs_.end()) return;
-  std::erase_if(it->second.seats, [&](const Seat& s) { return s.pod_uid == pod_uid; });
-  if (it->second.seats.empty()) gangs_.erase(it);
-}
-
 absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNode(
-    int64_t now_ms, const std::string& except_gang) {
+    const core::ClusterSnapshot& snap, int64_t now_ms, const std::string& except_gang) {
   absl::MutexLock lock(&mu_);
   ExpireLocked(now_ms);
   absl::flat_hash_map<std::string, core::Resources> out;
   for (const auto& [gang, entry] : gangs_) {
     if (gang == except_gang) continue;
-    for (const Seat& s : entry.seats) out[s.node] += s.requests;
+    for (const Seat& s : entry.seats) {
+      const core::PodInfo* pod = snap.FindPod(s.pod_uid);
+      if (pod == nullptr || pod->node.empty()) out[s.node] += s.requests;
+    }
   }
   return out;
+}
+
+gang::Capacity ReservationBook::Held(const core::ClusterSnapshot& snap, int64_t now_ms,
+                                     const std::string& except_gang) {
+  gang::Capacity held(snap.node_count());
+  for (const auto& [node, r] : ByNode(snap, now_ms, except_gang)) {
+    if (std::optional<int> i = snap.NodeIndex(node)) held[*i] += r;
+  }
+  return held;
 }
 
 size_t ReservationBook::size() {

@@ -1,6 +1,8 @@
 // Filter-time reservations for gangs that arrive ungated and unplanned (pods other tools create
 // with gang labels): the first member seen plans the whole gang, and each member then passes
-// only on its reserved node until the reservation expires. Thread-safe.
+// only on its reserved node until the reservation expires. A member's seat stops counting once
+// the snapshot shows it bound (its requests are in the node's use then). The admission loop plans
+// around the live seats too. Thread-safe.
 #ifndef PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 #define PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 
@@ -12,6 +14,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "core/resources.h"
+#include "core/snapshot.h"
+#include "gang/planner.h"
 
 namespace phalanx::extender {
 
@@ -28,11 +32,14 @@ class ReservationBook {
   // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms`.
   std::optional<std::string> NodeFor(const std::string& gang, const std::string& pod_uid,
                                      int64_t now_ms);
-  // Drops the seat of a pod that bound (its capacity is in the snapshot now) or went away.
-  void Release(const std::string& gang, const std::string& pod_uid);
-  // Live reserved requests per node, leaving out `except_gang`'s own seats.
-  absl::flat_hash_map<std::string, core::Resources> ByNode(int64_t now_ms,
+  // Requests of the live seats of pods `snap` does not show bound, per node name, leaving out
+  // `except_gang`'s own seats.
+  absl::flat_hash_map<std::string, core::Resources> ByNode(const core::ClusterSnapshot& snap,
+                                                           int64_t now_ms,
                                                            const std::string& except_gang);
+  // The same per node index of `snap` (nodes it does not have are left out).
+  gang::Capacity Held(const core::ClusterSnapshot& snap, int64_t now_ms,
+                      const std::string& except_gang);
   size_t size();
 
  private:

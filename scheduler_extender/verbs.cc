@@ -114,10 +114,7 @@ std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::Po
     return "";
   }
   std::erase_if(gang.members, [](const core::PodInfo* m) { return m->HoldsCapacity(); });
-  gang::Capacity free = gang::FreeCapacity(snap);
-  for (const auto& [node, r] : book_->ByNode(now_ms, key)) {
-    if (std::optional<int> i = snap.NodeIndex(node)) free[*i] -= r;
-  }
+  const gang::Capacity free = gang::FreeCapacity(snap, book_->Held(snap, now_ms, key));
   gang::GangPlanner planner(snap, slots_);
   gang::GangPlan plan = planner.Plan(gang, free);
   if (!plan.placed()) {
@@ -158,7 +155,7 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
     }
     return out;
   }
-  const Reserved reserved = book_->ByNode(now_ms, "");
+  const Reserved reserved = book_->ByNode(snap, now_ms, "");
   const int64_t need = slots_.SlotsOf(pod.requests);
   const std::vector<int> index = snap.NodeIndices(nodes);
   core::Resources scratch;
@@ -191,7 +188,7 @@ std::vector<int64_t> Verbs::Prioritize(const core::ClusterSnapshot& snap, const 
     for (size_t k = 0; k < nodes.size(); ++k) scores[k] = nodes[k] == target ? 10 : 0;
     return scores;
   }
-  const Reserved reserved = book_->ByNode(now_ms, "");
+  const Reserved reserved = book_->ByNode(snap, now_ms, "");
   const std::vector<int> index = snap.NodeIndices(nodes);
   core::Resources scratch;
   for (size_t k = 0; k < nodes.size(); ++k) {

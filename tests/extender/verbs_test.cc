@@ -74,6 +74,26 @@ TEST(VerbsTest, ForeignGangIsReservedWholeAtFilterTime) {
   EXPECT_EQ(later.failed.Find("gpu-node-01"), nullptr);  // It fits: nothing to diagnose.
 }
 
+TEST(VerbsTest, ASeatStopsCountingOnceItsPodIsBound) {
+  core::SnapshotBuilder b(ExtenderTestCluster());
+  core::PodInfo m0 = PendingPod("ext-0", "ext", 2, 6);
+  core::PodInfo m1 = PendingPod("ext-1", "ext", 2, 6);
+  b.UpsertPod(m0);
+  b.UpsertPod(m1);
+  auto snap = b.Build();
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  ASSERT_EQ(verbs.Filter(*snap, m0, kNodes, 0).passed.size(), 1u);
+  const std::string node = *book.NodeFor("ml/ext", "ext-1", 0);
+  EXPECT_EQ(book.Held(*snap, 0, "")[*snap->NodeIndex(node)].gpu(), 6);
+  // ext-1 binds where it was reserved: its GPUs are counted once, as the node's use.
+  m1.node = node;
+  b.UpsertPod(m1);
+  auto bound = b.Build();
+  EXPECT_EQ(book.Held(*bound, 0, "")[*bound->NodeIndex(node)].gpu(), 0);
+  EXPECT_EQ(book.ByNode(*bound, 0, "").count(node), 0u);
+}
+
 TEST(VerbsTest, FilterPassesOnlyTheBestFitsUpToTheCandidateLimit) {
   // Four empty 8-GPU nodes and one with 3 free: a 1-GPU pod goes to the 3-free node.
   core::SnapshotBuilder b(ExtenderTestCluster());

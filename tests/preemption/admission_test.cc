@@ -49,6 +49,22 @@ TEST(AdmissionTest, NonPreemptibleLowerWorkCannotPassABlockedHead) {
   EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
 }
 
+TEST(AdmissionTest, CapacityHeldOutsideTheSnapshotIsNotPlanned) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertNode(GpuNode("b", 8));
+  b.UpsertPod(testing::GatedGang({.name = "g", .gpus_per_pod = 4})[0]);
+  auto snap = b.Build();
+  AdmissionOptions opts;
+  opts.held = {core::Resources(0, 0, 6), core::Resources(0, 0, 8)};
+  RoundResult r = RunAdmissionRound(*snap, opts);
+  EXPECT_EQ(FindDecision(r, "default/g")->verdict, Verdict::kWait);
+  opts.held[0] = core::Resources(0, 0, 4);
+  r = RunAdmissionRound(*snap, opts);
+  ASSERT_EQ(FindDecision(r, "default/g")->verdict, Verdict::kAdmit);
+  EXPECT_EQ(FindDecision(r, "default/g")->plan[0].node, "a");
+}
+
 TEST(AdmissionTest, SamePriorityWorkPassesABlockedHeadOffTheNodesItHolds) {
   Cluster c;
   c.AddNode(GpuNode("a", 8));
