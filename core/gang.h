@@ -23,6 +23,7 @@ struct Gang {
   bool gated = false;                        // Some member still carries the admission gate.
   bool preempt_requested = false;            // Some member is marked for preemption.
   bool backfilled = false;                   // Some member was admitted as backfill.
+  bool placing = false;                      // Some member is planned on a node, not bound yet.
   std::string preempted_by;                  // The preemptor's gang key when marked.
   Resources total;                           // Sum of live member requests.
 

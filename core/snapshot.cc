@@ -58,6 +58,7 @@ std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Empty() {
     s->gangs_.fill(gangs);
     s->pending_.fill(keys);
     s->marked_.fill(keys);
+    s->placing_.fill(keys);
     return s;
   }();
   return empty;
@@ -109,7 +110,10 @@ void ClusterSnapshot::ForEachPod(const std::function<void(const PodInfo&)>& fn) 
 
 std::vector<Gang> ClusterSnapshot::Gangs(GangFilter filter) const {
   if (filter == GangFilter::kAll) return Gangs([](const GangEntry&) { return true; });
-  std::vector<Gang> out = FromIndex(filter == GangFilter::kPending ? pending_ : marked_);
+  const KeyIndex& index = filter == GangFilter::kPending  ? pending_
+                          : filter == GangFilter::kMarked ? marked_
+                                                          : placing_;
+  std::vector<Gang> out = FromIndex(index);
   SortByKey(out);
   return out;
 }
@@ -168,6 +172,7 @@ void SnapshotBuilder::Index(const std::string& key, const Gang* gang) {
   };
   keep(next_->pending_[shard], gang != nullptr && gang->gated);
   keep(next_->marked_[shard], gang != nullptr && gang->preempt_requested);
+  keep(next_->placing_[shard], gang != nullptr && gang->placing);
 }
 
 std::vector<std::pair<int, Resources>> SnapshotBuilder::HeldPerNode(const Gang& gang) const {

@@ -47,7 +47,7 @@ class ClusterSnapshot {
     Gang summary;              // Of `pods`; its members point into them.
   };
   using GangPtr = std::shared_ptr<const GangEntry>;
-  enum class GangFilter { kAll, kPending, kMarked };
+  enum class GangFilter { kAll, kPending, kMarked, kPlacing };
   using PodShard = absl::flat_hash_map<std::string, PodPtr>;
   using GangShard = absl::flat_hash_map<std::string, GangPtr>;
   using KeyShard = absl::flat_hash_set<std::string>;
@@ -71,8 +71,8 @@ class ClusterSnapshot {
   const PodInfo* FindPod(absl::string_view uid) const;
   void ForEachPod(const std::function<void(const PodInfo&)>& fn) const;
 
-  // Gangs with at least one pod (kAll), a gated pod (kPending) or a pod marked for preemption
-  // (kMarked), sorted by key.
+  // Gangs with at least one pod (kAll), a gated pod (kPending), a pod marked for preemption
+  // (kMarked) or a pod planned on a node and not bound there yet (kPlacing), sorted by key.
   std::vector<Gang> Gangs(GangFilter filter = GangFilter::kAll) const;
   // Gangs whose entry `keep` accepts, sorted by key.
   std::vector<Gang> Gangs(const std::function<bool(const GangEntry&)>& keep) const;
@@ -91,10 +91,11 @@ class ClusterSnapshot {
   std::shared_ptr<const NameIndex> node_index_;
   std::array<std::shared_ptr<const PodShard>, kSnapshotShards> pods_;
   std::array<std::shared_ptr<const GangShard>, kSnapshotShards> gangs_;
-  // Keys of gangs with a gated member, and with a member marked for preemption: rounds read these
-  // without scanning every gang.
+  // Keys of gangs with a gated member, a member marked for preemption, and a member planned but
+  // not bound: rounds read these without scanning every gang.
   KeyIndex pending_;
   KeyIndex marked_;
+  KeyIndex placing_;
   size_t pod_count_ = 0;
 };
 
@@ -120,7 +121,8 @@ class SnapshotBuilder {
   // (may be null) put in, and re-indexes it; a gang left without pods is removed.
   void EditGang(const std::string& key, const ClusterSnapshot::PodPtr& drop,
                 const ClusterSnapshot::PodPtr& add);
-  // Keeps `key` in the pending and marked key sets exactly when `gang` (null: gone) belongs there.
+  // Keeps `key` in the pending, marked and placing key sets exactly when `gang` (null: gone)
+  // belongs there.
   void Index(const std::string& key, const Gang* gang);
   // Adds `gang` (if preemptible) to, or removes it from, the occupants of the nodes it holds.
   void ListOccupant(const ClusterSnapshot::GangPtr& gang, bool add);

@@ -13,7 +13,7 @@ bool Tolerated(const core::PodInfo& pod, const core::Taint& taint) {
 
 }  // namespace
 
-bool NodeEligible(const core::PodInfo& pod, const core::Node& node) {
+bool NodeAdmits(const core::PodInfo& pod, const core::Node& node) {
   if (node.unschedulable && !Tolerated(pod, core::Taint{"node.kubernetes.io/unschedulable", "",
                                                         core::TaintEffect::kNoSchedule})) {
     return false;
@@ -22,6 +22,11 @@ bool NodeEligible(const core::PodInfo& pod, const core::Node& node) {
     if (taint.effect == core::TaintEffect::kPreferNoSchedule) continue;
     if (!Tolerated(pod, taint)) return false;
   }
+  return true;
+}
+
+bool NodeEligible(const core::PodInfo& pod, const core::Node& node) {
+  if (!NodeAdmits(pod, node)) return false;
   for (const auto& [key, value] : pod.node_selector) {
     const std::string* have = core::FindLabel(node.labels, key);
     if (have == nullptr || *have != value) return false;

@@ -7,9 +7,13 @@
 
 namespace phalanx::gang {
 
-// True when `pod` may be placed on `node` by Kubernetes' rules, capacity aside: the node is not
-// cordoned (or the pod tolerates node.kubernetes.io/unschedulable), every NoSchedule/NoExecute
-// taint is tolerated, and every nodeSelector pair matches a node label.
+// True when `node` takes `pod` by Kubernetes' NodeUnschedulable and TaintToleration rules: the node
+// is not cordoned (or the pod tolerates node.kubernetes.io/unschedulable), and every NoSchedule or
+// NoExecute taint is tolerated.
+bool NodeAdmits(const core::PodInfo& pod, const core::Node& node);
+
+// True when `pod` may be placed on `node` by Kubernetes' rules, capacity aside: NodeAdmits, and
+// every nodeSelector pair matches a node label.
 bool NodeEligible(const core::PodInfo& pod, const core::Node& node);
 
 }  // namespace phalanx::gang

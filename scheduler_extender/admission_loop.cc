@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "gang/planner.h"
 #include "kube/json.h"
+#include "preemption/stranded.h"
 
 namespace phalanx::extender {
 namespace {
@@ -92,20 +93,39 @@ absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangD
   return absl::OkStatus();
 }
 
+absl::Status AdmissionLoop::MarkGang(const core::ClusterSnapshot& snap, const std::string& key,
+                                     const std::string& by) {
+  std::optional<core::Gang> g = snap.FindGang(key);
+  if (!g) return absl::OkStatus();
+  for (const core::PodInfo* p : g->members) {
+    std::string patch =
+        absl::StrCat("{\"metadata\":{\"labels\":{\"phalanx.io/preempt\":\"requested\"},",
+                     "\"annotations\":{\"phalanx.io/preempted-by\":", EncodeJsonString(by), "}}}");
+    if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
+    awaited_[p->uid] = false;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap, const GangDecision& d) {
   for (const std::string& victim : d.victims) {
-    std::optional<core::Gang> g = snap.FindGang(victim);
-    if (!g) continue;
-    for (const core::PodInfo* p : g->members) {
-      std::string patch = absl::StrCat(
-          "{\"metadata\":{\"labels\":{\"phalanx.io/preempt\":\"requested\"},",
-          "\"annotations\":{\"phalanx.io/preempted-by\":", EncodeJsonString(d.gang), "}}}");
-      if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
-      awaited_[p->uid] = false;
-    }
+    if (absl::Status st = MarkGang(snap, victim, d.gang); !st.ok()) return st;
   }
   if (deps_.metrics != nullptr) deps_.metrics->AddPreemptions(d.victims.size());
   return absl::OkStatus();
+}
+
+absl::StatusOr<absl::flat_hash_set<std::string>> AdmissionLoop::Replan(
+    const core::ClusterSnapshot& snap) {
+  absl::flat_hash_set<std::string> marked;
+  for (const preemption::StrandedGang& s : preemption::StrandedGangs(snap)) {
+    std::fprintf(stderr, "phalanx-extender: gang %s is recreated to be planned again: %s\n",
+                 s.gang.c_str(), s.reason.c_str());
+    if (absl::Status st = MarkGang(snap, s.gang, s.gang); !st.ok()) return st;
+    marked.insert(s.gang);
+  }
+  if (deps_.metrics != nullptr) deps_.metrics->AddReplans(marked.size());
+  return marked;
 }
 
 absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const GangDecision& d) {
@@ -127,14 +147,16 @@ absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const 
   return absl::OkStatus();
 }
 
-absl::Status AdmissionLoop::Recover(const core::ClusterSnapshot& snap) {
+absl::Status AdmissionLoop::Recover(const core::ClusterSnapshot& snap,
+                                    const absl::flat_hash_set<std::string>& stranded) {
   for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
+    if (g.preempt_requested || stranded.contains(g.key)) continue;  // They wait for the master.
     if (g.Admitting()) {
       for (const core::PodInfo* p : g.members) {
         if (!p->gated) continue;
         if (absl::Status st = Ungate(*p); !st.ok()) return st;
       }
-    } else if (!g.Pending() && !g.preempt_requested) {  // Marked ones wait for the master.
+    } else if (!g.Pending()) {
       if (absl::Status st = CompletePlacement(snap, g); !st.ok()) return st;
     }
   }
@@ -151,8 +173,7 @@ absl::Status AdmissionLoop::CompletePlacement(const core::ClusterSnapshot& snap,
       gang::GangPlanner(snap, options_.slots).Plan(rest, gang::FreeCapacity(snap, Held(snap)));
   if (!plan.placed()) {
     // No room around the pinned members: the master recreates the gang from scratch.
-    GangDecision requeue{.gang = g.key, .victims = {g.key}};
-    return MarkVictims(snap, requeue);
+    return MarkGang(snap, g.key, g.key);
   }
   for (size_t m = 0; m < plan.nodes.size(); ++m) {
     const std::string& node = snap.node(plan.nodes[m]).name;
@@ -183,8 +204,10 @@ bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
 
 absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {
   awaited_since_ms_ = deps_.now_ms();
-  if (absl::Status st = Recover(snap); !st.ok()) return st;
-  // Recovery writes change what is free: plan only once the cache shows them.
+  absl::StatusOr<absl::flat_hash_set<std::string>> stranded = Replan(snap);
+  if (!stranded.ok()) return stranded.status();
+  if (absl::Status st = Recover(snap, *stranded); !st.ok()) return st;
+  // Marks and recovery writes change what is free: plan only once the cache shows them.
   if (!awaited_.empty()) return preemption::RoundResult{};
   auto start = std::chrono::steady_clock::now();
   preemption::AdmissionOptions opts = options_;
@@ -194,7 +217,7 @@ absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::Clust
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   awaited_since_ms_ = opts.now_ms;
   // Published before the writes, so /debug/queue never lags what the pods' annotations show.
-  Publish(r, took.count());
+  Publish(snap, r, took.count());
   for (const GangDecision& d : r.decisions) {
     absl::Status st;
     switch (d.verdict) {
@@ -233,7 +256,8 @@ void AdmissionLoop::Run(const std::atomic<bool>& stop) {
   }
 }
 
-void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
+void AdmissionLoop::Publish(const core::ClusterSnapshot& snap, const preemption::RoundResult& r,
+                            double seconds) {
   std::vector<std::string> gangs;
   absl::flat_hash_map<std::string, double> counts;
   for (const GangDecision& d : r.decisions) {
@@ -249,12 +273,17 @@ void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
     counts[preemption::VerdictName(d.verdict)] += 1;
   }
   if (deps_.metrics != nullptr) {
+    double admitted = 0, backfilled = 0;
+    snap.Gangs([&](const core::ClusterSnapshot::GangEntry& e) {
+      if (e.summary.Running()) (e.summary.backfilled ? backfilled : admitted) += 1;
+      return false;
+    });
     deps_.metrics->ObserveRound(seconds);
     deps_.metrics->SetGangs("pending", counts["WAIT"]);
-    deps_.metrics->SetGangs("admitted", counts["ADMIT"]);
-    deps_.metrics->SetGangs("backfilled", counts["BACKFILL"]);
     deps_.metrics->SetGangs("preempting", counts["PREEMPT"]);
     deps_.metrics->SetGangs("infeasible", counts["INFEASIBLE"]);
+    deps_.metrics->SetGangs("admitted", admitted);
+    deps_.metrics->SetGangs("backfilled", backfilled);
   }
   absl::MutexLock lock(&mu_);
   queue_json_ = absl::StrCat("{\"gangs\":[", absl::StrJoin(gangs, ","), "]}");

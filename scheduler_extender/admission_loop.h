@@ -9,6 +9,9 @@
 // - Recovery: gated gangs whose members all carry a placement are ungated; gated gangs with only
 //   some placed members get the rest planned around the pinned ones (pins cannot be removed), or,
 //   when that does not fit, are marked for the master to recreate.
+// - Re-planning: a gang with a member planned on a node that is gone, closed to it or full
+//   (preemption/stranded.h) is marked for the master to recreate, before recovery could ungate it.
+// Marks for recreation name the gang itself in phalanx.io/preempted-by.
 // A round runs only once the informer shows the previous round's writes (or they time out), so
 // nothing is planned twice.
 #ifndef PHALANX_SCHEDULER_EXTENDER_ADMISSION_LOOP_H_
@@ -21,6 +24,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "core/snapshot.h"
 #include "kube/client.h"
@@ -54,9 +58,18 @@ class AdmissionLoop {
 
  private:
   absl::Status Admit(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
+  // Labels every pod of gang `key` phalanx.io/preempt=requested, annotated preempted-by `by`: the
+  // master tears the gang down and recreates it gated.
+  absl::Status MarkGang(const core::ClusterSnapshot& snap, const std::string& key,
+                        const std::string& by);
   absl::Status MarkVictims(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
+  // Marks the stranded gangs (preemption/stranded.h) for recreation, marked by themselves;
+  // returns their keys.
+  absl::StatusOr<absl::flat_hash_set<std::string>> Replan(const core::ClusterSnapshot& snap);
   absl::Status NoteReason(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
-  absl::Status Recover(const core::ClusterSnapshot& snap);
+  // Finishes admissions a crash left half done, except those of `stranded` gangs.
+  absl::Status Recover(const core::ClusterSnapshot& snap,
+                       const absl::flat_hash_set<std::string>& stranded);
   // Plans the unplaced members of a gang whose admission stopped halfway.
   absl::Status CompletePlacement(const core::ClusterSnapshot& snap, const core::Gang& g);
   // Capacity of the filter-time reservations, per node of `snap`.
@@ -65,7 +78,7 @@ class AdmissionLoop {
   absl::Status MergePatch(const core::PodInfo& pod, const std::string& patch);
   // True while a write of the last round is not yet visible in `snap` (and not timed out).
   bool AwaitingWrites(const core::ClusterSnapshot& snap);
-  void Publish(const preemption::RoundResult& r, double seconds);
+  void Publish(const core::ClusterSnapshot& snap, const preemption::RoundResult& r, double seconds);
 
   preemption::AdmissionOptions options_;
   int64_t resync_ms_;

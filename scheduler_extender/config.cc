@@ -99,8 +99,7 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
       {"backfill", Bool(&ExtenderConfig::backfill, "backfill")},
       {"reservation_ttl_ms", Int(1, &ExtenderConfig::reservation_ttl_ms, "reservation_ttl_ms")},
       {"resync_ms", Int(10, &ExtenderConfig::resync_ms, "resync_ms")},
-      {"best_fit_candidates",
-       Int(0, &ExtenderConfig::best_fit_candidates, "best_fit_candidates")},
+      {"best_fit_candidates", Int(0, &ExtenderConfig::best_fit_candidates, "best_fit_candidates")},
       {"slot_type", SetSlotType},
       {"slot_resource",
        [](absl::string_view v, ExtenderConfig& c) {

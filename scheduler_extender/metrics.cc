@@ -31,13 +31,21 @@ Metrics::Metrics()
                          .Add({}, LatencyBuckets())),
       gangs_(prometheus::BuildGauge()
                  .Name("phalanx_extender_gangs")
-                 .Help("Gangs by admission state after the last round.")
+                 .Help("Gangs by state after the last admission round: pending, preempting and "
+                       "infeasible in its queue; admitted and backfilled among those holding "
+                       "capacity.")
                  .Register(*registry_)),
       preemptions_(prometheus::BuildCounter()
                        .Name("phalanx_extender_preemptions_total")
                        .Help("Victim gangs marked for preemption.")
                        .Register(*registry_)
                        .Add({})),
+      replans_(prometheus::BuildCounter()
+                   .Name("phalanx_extender_replans_total")
+                   .Help("Admitted gangs marked for recreation because a planned node was gone, "
+                         "closed to them or full.")
+                   .Register(*registry_)
+                   .Add({})),
       cache_objects_(prometheus::BuildGauge()
                          .Name("phalanx_extender_cache_objects")
                          .Help("Objects in the informer cache, by kind.")
@@ -61,6 +69,8 @@ void Metrics::SetGangs(absl::string_view state, double count) {
 }
 
 void Metrics::AddPreemptions(double victim_gangs) { preemptions_.Increment(victim_gangs); }
+
+void Metrics::AddReplans(double gangs) { replans_.Increment(gangs); }
 
 void Metrics::SetCacheObjects(absl::string_view kind, double count) {
   cache_objects_.Add({{"kind", std::string(kind)}}).Set(count);

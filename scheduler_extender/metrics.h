@@ -21,10 +21,11 @@ class Metrics {
   // One served HTTP request: its verb (path without "/"), status code and duration.
   void ObserveRequest(absl::string_view verb, int code, double seconds);
   void ObserveRound(double seconds);
-  // Gangs per state after a round: "pending", "admitted", "backfilled", "preempting",
-  // "infeasible".
+  // Gangs per state after a round: "pending", "preempting" and "infeasible" in its queue;
+  // "admitted" and "backfilled" among the gangs holding capacity.
   void SetGangs(absl::string_view state, double count);
   void AddPreemptions(double victim_gangs);
+  void AddReplans(double gangs);
   void SetCacheObjects(absl::string_view kind, double count);
   // Raises the restart counter to the informer's running total.
   void SetWatchRestarts(double total);
@@ -39,6 +40,7 @@ class Metrics {
   prometheus::Histogram& round_seconds_;
   prometheus::Family<prometheus::Gauge>& gangs_;
   prometheus::Counter& preemptions_;
+  prometheus::Counter& replans_;
   prometheus::Family<prometheus::Gauge>& cache_objects_;
   prometheus::Counter& watch_restarts_;
 };

@@ -152,7 +152,7 @@ TEST(SnapshotTest, OccupantsAreThePreemptibleRunningGangsByPriority) {
 void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
   std::map<std::string, std::vector<const PodInfo*>> by_gang;
   s.ForEachPod([&](const PodInfo& p) { by_gang[p.GangKey()].push_back(&p); });
-  std::vector<std::string> pending, marked;
+  std::vector<std::string> pending, marked, placing;
   std::vector<std::vector<std::tuple<int32_t, std::string, std::string>>> want(s.node_count());
   std::vector<Resources> used(s.node_count());
   for (const auto& [key, pods] : by_gang) {
@@ -162,6 +162,11 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
     EXPECT_EQ(found->members, g.members) << key;
     if (g.gated) pending.push_back(key);
     if (g.preempt_requested) marked.push_back(key);
+    if (std::any_of(pods.begin(), pods.end(), [](const PodInfo* p) {
+          return !p->IsTerminal() && p->node.empty() && !p->placement.empty();
+        })) {
+      placing.push_back(key);
+    }
     const bool preemptible = g.Running() && g.preemptible && !g.preempt_requested;
     std::map<int, Resources> held;
     for (const PodInfo* p : pods) {
@@ -179,6 +184,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
   };
   EXPECT_EQ(keys(ClusterSnapshot::GangFilter::kPending), pending);
   EXPECT_EQ(keys(ClusterSnapshot::GangFilter::kMarked), marked);
+  EXPECT_EQ(keys(ClusterSnapshot::GangFilter::kPlacing), placing);
   for (int i = 0; i < s.node_count(); ++i) {
     EXPECT_EQ(s.used(i), used[i]) << s.node(i).name;
     EXPECT_EQ(s.Free(i), s.node(i).allocatable - used[i]) << s.node(i).name;

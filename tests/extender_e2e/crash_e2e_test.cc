@@ -29,16 +29,29 @@ TEST_F(CrashE2e, RecoversAGangPlacedPartlyBeforeACrash) {
   Submit({.name = "half", .pods = 2, .gpus = 4, .position = 1});
   Submit({.name = "other", .gpus = 4, .position = 2});
   const std::string pinned = NodeName("n", 1);
-  absl::StatusOr<std::string> r = client_->Patch(
-      kube::kPods, ns_, "half-r0-0", kube::PatchType::kMerge,
-      absl::StrCat(R"({"metadata":{"annotations":{"phalanx.io/placement":")", pinned,
-                   R"(","phalanx.io/backfilled":null,"phalanx.io/pending-reason":null}},)",
-                   R"("spec":{"nodeSelector":{"kubernetes.io/hostname":")", pinned, R"("}}})"));
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_NO_FATAL_FAILURE(Pin("half-r0-0", pinned));
   StartExtender(4);
   ASSERT_TRUE(WaitUntil([&] { return Running("other"); })) << "admission is stuck";
   ASSERT_TRUE(WaitUntil([&] { return Running("half"); })) << "the half-placed gang never runs";
   EXPECT_EQ(GangPods("half").at(0).info.node, pinned);
+}
+
+// A crash left a gang planned whole but still gated, and one of its nodes has left the cluster
+// since: the gang is not ungated (its member there could never bind) but marked for the master
+// to recreate, and runs once recreated.
+TEST_F(CrashE2e, ReplansAGangWhosePlannedNodeIsGone) {
+  AddNodes("n", 3, 4);
+  Submit({.name = "g", .pods = 2, .gpus = 4, .position = 1});
+  ASSERT_NO_FATAL_FAILURE(Pin("g-r0-0", NodeName("n", 0)));
+  ASSERT_NO_FATAL_FAILURE(Pin("g-r0-1", NodeName("n", 1)));
+  ASSERT_TRUE(client_->Delete(kube::kNodes, "", NodeName("n", 1)).ok());
+  StartExtender(4);
+  ASSERT_TRUE(WaitUntil([&] { return Marked("g"); })) << "the stranded gang is never marked";
+  EXPECT_TRUE(Gated("g"));
+  EXPECT_EQ(PreemptedBy("g"), Key("g"));
+  EXPECT_EQ(RequeueVictims(), std::vector<std::string>{"g"});
+  ASSERT_TRUE(WaitUntil([&] { return Running("g"); })) << "the recreated gang never runs";
+  EXPECT_EQ(BoundNodes("g"), (std::vector<std::string>{NodeName("n", 0), NodeName("n", 2)}));
 }
 
 // Each cycle, with the extender down, plays the master (running gangs complete, marked gangs are

@@ -270,6 +270,15 @@ void ExtenderE2eTest::Finish(const std::string& gang) {
       << gang << " not deleted";
 }
 
+void ExtenderE2eTest::Pin(const std::string& pod, const std::string& node) {
+  absl::StatusOr<std::string> r = client_->Patch(
+      kube::kPods, ns_, pod, kube::PatchType::kMerge,
+      absl::StrCat(R"({"metadata":{"annotations":{"phalanx.io/placement":")", node,
+                   R"(","phalanx.io/backfilled":null,"phalanx.io/pending-reason":null}},)",
+                   R"("spec":{"nodeSelector":{"kubernetes.io/hostname":")", node, R"("}}})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+}
+
 std::vector<std::string> ExtenderE2eTest::RequeueVictims() {
   std::set<std::string> gangs;
   for (const PodState& p : Pods()) {

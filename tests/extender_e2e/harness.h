@@ -60,6 +60,9 @@ class ExtenderE2eTest : public ::testing::Test {
   void Submit(const GangSpec& gang);
   // An ungated single pod that kube-scheduler may place and preempt for on its own.
   void SubmitUngated(const std::string& name, int64_t gpus, const std::string& priority_class);
+  // Writes phalanx.io/placement and the kubernetes.io/hostname pin on gated pod `pod`, as the
+  // extender does before it lifts a gang's gates.
+  void Pin(const std::string& pod, const std::string& node);
   // Deletes every pod of the gang (or the pod of that name) and waits until they are gone.
   void Finish(const std::string& gang);
   // The master's part of preemption: deletes marked gangs and submits them again, gated, with the

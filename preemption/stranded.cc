@@ -1,0 +1,78 @@
+// Stranded gangs (algorithm in stranded.h).
+#include "preemption/stranded.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "gang/eligibility.h"
+#include "preemption/queue.h"
+
+namespace phalanx::preemption {
+namespace {
+
+using Found = std::map<std::string, std::string>;  // Gang key -> reason.
+
+bool Planned(const core::PodInfo& p) { return p.node.empty() && !p.placement.empty(); }
+
+// Keeps the planned members on node `i` that fit beside its bound pods, in queue order of their
+// gangs; records the gangs of the others in `found`. Gangs found before are left out.
+void KeepWhileTheyFit(const core::ClusterSnapshot& snap, int i, Found& found) {
+  core::Resources room = snap.node(i).allocatable;
+  std::map<std::string, core::Gang> gangs;
+  std::vector<const core::PodInfo*> planned;
+  for (const core::PodInfo* p : snap.PodsOnNode(i)) {
+    if (!Planned(*p)) {
+      room -= p->requests;
+      continue;
+    }
+    std::optional<core::Gang> g = snap.FindGang(p->GangKey());
+    if (!g || g->preempt_requested || found.contains(g->key)) continue;
+    gangs.try_emplace(g->key, *std::move(g));
+    planned.push_back(p);
+  }
+  std::sort(planned.begin(), planned.end(), [&](const core::PodInfo* a, const core::PodInfo* b) {
+    const core::Gang& ga = gangs.at(a->GangKey());
+    const core::Gang& gb = gangs.at(b->GangKey());
+    if (ga.key != gb.key) return QueueLess(ga, gb);
+    return a->name < b->name;
+  });
+  for (const core::PodInfo* p : planned) {
+    if (p->requests.FitsIn(room)) {
+      room -= p->requests;
+    } else {
+      found.try_emplace(p->GangKey(), absl::StrCat("pod ", p->name, " no longer fits on node ",
+                                                   p->placement, " beside the pods bound there"));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<StrandedGang> StrandedGangs(const core::ClusterSnapshot& snap) {
+  Found found;
+  std::set<int> overbooked;
+  for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPlacing)) {
+    if (g.preempt_requested) continue;
+    for (const core::PodInfo* p : g.members) {
+      if (!Planned(*p)) continue;
+      std::optional<int> i = snap.NodeIndex(p->placement);
+      if (!i) {
+        found.try_emplace(g.key, absl::StrCat("node ", p->placement, " is gone"));
+      } else if (!gang::NodeAdmits(*p, snap.node(*i))) {
+        found.try_emplace(g.key, absl::StrCat("node ", p->placement, " no longer takes pod ",
+                                              p->name, " (cordoned or tainted)"));
+      } else if (!core::Resources().FitsIn(snap.Free(*i))) {
+        overbooked.insert(*i);
+      }
+    }
+  }
+  for (int i : overbooked) KeepWhileTheyFit(snap, i, found);
+  std::vector<StrandedGang> out;
+  for (auto& [gang, reason] : found) out.push_back({gang, std::move(reason)});
+  return out;
+}
+
+}  // namespace phalanx::preemption
