@@ -26,6 +26,7 @@ struct Gang {
   bool placing = false;                      // Some member is planned on a node, not bound yet.
   std::string preempted_by;                  // The preemptor's gang key when marked.
   Resources total;                           // Sum of live member requests.
+  std::string contract_error;                // The first live member's with one, if any.
 
   // Waiting for admission: gated, no member holding capacity yet.
   bool Pending() const;

@@ -39,6 +39,9 @@ struct PodInfo {
   PodPhase phase = PodPhase::kPending;
   std::vector<Toleration> tolerations;
   Labels node_selector;
+  // Why its phalanx labels or annotations could not be read, if so. Such a pod still counts
+  // against its node, is never a victim and is not admitted.
+  std::string contract_error;
 
   // "namespace/gang", or "namespace/name" for a gang of one.
   std::string GangKey() const;

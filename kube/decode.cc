@@ -231,7 +231,10 @@ absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root) {
   KUBE_ASSIGN_OR_RETURN(pod.node_selector, spec.StringMap("nodeSelector"));
   KUBE_ASSIGN_OR_RETURN(core::Labels labels, meta.StringMap("labels"));
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
-  KUBE_RETURN_IF_ERROR(DecodeContract(labels, annotations, pod));
+  if (absl::Status contract = DecodeContract(labels, annotations, pod); !contract.ok()) {
+    pod.contract_error = std::string(contract.message());
+    pod.preemptible = false;  // Its labels may have meant "false".
+  }
   return pod;
 }
 

@@ -34,7 +34,8 @@ inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 // pod-level spec.resources.requests where set, plus spec.overhead. A container's limits stand in
 // for requests it leaves out. Gang: phalanx.io/gang + gang-size labels, else the
 // pod-group.scheduling .sigs.k8s.io name + min-available labels, else scheduling.x-k8s.io/pod-group
-// (size from a phalanx.io/gang-size label or annotation, else 1).
+// (size from a phalanx.io/gang-size label or annotation, else 1). Contract labels and annotations
+// that do not parse leave the pod in, with `contract_error` set (core/pod.h).
 absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod);
 
 // A v1 Node: name, status.allocatable, labels, spec.taints, spec.unschedulable.

@@ -61,6 +61,11 @@ class Round {
                    .position = position,
                    .priority = g.priority,
                    .slots = opt_.slots.SlotsOf(g.total)};
+    if (!g.contract_error.empty()) {
+      d.verdict = Verdict::kInfeasible;
+      d.reason = absl::StrCat("a pod's phalanx labels cannot be read: ", g.contract_error);
+      return d;
+    }
     const std::string shape = ShapeKey(g);
     auto [known, fresh] = feasible_.try_emplace(shape);
     if (fresh) known->second = planner_.CheckFeasible(g);

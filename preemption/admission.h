@@ -4,7 +4,9 @@
 // Algorithm, per pending gang G in queue order (see queue.h), with `free` the capacity left after
 // the decisions made so far this round, and `open` = `free` less the nodes that gangs of G's
 // priority waiting ahead of G hold as they drain (holds.h; only with backfill on):
-//   1. Incomplete gangs wait; gangs that can never fit are infeasible and block nobody.
+//   1. Incomplete gangs wait; gangs that can never fit, or with a pod whose phalanx labels cannot
+//   be
+//      read, are infeasible and block nobody.
 //   2. Capacity G may count on = open + capacity of victims already marked for G in earlier rounds.
 //      A G with such victims is planned on that larger capacity first, so that it keeps to the
 //      nodes its victims free (the ones reserved for it) whichever of their pods exits first; the

@@ -178,6 +178,21 @@ TEST(KubeDecodePodTest, MalformedFieldErrorsNameObjectAndField) {
                 R"(status.startTime: invalid RFC 3339 time "soon")"},
       Malformed{R"("creationTimestamp":"2024-13-01T00:00:00Z")", "", "",
                 "metadata.creationTimestamp: invalid RFC 3339 time"},
+      Malformed{R"("labels":["a"])", "", "", "metadata.labels: expected an object"}};
+  simdjson::dom::parser parser;
+  for (const Malformed& m : cases) {
+    SCOPED_TRACE(m.error);
+    absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, MiniPod(m.meta, m.spec, m.status)));
+    ASSERT_FALSE(pod.ok());
+    EXPECT_EQ(pod.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(pod.status().message(), HasSubstr(absl::StrCat("pod default/x: ", m.error)));
+  }
+}
+
+// Labels and annotations are free text: a pod whose phalanx ones do not parse stays in the cache
+// (its capacity counts), never a victim, with the error for the reason its gang is not admitted.
+TEST(KubeDecodePodTest, UnreadableContractLabelsKeepThePodWithTheError) {
+  const Malformed cases[] = {
       Malformed{R"("labels":{"phalanx.io/gang":"g","phalanx.io/gang-size":"two"})", "", "",
                 R"(metadata.labels["phalanx.io/gang-size"]: invalid gang size "two")"},
       Malformed{
@@ -195,15 +210,16 @@ TEST(KubeDecodePodTest, MalformedFieldErrorsNameObjectAndField) {
       Malformed{R"("labels":{"phalanx.io/preemptible":"nope"})", "", "",
                 R"(metadata.labels["phalanx.io/preemptible"]: expected "true" or "false")"},
       Malformed{R"("annotations":{"phalanx.io/backfilled":"yes"})", "", "",
-                R"(metadata.annotations["phalanx.io/backfilled"]: expected "true" or "false")"},
-      Malformed{R"("labels":["a"])", "", "", "metadata.labels: expected an object"}};
+                R"(metadata.annotations["phalanx.io/backfilled"]: expected "true" or "false")"}};
   simdjson::dom::parser parser;
   for (const Malformed& m : cases) {
     SCOPED_TRACE(m.error);
-    absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, MiniPod(m.meta, m.spec, m.status)));
-    ASSERT_FALSE(pod.ok());
-    EXPECT_EQ(pod.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(pod.status().message(), HasSubstr(absl::StrCat("pod default/x: ", m.error)));
+    absl::StatusOr<core::PodInfo> pod =
+        DecodePod(Parse(parser, MiniPod(m.meta, R"("nodeName":"n1")", m.status)));
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    EXPECT_THAT(pod->contract_error, HasSubstr(m.error));
+    EXPECT_FALSE(pod->preemptible);
+    EXPECT_EQ(pod->node, "n1");
   }
 }
 

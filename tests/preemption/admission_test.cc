@@ -49,6 +49,20 @@ TEST(AdmissionTest, NonPreemptibleLowerWorkCannotPassABlockedHead) {
   EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
 }
 
+TEST(AdmissionTest, AGangWithUnreadableLabelsIsInfeasibleAndBlocksNobody) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  core::PodInfo bad = testing::GatedGang({.name = "bad", .gpus_per_pod = 4, .priority = 90})[0];
+  bad.contract_error = "metadata.labels[\"phalanx.io/gang-size\"]: invalid gang size \"two\"";
+  b.UpsertPod(bad);
+  b.UpsertPod(testing::GatedGang({.name = "ok", .gpus_per_pod = 8, .priority = 10})[0]);
+  RoundResult r = RunAdmissionRound(*b.Build(), {});
+  EXPECT_EQ(FindDecision(r, "default/bad")->verdict, Verdict::kInfeasible);
+  EXPECT_EQ(FindDecision(r, "default/bad")->reason,
+            "a pod's phalanx labels cannot be read: " + bad.contract_error);
+  EXPECT_EQ(FindDecision(r, "default/ok")->verdict, Verdict::kAdmit);
+}
+
 TEST(AdmissionTest, CapacityHeldOutsideTheSnapshotIsNotPlanned) {
   core::SnapshotBuilder b;
   b.UpsertNode(GpuNode("a", 8));
