@@ -198,6 +198,11 @@ class CpuSlots(unittest.TestCase):
         self.assertEqual(m["slot_resource_requests"], {"cpu": 7.5})
         self.assertEqual(m["max_slots_per_pod"], 2)
 
+    def test_extender_sees_every_pod_of_the_profile(self):
+        (extender,) = self.r.config_file("scheduler", "kube-scheduler-config.yaml")["extenders"]
+        self.assertNotIn("managedResources", extender)
+        self.assertEqual(extender["filterVerb"], "filter")
+
     def test_extender_counts_cpu_slots(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
                          {"listen": "127.0.0.1:8888", "slot_type": "cpu", "slot_resource": "cpu",
@@ -294,6 +299,10 @@ class SchedulerConfig(unittest.TestCase):
         expected = dict(self.shared, profiles=[p for p in self.shared["profiles"] if p["schedulerName"] == "phalanx"])
         self.assertEqual(len(expected["profiles"]), 1)
         self.assertEqual(self.r.config_file("scheduler", "kube-scheduler-config.yaml"), expected)
+
+    def test_gpu_slots_keep_the_calls_to_pods_that_request_gpus(self):
+        (extender,) = self.r.config_file("scheduler", "kube-scheduler-config.yaml")["extenders"]
+        self.assertEqual(extender["managedResources"], [{"name": "nvidia.com/gpu", "ignoredByScheduler": False}])
 
     def test_extender_listens_where_kube_scheduler_calls_it(self):
         (extender,) = self.shared["extenders"]

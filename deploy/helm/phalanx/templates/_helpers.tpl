@@ -132,6 +132,10 @@ imagePullSecrets:
 {{- fail "deploy/scheduler/kube-scheduler-config.yaml has no profile with schedulerName phalanx" -}}
 {{- end -}}
 {{- $_ := set $cfg "profiles" $profiles -}}
+{{- /* CPU slots request no GPU: the extender must see every pod, not only those asking for GPUs. */ -}}
+{{- if eq .Values.slotType "cpu" -}}
+{{- range $cfg.extenders }}{{ $_ := unset . "managedResources" }}{{ end -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
