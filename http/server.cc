@@ -88,7 +88,8 @@ struct Callbacks {
           MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
       size_t declared = 0;
       if (length != nullptr && absl::SimpleAtoi(length, &declared) && declared > limit) {
-        return Send(connection, TooLarge());  // Before the body: the connection closes after.
+        // Before the body: the connection closes after.
+        return Send(connection, server.Refuse({.method = method, .path = url}, TooLarge()));
       }
       pending = new Pending;
       pending->body.reserve(std::min(declared, kReserveAtMost));
@@ -104,7 +105,9 @@ struct Callbacks {
       *size = 0;
       return MHD_YES;
     }
-    if (pending->too_large) return Send(connection, TooLarge());
+    if (pending->too_large) {
+      return Send(connection, server.Refuse({.method = method, .path = url}, TooLarge()));
+    }
     Request request{.method = method, .path = url, .body = std::move(pending->body)};
     return Send(connection, server.Dispatch(request));
   }
@@ -138,16 +141,22 @@ Response Server::Dispatch(const Request& request) const {
   if (route == routes_.end()) {
     auto same_path = routes_.lower_bound({request.path, ""});
     if (same_path != routes_.end() && same_path->first.first == request.path) {
-      return Text(405, absl::StrCat(request.method, " is not allowed on ", request.path));
+      return Refuse(request,
+                    Text(405, absl::StrCat(request.method, " is not allowed on ", request.path)));
     }
-    return Text(404, absl::StrCat("unknown path ", request.path));
+    return Refuse(request, Text(404, absl::StrCat("unknown path ", request.path)));
   }
   Response res;
   try {
     route->second(request, res);
   } catch (const std::exception& e) {
-    return Text(500, absl::StrCat("internal error: ", e.what()));
+    return Refuse(request, Text(500, absl::StrCat("internal error: ", e.what())));
   }
+  return res;
+}
+
+Response Server::Refuse(const Request& request, Response res) const {
+  if (options_.on_refused) options_.on_refused(request, res.status);
   return res;
 }
 

@@ -41,6 +41,9 @@ struct ServerOptions {
   size_t max_body_bytes = 64 << 20;
   std::string tls_cert_file;  // Both set: HTTPS (PEM files).
   std::string tls_key_file;
+  // Called with the method and path (no body) of each request the server answers itself: 404,
+  // 405, 413, and 500 when a handler throws. Optional; runs on the connection's thread.
+  std::function<void(const Request& request, int status)> on_refused;
 };
 
 class Server {
@@ -63,8 +66,10 @@ class Server {
  private:
   friend struct Callbacks;  // libmicrohttpd's callbacks (server.cc).
 
-  // The response for a whole request: its handler's, or 404 / 405.
+  // The response for a whole request: its handler's, or 404 / 405 / 500.
   Response Dispatch(const Request& request) const;
+  // `res`, a response the server gives itself, after telling options_.on_refused.
+  Response Refuse(const Request& request, Response res) const;
 
   ServerOptions options_;
   std::map<std::pair<std::string, std::string>, Handler> routes_;  // (path, method)

@@ -57,9 +57,12 @@ Metrics::Metrics()
                           .Add({})) {}
 
 void Metrics::ObserveRequest(absl::string_view verb, int code, double seconds) {
-  std::string v(verb);
-  request_seconds_.Add({{"verb", v}}, LatencyBuckets()).Observe(seconds);
-  requests_.Add({{"verb", v}, {"code", std::to_string(code)}}).Increment();
+  request_seconds_.Add({{"verb", std::string(verb)}}, LatencyBuckets()).Observe(seconds);
+  CountRequest(verb, code);
+}
+
+void Metrics::CountRequest(absl::string_view verb, int code) {
+  requests_.Add({{"verb", std::string(verb)}, {"code", std::to_string(code)}}).Increment();
 }
 
 void Metrics::ObserveRound(double seconds) { round_seconds_.Observe(seconds); }

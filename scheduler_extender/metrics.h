@@ -20,6 +20,8 @@ class Metrics {
 
   // One served HTTP request: its verb (path without "/"), status code and duration.
   void ObserveRequest(absl::string_view verb, int code, double seconds);
+  // One request the HTTP server answered itself (404, 405, 413, 500): counted, not timed.
+  void CountRequest(absl::string_view verb, int code);
   void ObserveRound(double seconds);
   // Gangs per state after a round: "pending", "preempting" and "infeasible" in its queue;
   // "admitted" and "backfilled" among the gangs holding capacity.

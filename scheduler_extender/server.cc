@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace phalanx::extender {
 namespace {
@@ -19,6 +20,15 @@ auto Timed(Metrics* metrics, std::string verb, Handler handler) {
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     metrics->ObserveRequest(verb, res.status, took.count());
   };
+}
+
+// The verb label of a request the HTTP server refused: its extender verb, else "other".
+std::string VerbLabel(absl::string_view path) {
+  if (!absl::ConsumePrefix(&path, "/")) return "other";
+  for (absl::string_view verb : {"filter", "prioritize", "preempt", "bind"}) {
+    if (path == verb) return std::string(verb);
+  }
+  return "other";
 }
 
 // A JSON reply; `body` is moved, not copied (prioritize replies run to hundreds of KB).
@@ -111,6 +121,9 @@ absl::Status ExtenderServer::Start() {
       .max_body_bytes = options_.max_body_bytes,
       .tls_cert_file = options_.tls_cert_file,
       .tls_key_file = options_.tls_key_file,
+      .on_refused = [metrics = deps_.metrics](
+                        const http::Request& req,
+                        int status) { metrics->CountRequest(VerbLabel(req.path), status); },
   });
   Routes();
   absl::Status started = http_->Start();

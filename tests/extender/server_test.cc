@@ -242,6 +242,18 @@ TEST_F(ServerTest, HealthReadinessAndMetrics) {
   EXPECT_EQ(client_->Get("/debug/queue")->body, "{\"gangs\":[]}");
 }
 
+TEST_F(ServerTest, RequestsTheServerRefusesAreCounted) {
+  ASSERT_EQ(Post("/filter", std::string(65 * 1024, ' '))->status, 413);
+  ASSERT_EQ(client_->Get("/prioritize")->status, 405);
+  ASSERT_EQ(Post("/schedule", "{}")->status, 404);
+  std::string metrics = client_->Get("/metrics")->body;
+  for (const char* line : {R"(phalanx_extender_requests_total{code="413",verb="filter"} 1)",
+                           R"(phalanx_extender_requests_total{code="405",verb="prioritize"} 1)",
+                           R"(phalanx_extender_requests_total{code="404",verb="other"} 1)"}) {
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << "\n" << metrics;
+  }
+}
+
 // Every metric family, after traffic on each verb and code, passes the real promtool linter.
 TEST_F(ServerTest, MetricsPassPromtool) {
   ASSERT_EQ(Post("/filter", Testdata("filter_node_names.json"))->status, 200);
@@ -250,6 +262,7 @@ TEST_F(ServerTest, MetricsPassPromtool) {
   metrics_.ObserveRound(0.003);
   metrics_.SetGangs("pending", 2);
   metrics_.AddPreemptions(1);
+  metrics_.AddReplans(1);
   metrics_.SetCacheObjects("pods", 7);
   metrics_.SetWatchRestarts(1);
   absl::StatusOr<testing::HttpReply> r = client_->Get("/metrics");

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -42,7 +43,18 @@ class HttpServerTest : public ::testing::Test {
     ASSERT_TRUE(server_.Start().ok());
   }
 
-  Server server_{ServerOptions{.max_body_bytes = 1024}};
+  std::vector<std::string> Refused() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return refused_;
+  }
+
+  std::mutex mu_;
+  std::vector<std::string> refused_;
+  Server server_{
+      ServerOptions{.max_body_bytes = 1024, .on_refused = [this](const Request& req, int status) {
+                      std::lock_guard<std::mutex> lock(mu_);
+                      refused_.push_back(absl::StrCat(req.method, " ", req.path, " ", status));
+                    }}};
 };
 
 TEST_F(HttpServerTest, RoutesByMethodAndPath) {
@@ -62,6 +74,20 @@ TEST_F(HttpServerTest, RoutesByMethodAndPath) {
   r = client.Post("/nothing", "{}");
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(r->body, "unknown path /nothing\n");
+}
+
+TEST_F(HttpServerTest, EveryAnswerTheServerGivesItselfIsReported) {
+  HttpClient client(Url(server_));
+  ASSERT_TRUE(client.Post("/echo", "fine").ok());
+  ASSERT_TRUE(client.Get("/echo").ok());
+  ASSERT_TRUE(client.Post("/nothing", "{}").ok());
+  ASSERT_TRUE(client.Get("/throw").ok());
+  ASSERT_TRUE(client.Post("/echo", std::string(1025, 'x')).ok());
+  ASSERT_TRUE(
+      client.Post("/echo", std::string(5000, 'x'), {{"Transfer-Encoding", "chunked"}}).ok());
+  EXPECT_EQ(Refused(),
+            (std::vector<std::string>{"GET /echo 405", "POST /nothing 404", "GET /throw 500",
+                                      "POST /echo 413", "POST /echo 413"}));
 }
 
 TEST_F(HttpServerTest, AThrowingHandlerIs500AndTheServerGoesOn) {
