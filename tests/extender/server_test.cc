@@ -115,6 +115,9 @@ TEST_F(ServerTest, PrioritizePacks) {
   absl::StatusOr<testing::HttpReply> list = Post("/prioritize", Testdata("filter_node_list.json"));
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->body, r->body);
+  absl::StatusOr<testing::HttpReply> lower = Post("/prioritize", Testdata("filter_lowercase.json"));
+  ASSERT_TRUE(lower.ok()) << lower.status();
+  EXPECT_EQ(lower->body, r->body);
 }
 
 // Go's client, kube-scheduler's, accepts gzip on every request; a compressed reply costs the
@@ -180,6 +183,12 @@ TEST_F(ServerTest, PreemptWidensToGangsAndDropsNonPreemptible) {
   EXPECT_EQ(r->body, kPreempt);
 }
 
+TEST_F(ServerTest, PreemptLowercaseKeys) {
+  absl::StatusOr<testing::HttpReply> r = Post("/preempt", Testdata("preempt_lowercase.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, kPreempt);
+}
+
 TEST_F(ServerTest, PreemptWithFullVictimPods) {
   absl::StatusOr<testing::HttpReply> r = Post("/preempt", Testdata("preempt_full_pods.json"));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -192,6 +201,12 @@ TEST_F(ServerTest, Bind) {
   EXPECT_EQ(r->body, "{\"Error\":\"\"}");
   EXPECT_EQ(bound_.pod_name, "resnet-train-0-x7k2p");
   EXPECT_EQ(bound_.pod_namespace, "ml");
+  EXPECT_EQ(bound_.pod_uid, "4f1c2a7e-9b3d-4e2a-8f61-0c5d7a9e1b23");
+  EXPECT_EQ(bound_.node, "gpu-node-01");
+  bound_ = BindArgs{};
+  r = Post("/bind", Testdata("bind_lowercase.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, "{\"Error\":\"\"}");
   EXPECT_EQ(bound_.pod_uid, "4f1c2a7e-9b3d-4e2a-8f61-0c5d7a9e1b23");
   EXPECT_EQ(bound_.node, "gpu-node-01");
 }
