@@ -24,6 +24,7 @@ struct Gang {
   bool preempt_requested = false;            // Some member is marked for preemption.
   bool backfilled = false;                   // Some member was admitted as backfill.
   bool placing = false;                      // Some member is planned on a node, not bound yet.
+  bool managed = false;                      // Some member was created by phalanx-master.
   std::string preempted_by;                  // The preemptor's gang key when marked.
   Resources total;                           // Sum of live member requests.
   std::string contract_error;                // The first live member's with one, if any.

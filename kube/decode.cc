@@ -166,6 +166,7 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
     const std::string* v = core::FindLabel(annotations, key);
     return v != nullptr && !v->empty() ? v : nullptr;
   };
+  pod.managed = label(kJobIdLabel) != nullptr;
   if (const std::string* gang = label(kGangLabel)) {
     pod.gang = *gang;
     KUBE_ASSIGN_OR_RETURN(pod.gang_size,
@@ -189,8 +190,8 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
     }
     pod.queue_position = v == 0 ? core::kNoQueuePosition : v;
   }
-  KUBE_ASSIGN_OR_RETURN(
-      pod.preemptible, Flag(label(kPreemptibleLabel), true, MetaPath("labels", kPreemptibleLabel)));
+  KUBE_ASSIGN_OR_RETURN(pod.preemptible, Flag(label(kPreemptibleLabel), pod.managed,
+                                              MetaPath("labels", kPreemptibleLabel)));
   const std::string* preempt = label(kPreemptLabel);
   pod.preempt_requested = preempt != nullptr && *preempt == kPreemptRequested;
   if (const std::string* by = annotation(kPreemptedByAnnotation)) pod.preempted_by = *by;

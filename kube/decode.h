@@ -14,6 +14,8 @@ namespace phalanx::kube {
 
 // The pod contract (DESIGN.md).
 inline constexpr absl::string_view kGangLabel = "phalanx.io/gang";
+// On every pod phalanx-master creates: it tears such pods down itself when they are marked.
+inline constexpr absl::string_view kJobIdLabel = "phalanx.io/job-id";
 inline constexpr absl::string_view kGangSizeLabel = "phalanx.io/gang-size";
 inline constexpr absl::string_view kPodGroupNameLabel = "pod-group.scheduling.sigs.k8s.io/name";
 inline constexpr absl::string_view kPodGroupMinAvailableLabel =
@@ -34,8 +36,10 @@ inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 // pod-level spec.resources.requests where set, plus spec.overhead. A container's limits stand in
 // for requests it leaves out. Gang: phalanx.io/gang + gang-size labels, else the
 // pod-group.scheduling .sigs.k8s.io name + min-available labels, else scheduling.x-k8s.io/pod-group
-// (size from a phalanx.io/gang-size label or annotation, else 1). Contract labels and annotations
-// that do not parse leave the pod in, with `contract_error` set (core/pod.h).
+// (size from a phalanx.io/gang-size label or annotation, else 1). Preemptible: the
+// phalanx.io/preemptible label, else only pods phalanx-master created (phalanx.io/job-id): other
+// pods opt in. Contract labels and annotations that do not parse leave the pod in, with
+// `contract_error` set (core/pod.h).
 absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod);
 
 // A v1 Node: name, status.allocatable, labels, spec.taints, spec.unschedulable.

@@ -135,7 +135,7 @@ void SetMetadata(json& meta, const PodRequest& r, int rank, int pods) {
   labels[std::string(kManagedByLabel)] = kManagedByValue;
   labels[std::string(kube::kGangLabel)] = r.allocation_id;
   labels[std::string(kube::kGangSizeLabel)] = std::to_string(pods);
-  labels[std::string(kJobIdLabel)] = r.job_id;
+  labels[std::string(kube::kJobIdLabel)] = r.job_id;
   labels[std::string(kTaskTypeLabel)] = TaskTypeName(r.type);
   labels[std::string(kResourcePoolLabel)] = r.pool->name;
   labels[std::string(kube::kQueuePositionLabel)] = FormatQueuePosition(r.queue_position);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "kube/decode.h"
 #include "master/config.h"
 #include "master/config_parts.h"
 #include "master/task_type.h"
@@ -34,7 +35,6 @@ inline constexpr absl::string_view kTaskContainer = "phalanx-container";
 inline constexpr absl::string_view kSchedulerName = "phalanx";
 inline constexpr absl::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr absl::string_view kManagedByValue = "phalanx-master";
-inline constexpr absl::string_view kJobIdLabel = "phalanx.io/job-id";
 inline constexpr absl::string_view kTaskTypeLabel = "phalanx.io/task-type";
 inline constexpr absl::string_view kResourcePoolLabel = "phalanx.io/resource-pool";
 

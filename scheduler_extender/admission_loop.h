@@ -3,7 +3,8 @@
 //   nodeSelector while still gated (so the plan survives a crash as reserved capacity), then every
 //   member's phalanx.io/admission gate is removed. kube-scheduler never sees an unplanned member.
 // - PREEMPT: every pod of each victim gang gets label phalanx.io/preempt=requested and annotation
-//   phalanx.io/preempted-by; the master tears them down.
+//   phalanx.io/preempted-by; the master tears them down. Pods the master did not create (no
+//   phalanx.io/job-id) are deleted by the loop itself, as kube-scheduler's preemption would.
 // - WAIT/INFEASIBLE: phalanx.io/pending-reason on gated pods, written when it changes, at most
 //   every 10 s per gang.
 // - Recovery: gated gangs whose members all carry a placement are ungated; gated gangs with only
@@ -62,6 +63,11 @@ class AdmissionLoop {
   // master tears the gang down and recreates it gated.
   absl::Status MarkGang(const core::ClusterSnapshot& snap, const std::string& key,
                         const std::string& by);
+  // Deletes every pod of gang `key` for gang `by`, as kube-scheduler's preemption would.
+  absl::Status Evict(const core::ClusterSnapshot& snap, const std::string& key,
+                     const std::string& by);
+  // Marks each victim gang; the pods of those phalanx-master did not create (nobody else would act
+  // on the mark) are evicted as well.
   absl::Status MarkVictims(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
   // Marks the stranded gangs (preemption/stranded.h) for recreation, marked by themselves;
   // returns their keys.

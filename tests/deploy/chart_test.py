@@ -368,7 +368,7 @@ class Rbac(unittest.TestCase):
             pods = next(rule for rule in role["rules"] if rule["resources"] == ["pods"])
             self.assertEqual(set(pods["verbs"]), {"get", "list", "watch", "create", "delete", "patch"})
             ext = self.r.get("Role", f"{self.r.fullname}-scheduler-extender", ns)
-            self.assertEqual(ext["rules"], [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}])
+            self.assertEqual(ext["rules"], [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch", "delete"]}])
         self.assertIsNone(self.r.find("Role", f"{self.r.fullname}-master", "phalanx-test"))
 
 

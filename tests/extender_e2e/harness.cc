@@ -206,7 +206,8 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
   const int run = runs_[gang.name]++;
   for (int i = 0; i < gang.pods; ++i) {
     std::string labels = absl::StrCat(
-        "\"phalanx.io/gang\":", EncodeJsonString(gang.name), ",\"phalanx.io/gang-size\":\"",
+        "\"phalanx.io/gang\":", EncodeJsonString(gang.name),
+        ",\"phalanx.io/job-id\":", EncodeJsonString(gang.name), ",\"phalanx.io/gang-size\":\"",
         gang.pods, "\",\"phalanx.io/task-type\":", EncodeJsonString(gang.task),
         ",\"phalanx.io/preemptible\":\"", gang.preemptible ? "true" : "false", "\"");
     if (gang.position > 0) {
@@ -226,10 +227,11 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
 }
 
 void ExtenderE2eTest::SubmitUngated(const std::string& name, int64_t gpus,
-                                    const std::string& priority_class) {
+                                    const std::string& priority_class, bool preemptible) {
   std::string pod = absl::StrCat(
-      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", name,
-      R"("},"spec":{"schedulerName":"phalanx","priorityClassName":")", priority_class,
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", name, R"(","labels":{)",
+      preemptible ? R"("phalanx.io/preemptible":"true")" : "",
+      R"(}},"spec":{"schedulerName":"phalanx","priorityClassName":")", priority_class,
       R"(","nodeSelector":{")", kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
       R"(","operator":"Equal","value":")", ns_,
       R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",

@@ -58,8 +58,10 @@ class ExtenderE2eTest : public ::testing::Test {
 
   // Creates the gang's pods gated, named "<gang>-r<run>-<i>" (run counts submissions).
   void Submit(const GangSpec& gang);
-  // An ungated single pod that kube-scheduler may place and preempt for on its own.
-  void SubmitUngated(const std::string& name, int64_t gpus, const std::string& priority_class);
+  // An ungated single pod, not phalanx-master's (no phalanx.io/job-id), that kube-scheduler may
+  // place and preempt for on its own; `preemptible` labels it phalanx.io/preemptible=true.
+  void SubmitUngated(const std::string& name, int64_t gpus, const std::string& priority_class,
+                     bool preemptible = false);
   // Writes phalanx.io/placement and the kubernetes.io/hostname pin on gated pod `pod`, as the
   // extender does before it lifts a gang's gates.
   void Pin(const std::string& pod, const std::string& node);

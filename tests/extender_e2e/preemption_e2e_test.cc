@@ -165,5 +165,25 @@ TEST_F(PreemptionE2e, KubeSchedulerPreemptionSkipsNonPreemptiblePods) {
   EXPECT_EQ(BoundNodes("np"), np_node);
 }
 
+// Pods phalanx-master did not create are victims only when they opt in
+// (phalanx.io/preemptible=true), and the extender then deletes them itself: nobody else acts on
+// the mark.
+TEST_F(PreemptionE2e, PodsOfOtherToolsAreEvictedOnlyWhenTheyOptIn) {
+  AddNodes("n", 2, 4);
+  StartExtender(4);
+  SubmitUngated("theirs", 4, PriorityClass(10));
+  SubmitUngated("opted-in", 4, PriorityClass(10), /*preemptible=*/true);
+  ASSERT_TRUE(WaitUntil([&] {
+    return !BoundNodes("theirs").empty() && !BoundNodes("opted-in").empty();
+  })) << "the pods of other tools never bound";
+  const Nodes freed = BoundNodes("opted-in");
+  const Nodes kept = BoundNodes("theirs");
+  Submit({.name = "head", .gpus = 4, .priority = 60, .position = 1});
+  ASSERT_TRUE(WaitUntil([&] { return Running("head"); })) << "the head never runs";
+  EXPECT_EQ(BoundNodes("head"), freed);
+  EXPECT_TRUE(GangPods("opted-in").empty());
+  EXPECT_EQ(BoundNodes("theirs"), kept);
+}
+
 }  // namespace
 }  // namespace phalanx::e2e

@@ -50,6 +50,7 @@ TEST(KubeDecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_EQ(pod->gang_size, 2);
   EXPECT_EQ(pod->GangKey(), "determined/exp-12-trial-34");
   EXPECT_DOUBLE_EQ(pod->queue_position, 1714979289.25);
+  EXPECT_TRUE(pod->managed);
   EXPECT_TRUE(pod->preemptible);
   EXPECT_TRUE(pod->preempt_requested);
   EXPECT_EQ(pod->preempted_by, "research/exp-40-trial-1");
@@ -84,7 +85,9 @@ TEST(KubeDecodePodTest, PodGroupLabelledRunningPod) {
   EXPECT_EQ(pod->creation_ms, 1700000000500);
   EXPECT_EQ(pod->start_ms, 1700000005000);
   EXPECT_FALSE(pod->gated);
-  EXPECT_TRUE(pod->preemptible);
+  // Not phalanx-master's (no phalanx.io/job-id) and no phalanx.io/preemptible: never a victim.
+  EXPECT_FALSE(pod->managed);
+  EXPECT_FALSE(pod->preemptible);
   EXPECT_FALSE(pod->preempt_requested);
   EXPECT_FALSE(pod->backfilled);
   EXPECT_EQ(pod->queue_position, core::kNoQueuePosition);  // Only phalanx.io/queue-position counts.
@@ -110,6 +113,20 @@ TEST(KubeDecodePodTest, SchedulingXK8sPodGroupSizeFromAnnotation) {
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(pod->gang, "pg");
   EXPECT_EQ(pod->gang_size, 3);
+}
+
+TEST(KubeDecodePodTest, PodsOfTheMasterArePreemptibleUnlessLabelledOtherwise) {
+  simdjson::dom::parser parser;
+  for (const auto& [labels, want] : std::vector<std::pair<std::string, bool>>{
+           {R"("phalanx.io/job-id":"exp-1")", true},
+           {R"("phalanx.io/job-id":"cmd-1","phalanx.io/preemptible":"false")", false},
+           {R"("app":"other")", false},
+           {R"("app":"other","phalanx.io/preemptible":"true")", true}}) {
+    absl::StatusOr<core::PodInfo> pod =
+        DecodePod(Parse(parser, MiniPod(absl::StrCat(R"("labels":{)", labels, "}"), "")));
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    EXPECT_EQ(pod->preemptible, want) << labels;
+  }
 }
 
 TEST(KubeDecodePodTest, BarePodIsAGangOfOne) {
