@@ -4,6 +4,7 @@
 namespace phalanx::cli {
 
 std::string Args::Parse(const std::vector<std::string>& argv,
+                        const std::set<std::string>& option_names,
                         const std::set<std::string>& switch_names, Args& out) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -11,15 +12,23 @@ std::string Args::Parse(const std::vector<std::string>& argv,
       out.rest.assign(argv.begin() + static_cast<long>(i) + 1, argv.end());
       break;
     }
-    if (a.rfind("--", 0) != 0 || a.size() == 2) {
+    if (a == "-h") {
+      out.switches.insert("help");
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) {
       out.positional.push_back(a);
       continue;
     }
-    std::string name = a.substr(2);
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      out.options[name.substr(0, eq)] = name.substr(eq + 1);
-    } else if (switch_names.count(name)) {
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (name == "help" || switch_names.count(name)) {
+      if (eq != std::string::npos) return "--" + name + " takes no value";
       out.switches.insert(name);
+    } else if (!option_names.count(name)) {
+      return "unknown option --" + name;
+    } else if (eq != std::string::npos) {
+      out.options[name] = a.substr(eq + 1);
     } else if (i + 1 < argv.size()) {
       out.options[name] = argv[++i];
     } else {
@@ -33,6 +42,16 @@ std::optional<std::string> Args::Option(const std::string& name) const {
   auto it = options.find(name);
   if (it == options.end()) return std::nullopt;
   return it->second;
+}
+
+std::string Args::FirstNotIn(const std::set<std::string>& allowed) const {
+  for (const auto& [name, value] : options) {
+    if (!allowed.count(name)) return "--" + name;
+  }
+  for (const std::string& name : switches) {
+    if (!allowed.count(name)) return "--" + name;
+  }
+  return rest.empty() || allowed.count("--") ? "" : "--";
 }
 
 }  // namespace phalanx::cli

@@ -1,5 +1,5 @@
 // Argument parsing for the phalanx CLI: positionals, --flag VALUE / --flag=VALUE options, boolean
-// switches, and everything after "--" kept verbatim.
+// switches, -h as --help, and everything after "--" kept verbatim. Only known option names parse.
 #ifndef PHALANX_CLI_ARGS_H_
 #define PHALANX_CLI_ARGS_H_
 
@@ -17,11 +17,16 @@ struct Args {
   std::set<std::string> switches;
   std::vector<std::string> rest;  // After "--".
 
-  // `switch_names` take no value. Returns an error message, or "" on success.
+  // `option_names` take a value, `switch_names` none ("help" is always a switch). Returns an error
+  // message naming the option ("unknown option --stat"), or "" on success.
   static std::string Parse(const std::vector<std::string>& argv,
+                           const std::set<std::string>& option_names,
                            const std::set<std::string>& switch_names, Args& out);
   std::optional<std::string> Option(const std::string& name) const;
   bool Has(const std::string& name) const { return switches.count(name) > 0; }
+  // The first option or switch given that is not in `allowed`, as "--name"; "--" when words follow
+  // "--" and "--" is not in `allowed`; "" when there is none.
+  std::string FirstNotIn(const std::set<std::string>& allowed) const;
 };
 
 }  // namespace phalanx::cli

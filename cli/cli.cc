@@ -6,12 +6,33 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/session.h"
 #include "phalanx/v1/auth.grpc.pb.h"
 #include "proto/grpc_codes.h"
 
 namespace phalanx::cli {
 namespace {
+
+constexpr char kUsage[] =
+    "usage: phalanx [--master HOST:PORT] [--tls [--ca FILE]] COMMAND ...\n"
+    "  login USER [--password P]\n"
+    "  user create NAME [--password P] [--admin]\n"
+    "  experiment create|list|describe|pause|activate|kill|set-priority ...\n"
+    "  job list|move|set-priority|set-pool|stats ...\n"
+    "  cmd|notebook|shell|tensorboard start|list|kill|set-priority ...\n"
+    "  trial preemption|checkpoint|ack|complete ALLOCATION ...\n"
+    "phalanx COMMAND --help shows a command's usage.\n";
+
+// Options every command takes, and every option name any command takes (the commands say which
+// of them they accept).
+const std::set<std::string> kGlobalOptions = {"master", "tls", "ca", "help"};
+const std::set<std::string> kValueOptions = {"master", "ca",    "password", "state",     "limit",
+                                             "offset", "pool",  "ahead-of", "behind-of", "config",
+                                             "wait",   "steps", "error"};
+const std::set<std::string> kSwitches = {"tls", "paused", "admin"};
 
 std::string Env(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -32,7 +53,10 @@ std::shared_ptr<grpc::Channel> Connect(const Args& args, std::ostream& err) {
 }
 
 int Login(const Session& s, const Args& args) {
-  if (args.positional.size() != 2) return s.Usage("usage: phalanx login USER [--password P]");
+  constexpr char kLoginUsage[] = "usage: phalanx login USER [--password P]";
+  if (args.Has("help")) return s.Help(kLoginUsage);
+  if (int rc = s.CheckOptions(args, {"password"})) return rc;
+  if (args.positional.size() != 2) return s.Usage(kLoginUsage);
   v1::LoginRequest req;
   req.set_username(args.positional[1]);
   req.set_password(args.Option("password").value_or(Env("PHALANX_PASSWORD", "")));
@@ -46,9 +70,10 @@ int Login(const Session& s, const Args& args) {
 }
 
 int CreateUser(const Session& s, const Args& args) {
-  if (args.positional.size() != 3 || args.positional[1] != "create") {
-    return s.Usage("usage: phalanx user create NAME [--password P] [--admin]");
-  }
+  constexpr char kUserUsage[] = "usage: phalanx user create NAME [--password P] [--admin]";
+  if (args.Has("help")) return s.Help(kUserUsage);
+  if (int rc = s.CheckOptions(args, {"password", "admin"})) return rc;
+  if (args.positional.size() != 3 || args.positional[1] != "create") return s.Usage(kUserUsage);
   v1::CreateUserRequest req;
   req.set_username(args.positional[2]);
   req.set_password(args.Option("password").value_or(""));
@@ -87,6 +112,40 @@ int Session::Usage(const std::string& message) const {
   return 2;
 }
 
+int Session::Help(const std::string& usage) const {
+  out << usage << (usage.ends_with('\n') ? "" : "\n");
+  return 0;
+}
+
+int Session::CheckOptions(const Args& args, const std::set<std::string>& allowed) const {
+  std::set<std::string> all = allowed;
+  all.insert(kGlobalOptions.begin(), kGlobalOptions.end());
+  const std::string name = args.FirstNotIn(all);
+  if (name.empty()) return 0;
+  std::vector<std::string> takes;
+  for (const std::string& a : allowed) takes.push_back(a == "--" ? "-- ..." : "--" + a);
+  return Usage(absl::StrCat(name == "--" ? "no words after --" : name + " is not an option",
+                            " here (this command takes ",
+                            takes.empty() ? "none" : absl::StrJoin(takes, ", "), ")"));
+}
+
+int Session::ReadPage(const Args& args, int& offset, int& limit) const {
+  for (const auto& [name, value] : {std::pair{"offset", &offset}, std::pair{"limit", &limit}}) {
+    *value = 0;
+    if (std::optional<std::string> v = args.Option(name);
+        v && (!absl::SimpleAtoi(*v, value) || *value < 0)) {
+      return Usage(absl::StrCat("--", name, ": expected a number >= 0, got \"", *v, "\""));
+    }
+  }
+  return 0;
+}
+
+void Session::PrintCount(int shown, const v1::Pagination& page, const std::string& noun) const {
+  out << shown << " of " << page.total() << " " << noun << "(s)";
+  if (page.offset() > 0 && shown > 0) out << ", from #" << page.offset() + 1;
+  out << "\n";
+}
+
 void PrintTable(std::ostream& out, const std::vector<std::string>& header,
                 const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width(header.size());
@@ -117,14 +176,13 @@ bool ReadWholeFile(const std::string& path, std::string& out) {
 
 int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   Args args;
-  if (std::string e = Args::Parse(argv, {"tls", "paused", "admin"}, args); !e.empty()) {
+  if (std::string e = Args::Parse(argv, kValueOptions, kSwitches, args); !e.empty()) {
     err << "phalanx: " << e << "\n";
     return 2;
   }
   if (args.positional.empty()) {
-    err << "usage: phalanx [--master HOST:PORT] [--tls [--ca FILE]] "
-           "login|user|experiment|job|cmd|notebook|shell|tensorboard|trial ...\n";
-    return 2;
+    (args.Has("help") ? out : err) << kUsage;
+    return args.Has("help") ? 0 : 2;
   }
   std::shared_ptr<grpc::Channel> channel = Connect(args, err);
   if (channel == nullptr) return 2;

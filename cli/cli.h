@@ -1,16 +1,18 @@
 // The `phalanx` command line: a gRPC client of phalanx-master.
 //
 //   phalanx [--master HOST:PORT] [--tls [--ca FILE]] COMMAND ...
-//     login USER [--password P]              (token saved in $PHALANX_TOKEN_FILE or
-//     ~/.phalanx-token) user create NAME [--password P] [--admin] experiment create FILE [--paused]
-//     | list [--state S] [--limit N] | describe ID
-//                | pause ID | activate ID | kill ID | set-priority ID P
-//     job list [--pool P] | move JOB (--ahead-of J | --behind-of J) | set-priority JOB P
-//         | set-pool JOB POOL | stats
-//     cmd|notebook|shell|tensorboard start [--config FILE] [-- ENTRYPOINT...] | list | kill ID
-//         | set-priority ID P
-// The master defaults to $PHALANX_MASTER, else localhost:8080. The password defaults to
-// $PHALANX_PASSWORD, else "". Exit codes: 0 ok, 1 the master refused, 2 bad usage.
+//     login USER [--password P]     (token kept in $PHALANX_TOKEN_FILE, else ~/.phalanx-token)
+//     user create NAME [--password P] [--admin]
+//     experiment create FILE [--paused] | list [--state S] [--limit N] [--offset N] | describe ID
+//         | pause ID | activate ID | kill ID | set-priority ID P
+//     job list [--pool P] [--limit N] [--offset N] | move JOB (--ahead-of J | --behind-of J)
+//         | set-priority JOB P | set-pool JOB POOL | stats
+//     cmd|notebook|shell|tensorboard start [--config FILE] [-- ENTRYPOINT...]
+//         | list [--limit N] [--offset N] | kill ID | set-priority ID P
+//     trial preemption|checkpoint|ack|complete ALLOCATION ...
+// --help or -h prints the usage (of the command, when one is given). An option the command does
+// not take is an error. The master defaults to $PHALANX_MASTER, else localhost:8080. The password
+// defaults to $PHALANX_PASSWORD, else "". Exit codes: 0 ok, 1 the master refused, 2 bad usage.
 #ifndef PHALANX_CLI_CLI_H_
 #define PHALANX_CLI_CLI_H_
 

@@ -8,8 +8,15 @@ namespace phalanx::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: phalanx experiment create FILE [--paused] | list [--state S] [--limit N] | describe ID "
-    "| pause ID | activate ID | kill ID | set-priority ID PRIORITY";
+    "usage: phalanx experiment create FILE [--paused] | list [--state S] [--limit N] [--offset N] "
+    "| describe ID | pause ID | activate ID | kill ID | set-priority ID PRIORITY";
+
+// The options of each verb, the global ones aside.
+std::set<std::string> OptionsOf(const std::string& verb) {
+  if (verb == "create") return {"paused"};
+  if (verb == "list") return {"state", "limit", "offset"};
+  return {};
+}
 
 std::string StateName(v1::ExperimentState s) {
   return v1::ExperimentState_Name(s).substr(sizeof("EXPERIMENT_STATE_") - 1);
@@ -39,10 +46,9 @@ int List(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) 
     }
     req.add_states(st);
   }
-  int limit = 0;
-  if (std::optional<std::string> l = args.Option("limit"); l && !absl::SimpleAtoi(*l, &limit)) {
-    return s.Usage("--limit: expected a number");
-  }
+  int offset = 0, limit = 0;
+  if (int rc = s.ReadPage(args, offset, limit)) return rc;
+  req.set_offset(offset);
   req.set_limit(limit);
   v1::ListExperimentsResponse resp;
   if (int rc = s.Check(stub.ListExperiments(s.Context().get(), req, &resp))) return rc;
@@ -53,7 +59,7 @@ int List(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) 
                     e.username()});
   }
   PrintTable(s.out, {"ID", "NAME", "STATE", "POOL", "PRIORITY", "SLOTS/TRIAL", "USER"}, rows);
-  s.out << resp.experiments_size() << " of " << resp.pagination().total() << " experiment(s)\n";
+  s.PrintCount(resp.experiments_size(), resp.pagination(), "experiment");
   return 0;
 }
 
@@ -81,6 +87,9 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
                     t.latest_checkpoint().empty() ? "-" : t.latest_checkpoint(), alloc});
   }
   PrintTable(s.out, {"TRIAL", "STATE", "HPARAMS", "RUNS", "CHECKPOINT", "ALLOCATION"}, rows);
+  for (const v1::Trial& t : resp.trials()) {
+    if (!t.error().empty()) s.out << "trial " << t.id() << ": " << t.error() << "\n";
+  }
   return 0;
 }
 
@@ -124,9 +133,11 @@ int Act(const Session& s, v1::ExperimentService::Stub& stub, const std::string& 
 }  // namespace
 
 int RunExperimentCommand(const Session& s, const Args& args) {
+  if (args.Has("help")) return s.Help(kUsage);
   if (args.positional.size() < 2) return s.Usage(kUsage);
-  auto stub = v1::ExperimentService::NewStub(s.channel);
   const std::string& verb = args.positional[1];
+  if (int rc = s.CheckOptions(args, OptionsOf(verb))) return rc;
+  auto stub = v1::ExperimentService::NewStub(s.channel);
   if (verb == "create") return Create(s, *stub, args);
   if (verb == "list") return List(s, *stub, args);
   int64_t id = 0;

@@ -11,8 +11,22 @@ namespace phalanx::cli {
 namespace {
 
 constexpr char kJobUsage[] =
-    "usage: phalanx job list [--pool P] | move JOB (--ahead-of J | --behind-of J) "
-    "| set-priority JOB PRIORITY | set-pool JOB POOL | stats";
+    "usage: phalanx job list [--pool P] [--limit N] [--offset N] "
+    "| move JOB (--ahead-of J | --behind-of J) | set-priority JOB PRIORITY | set-pool JOB POOL "
+    "| stats";
+
+// The options of each verb, the global ones aside.
+std::set<std::string> JobOptions(const std::string& verb) {
+  if (verb == "list") return {"pool", "limit", "offset"};
+  if (verb == "move") return {"ahead-of", "behind-of"};
+  return {};
+}
+
+std::set<std::string> TaskOptions(const std::string& verb) {
+  if (verb == "start") return {"config", "--"};
+  if (verb == "list") return {"limit", "offset"};
+  return {};
+}
 
 std::string Suffix(const std::string& enum_name, const std::string& prefix) {
   return enum_name.substr(prefix.size());
@@ -21,6 +35,10 @@ std::string Suffix(const std::string& enum_name, const std::string& prefix) {
 int ListJobs(const Session& s, v1::JobService::Stub& stub, const Args& args) {
   v1::GetJobsRequest req;
   req.set_resource_pool(args.Option("pool").value_or(""));
+  int offset = 0, limit = 0;
+  if (int rc = s.ReadPage(args, offset, limit)) return rc;
+  req.set_offset(offset);
+  req.set_limit(limit);
   v1::GetJobsResponse resp;
   if (int rc = s.Check(stub.GetJobs(s.Context().get(), req, &resp))) return rc;
   std::vector<std::vector<std::string>> rows;
@@ -36,6 +54,7 @@ int ListJobs(const Session& s, v1::JobService::Stub& stub, const Args& args) {
              {"POOL", "#", "JOB", "TYPE", "NAME", "STATE", "PRIORITY", "POSITION", "SLOTS",
               "PENDING REASON"},
              rows);
+  s.PrintCount(resp.jobs_size(), resp.pagination(), "job");
   return 0;
 }
 
@@ -100,9 +119,14 @@ int StartTask(const Session& s, v1::TaskService::Stub& stub, const std::string& 
   return 0;
 }
 
-int ListTasks(const Session& s, v1::TaskService::Stub& stub, const std::string& kind) {
+int ListTasks(const Session& s, v1::TaskService::Stub& stub, const std::string& kind,
+              const Args& args) {
   v1::ListTasksRequest req;
   req.set_type(TypeOf(kind));
+  int offset = 0, limit = 0;
+  if (int rc = s.ReadPage(args, offset, limit)) return rc;
+  req.set_offset(offset);
+  req.set_limit(limit);
   v1::ListTasksResponse resp;
   if (int rc = s.Check(stub.ListTasks(s.Context().get(), req, &resp))) return rc;
   std::vector<std::vector<std::string>> rows;
@@ -116,28 +140,35 @@ int ListTasks(const Session& s, v1::TaskService::Stub& stub, const std::string& 
   }
   PrintTable(s.out, {"ID", "NAME", "STATE", "ALLOCATION", "POOL", "SLOTS", "PRIORITY", "USER"},
              rows);
+  s.PrintCount(resp.tasks_size(), resp.pagination(), kind);
   return 0;
 }
 
 }  // namespace
 
 int RunJobCommand(const Session& s, const Args& args) {
+  if (args.Has("help")) return s.Help(kJobUsage);
   if (args.positional.size() < 2) return s.Usage(kJobUsage);
+  const std::string& verb = args.positional[1];
+  if (int rc = s.CheckOptions(args, JobOptions(verb))) return rc;
   auto stub = v1::JobService::NewStub(s.channel);
-  if (args.positional[1] == "list") return ListJobs(s, *stub, args);
-  if (args.positional[1] == "stats") return Stats(s, *stub);
+  if (verb == "list") return ListJobs(s, *stub, args);
+  if (verb == "stats") return Stats(s, *stub);
   return Update(s, *stub, args);
 }
 
 int RunTaskCommand(const Session& s, const std::string& kind, const Args& args) {
   const std::string usage = absl::StrCat("usage: phalanx ", kind,
-                                         " start [--config FILE] [-- ENTRYPOINT...] | list | "
-                                         "kill ID | set-priority ID PRIORITY");
+                                         " start [--config FILE] [-- ENTRYPOINT...] "
+                                         "| list [--limit N] [--offset N] | kill ID "
+                                         "| set-priority ID PRIORITY");
+  if (args.Has("help")) return s.Help(usage);
   if (args.positional.size() < 2) return s.Usage(usage);
-  auto stub = v1::TaskService::NewStub(s.channel);
   const std::string& verb = args.positional[1];
+  if (int rc = s.CheckOptions(args, TaskOptions(verb))) return rc;
+  auto stub = v1::TaskService::NewStub(s.channel);
   if (verb == "start") return StartTask(s, *stub, kind, args);
-  if (verb == "list") return ListTasks(s, *stub, kind);
+  if (verb == "list") return ListTasks(s, *stub, kind, args);
   if (args.positional.size() < 3) return s.Usage(usage);
   const std::string& id = args.positional[2];
   grpc::Status status;

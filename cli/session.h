@@ -4,11 +4,13 @@
 
 #include <memory>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli/args.h"
 #include "grpcpp/grpcpp.h"
+#include "phalanx/v1/common.pb.h"
 
 namespace phalanx::cli {
 
@@ -24,6 +26,16 @@ struct Session {
   int Check(const grpc::Status& status) const;
   // Prints "phalanx: <message>" and returns 2.
   int Usage(const std::string& message) const;
+  // Prints `usage` to `out` (for --help) and returns 0.
+  int Help(const std::string& usage) const;
+  // 0 when `args` has no option but the global ones and `allowed` (see Args::FirstNotIn); else
+  // a Usage error naming it and what the command takes.
+  int CheckOptions(const Args& args, const std::set<std::string>& allowed) const;
+  // A listing's --offset and --limit (0 when absent: the master's default); a Usage error when
+  // one is not a number >= 0.
+  int ReadPage(const Args& args, int& offset, int& limit) const;
+  // "N of TOTAL <noun>(s)" under a listing of `shown` rows, with where the page starts.
+  void PrintCount(int shown, const v1::Pagination& page, const std::string& noun) const;
 };
 
 // Rows printed as aligned columns under a header.

@@ -15,6 +15,14 @@ constexpr char kUsage[] =
     "usage: phalanx trial preemption ALLOCATION [--wait SECONDS] | checkpoint ALLOCATION UUID "
     "[--steps N] | ack ALLOCATION | complete ALLOCATION [--error MESSAGE]";
 
+// The options of each verb, the global ones aside.
+std::set<std::string> OptionsOf(const std::string& verb) {
+  if (verb == "preemption") return {"wait"};
+  if (verb == "checkpoint") return {"steps"};
+  if (verb == "complete") return {"error"};
+  return {};
+}
+
 std::unique_ptr<grpc::ClientContext> TrialContext(const Session& s) {
   std::unique_ptr<grpc::ClientContext> ctx = s.Context();
   if (const char* token = std::getenv("PHALANX_ALLOCATION_TOKEN"); token && *token) {
@@ -82,9 +90,11 @@ int Complete(const Session& s, v1::AllocationService::Stub& stub, const Args& ar
 }  // namespace
 
 int RunTrialCommand(const Session& s, const Args& args) {
+  if (args.Has("help")) return s.Help(kUsage);
   if (args.positional.size() < 3) return s.Usage(kUsage);
-  auto stub = v1::AllocationService::NewStub(s.channel);
   const std::string& verb = args.positional[1];
+  if (int rc = s.CheckOptions(args, OptionsOf(verb))) return rc;
+  auto stub = v1::AllocationService::NewStub(s.channel);
   if (verb == "checkpoint") return Checkpoint(s, *stub, args);
   if (args.positional.size() != 3) return s.Usage(kUsage);
   if (verb == "preemption") return Preemption(s, *stub, args);

@@ -2,10 +2,12 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "kube/decode.h"
 #include "kube/json.h"
+#include "kube/status.h"
 #include "master/auth.h"
 #include "master/experiment_config.h"
 #include "master/job_manager.h"
@@ -25,6 +27,17 @@ std::vector<std::pair<const T*, absl::Status>> Failures(const std::vector<T>& it
     if (!s.ok() && !absl::IsNotFound(s)) failed.emplace_back(&item, std::move(s));
   }
   return failed;
+}
+
+// The API server refused the request for good: a 4xx that asking again will not change (a missing
+// namespace, an invalid or forbidden pod). Not 401 (credentials are renewed), 408, 409 (conflicts),
+// 429, nor a 403 for an exceeded ResourceQuota, which clears as other pods end.
+bool RefusedForGood(const absl::Status& s) {
+  const int code = kube::HttpCode(s);
+  if (code < 400 || code >= 500 || code == 401 || code == 408 || code == 409 || code == 429) {
+    return false;
+  }
+  return code != 403 || !absl::StrContains(s.message(), "exceeded quota");
 }
 
 // The pod request of a run of `trial`; `env` receives the environment it points to. `parsed` is
@@ -196,12 +209,18 @@ absl::Status JobManager::StartedLocked(const Alloc& launched, const absl::Status
   Alloc& a = it->second;
   if (a.rec.state == AllocState::kTerminating) return TerminateLocked(a);  // Deletes them again.
   if (!created.ok()) {
+    // Undo, and Reconcile the job at the next Tick: it starts a new run of the trial, unless the
+    // API server refused the pods for good: then the trial is in ERROR, with the refusal as why.
+    const std::string why = absl::StrCat("creating pods of ", id, ": ", created.message());
+    const bool for_good = RefusedForGood(created);
+    absl::Status undo =
+        for_good ? SetTrialStateLocked(*a.rec.trial_id, RunState::kError, why) : absl::OkStatus();
     retry_jobs_.insert(a.rec.job_id);
-    // Undo: the trial stays ACTIVE and a later Reconcile (Tick) starts a new run.
-    absl::Status undo = TerminateLocked(a);
-    return absl::Status(created.code(),
-                        absl::StrCat("creating pods of ", id, ": ", created.message(),
-                                     undo.ok() ? "" : "; cleanup failed"));
+    undo.Update(TerminateLocked(a));
+    return absl::Status(
+        created.code(),
+        absl::StrCat(why, for_good ? "; refused for good, the trial is in ERROR" : "",
+                     undo.ok() ? "" : "; cleanup failed"));
   }
   EventLocked(absl::StrCat(id, ": run started, ", a.pod_names.size(), " gated pod(s) created"));
   return absl::OkStatus();
@@ -212,6 +231,7 @@ absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord
   if (!launch.ok()) {
     trial.runs += 1;
     trial.state = RunState::kError;
+    trial.error = std::string(launch.status().message());
     KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
     return launch.status();
   }
@@ -236,16 +256,33 @@ absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
 
 absl::Status JobManager::TerminateLocked(Alloc& a) {
   a.rec.state = AllocState::kTerminating;
-  KUBE_RETURN_IF_ERROR(store_.UpdateAllocation(a.rec));
   for (const std::string& name : a.pod_names) DeleteLaterLocked(a.rec.ns, name);
+  return StoreEndLocked(a);
+}
+
+absl::Status JobManager::StoreEndLocked(Alloc& a) {
+  if (absl::Status s = store_.UpdateAllocation(a.rec); !s.ok()) {
+    StoreEndLaterLocked(a, s);
+    return s;
+  }
   FinishIfGoneLocked(a);
   return absl::OkStatus();
 }
 
+void JobManager::StoreEndLaterLocked(const Alloc& a, const absl::Status& refused) {
+  EventLocked(absl::StrCat(a.rec.id, ": storing its end: ", refused.message(),
+                           "; tried again at the next tick"));
+  unstored_ends_.insert(a.rec.id);
+}
+
 void JobManager::FinishIfGoneLocked(Alloc& a) {
   if (a.rec.state != AllocState::kTerminating || !a.pods.empty()) return;
-  a.rec.state = AllocState::kTerminated;
-  if (!store_.UpdateAllocation(a.rec).ok()) return;  // Retried on the next event or restart.
+  AllocationRecord ended = a.rec;
+  ended.state = AllocState::kTerminated;
+  if (absl::Status s = store_.UpdateAllocation(ended); !s.ok()) {
+    StoreEndLaterLocked(a, s);
+    return;
+  }
   EventLocked(absl::StrCat(a.rec.id, ": run ended, its pods are gone"));
   dirty_jobs_.insert(a.rec.job_id);
   absl::StatusOr<JobRecord> job = store_.GetJob(a.rec.job_id);
@@ -267,9 +304,11 @@ absl::Status JobManager::ReconcileDirtyLocked() {
   return result;
 }
 
-absl::Status JobManager::SetTrialStateLocked(int64_t trial_id, RunState state) {
+absl::Status JobManager::SetTrialStateLocked(int64_t trial_id, RunState state,
+                                             const std::string& error) {
   KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(trial_id));
   trial.state = state;
+  if (!error.empty()) trial.error = error;
   return store_.UpdateTrial(trial);
 }
 
@@ -292,7 +331,8 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
     EventLocked(absl::StrCat(a.rec.id, failed ? ": a pod failed" : ": every pod succeeded"));
     // A run that finished while being preempted is done; one killed by its preemption is not.
     if ((all_succeeded || !a.rec.preempt_requested) && trial.ok() && !IsTerminal(trial->state)) {
-      (void)SetTrialStateLocked(trial->id, failed ? RunState::kError : RunState::kCompleted);
+      (void)SetTrialStateLocked(trial->id, failed ? RunState::kError : RunState::kCompleted,
+                                failed ? absl::StrCat(a.rec.id, ": a pod failed") : "");
     }
     (void)TerminateLocked(a);
     return;

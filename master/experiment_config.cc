@@ -109,6 +109,10 @@ absl::StatusOr<SearcherConfig> ParseSearcher(const YamlMap& root) {
   if (s.kind == SearcherConfig::Kind::kRandom && !max_trials) {
     return FieldError(m.FieldPath("max_trials"), "required for the random searcher");
   }
+  if (s.kind != SearcherConfig::Kind::kRandom && max_trials) {
+    return FieldError(m.FieldPath("max_trials"),
+                      "only for the random searcher (single runs one trial, grid one per point)");
+  }
   if (max_trials && (*max_trials < 1 || *max_trials > 10000)) {
     return FieldError(m.FieldPath("max_trials"), "must be between 1 and 10000");
   }

@@ -29,7 +29,7 @@ grpc::Status ExperimentServiceImpl::CreateExperiment(grpc::ServerContext* ctx,
   }
   absl::StatusOr<JobView> view = jobs_.CreateExperiment(req->config(), *user, req->activate());
   if (!view.ok()) return ToGrpcStatus(view.status());
-  ToProto(view->job, resp->mutable_experiment(), static_cast<int>(view->trials.size()));
+  ToProto(view->job, resp->mutable_experiment());
   return grpc::Status::OK;
 }
 
@@ -43,7 +43,7 @@ grpc::Status ExperimentServiceImpl::GetExperiment(grpc::ServerContext* ctx,
   if (view->job.type != TaskType::kExperiment) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such experiment");
   }
-  ToProto(view->job, resp->mutable_experiment(), static_cast<int>(view->trials.size()));
+  ToProto(view->job, resp->mutable_experiment());
   for (const TrialView& t : view->trials) ToProto(t, req->id(), resp->add_trials());
   return grpc::Status::OK;
 }
@@ -66,7 +66,7 @@ grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
   }
   auto jobs = jobs_.ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (const JobRecord& job : jobs->first) ToProto(job, resp->add_experiments(), 0);
+  for (const JobRecord& job : jobs->first) ToProto(job, resp->add_experiments());
   resp->mutable_pagination()->set_offset(filter.offset);
   resp->mutable_pagination()->set_limit(filter.limit);
   resp->mutable_pagination()->set_total(jobs->second);

@@ -121,6 +121,7 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
   // (Tick), which records why.
   PodsAfterUnlock cleanup(this);  // Deletes the pods of a run undone below.
   Submission sub{.job = std::move(job), .trials = std::move(trials)};
+  sub.job.num_trials = static_cast<int>(sub.trials.size());
   {
     absl::MutexLock lock(&mu_);
     KUBE_RETURN_IF_ERROR(NumberLocked(sub.job, sub.trials));
@@ -331,13 +332,16 @@ absl::Status JobManager::UpdateJobLocked(const JobRecord& job) {
 }
 
 absl::Status JobManager::StopAllocationsLocked(const JobRecord& job) {
+  // A pause lets running trials checkpoint first; anything else (a kill, a finished job) deletes
+  // the pods at once, also of allocations already checkpointing.
+  absl::Status first;
   for (Alloc* a : AllocsOfJobLocked(job.job_id)) {
     const AllocState s = a->rec.state;
-    if (s == AllocState::kTerminating || s == AllocState::kPreempting) continue;
     const bool graceful = job.state == RunState::kPaused && s != AllocState::kPending;
-    KUBE_RETURN_IF_ERROR(graceful ? RequestPreemptionLocked(*a) : TerminateLocked(*a));
+    if (s == AllocState::kTerminating || (graceful && s == AllocState::kPreempting)) continue;
+    first.Update(graceful ? RequestPreemptionLocked(*a) : TerminateLocked(*a));
   }
-  return absl::OkStatus();
+  return first;
 }
 
 }  // namespace phalanx::master

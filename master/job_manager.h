@@ -11,6 +11,9 @@
 //   2. Pod phases drive the allocation: PENDING → SCHEDULED (all bound) → RUNNING (all running).
 //      All pods Succeeded: the trial is COMPLETED; a pod Failed: the trial is in ERROR (unless the
 //      allocation was being preempted: then it was stopped, not failed). Finished pods are deleted.
+//      Pods the API server refuses for good (a 4xx such as a missing namespace or an invalid pod)
+//      put the trial in ERROR with the refusal as why; other refusals start a new run at the next
+//      Tick.
 //   3. Preemption (label phalanx.io/preempt=requested from the extender, or a pause): the trial is
 //      signalled (WatchPreemption answers true); its pods are deleted after AckPreemption or after
 //      preemption_timeout. Non-experiment tasks are never preempted: their marks are ignored.
@@ -126,7 +129,7 @@ class JobManager {
   // Kubernetes observations (from the pod watcher).
   void OnPod(const PodState& pod);
   void OnPodDeleted(const std::string& ns, const std::string& name);
-  // Preemption timeouts.
+  // Preemption timeouts, then RetryLocked.
   void Tick(absl::Time now);
 
   const MasterConfig& config() const { return config_; }
@@ -160,6 +163,9 @@ class JobManager {
   // ReconcileOnceLocked; a job it fails for is tried again at the next Tick.
   absl::Status ReconcileLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReconcileOnceLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // trial_api.cc: what failed before, again (API server or database errors): pod deletions, queue
+  // labels, allocation ends the store refused, and Reconcile of the jobs marked for it.
+  void RetryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StopAllocationsLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // store_.UpdateJob, keeping active_jobs_ in step.
   absl::Status UpdateJobLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -241,19 +247,27 @@ class JobManager {
   // relabelled at the next Tick, from the position it has then.
   void SetQueueLabels(const std::vector<Relabel>& labels) ABSL_LOCKS_EXCLUDED(mu_);
   // After an opened allocation's pods were created (`created`, possibly without the lock): logs
-  // the start, or undoes the run on failure; deletes the pods again when the allocation ended
-  // meanwhile.
+  // the start, or undoes the run on failure (see 2. above); deletes the pods again when the
+  // allocation ended meanwhile.
   absl::Status StartedLocked(const Alloc& launched, const absl::Status& created)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Prepare, store, launch; a trial whose run cannot be built is in ERROR.
   absl::Status StartAllocationLocked(const JobRecord& job, TrialRecord trial)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RequestPreemptionLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the deletion of the allocation's pods, whatever the store says, then StoreEndLocked.
   absl::Status TerminateLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SetTrialStateLocked(int64_t trial_id, RunState state)
+  // Stores the TERMINATING allocation, then FinishIfGoneLocked; a write the store refuses is
+  // returned and, with FinishIfGoneLocked's, made again by the next Tick (StoreEndLaterLocked).
+  absl::Status StoreEndLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StoreEndLaterLocked(const Alloc& a, const absl::Status& refused)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A non-empty `error` is recorded as why the trial is in `state`.
+  absl::Status SetTrialStateLocked(int64_t trial_id, RunState state, const std::string& error = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateFromPodsLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // TERMINATING with no pod left: TERMINATED, forgotten, and its job marked for Reconcile.
+  // TERMINATING with no pod left: TERMINATED (stays TERMINATING when the store refuses), forgotten,
+  // and its job marked for Reconcile.
   void FinishIfGoneLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reconciles the jobs marked by FinishIfGoneLocked until none is left.
   absl::Status ReconcileDirtyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -287,6 +301,8 @@ class JobManager {
   std::vector<Relabel> queued_labels_ ABSL_GUARDED_BY(mu_);
   // Jobs whose pods' labels could not all be set: Tick relabels them.
   absl::flat_hash_set<std::string> relabel_jobs_ ABSL_GUARDED_BY(mu_);
+  // Ending allocations whose state the store refused: Tick stores it again (StoreEndLocked).
+  absl::flat_hash_set<std::string> unstored_ends_ ABSL_GUARDED_BY(mu_);
   // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.
   ActiveJobs active_jobs_ ABSL_GUARDED_BY(mu_);
   // The last ids handed out; read from the store before the first submission and again after a

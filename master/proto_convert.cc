@@ -87,7 +87,7 @@ void ToProto(const User& user, v1::User* out) {
   out->set_admin(user.admin);
 }
 
-void ToProto(const JobRecord& job, v1::Experiment* out, int num_trials) {
+void ToProto(const JobRecord& job, v1::Experiment* out) {
   out->set_id(ExperimentNumber(job.job_id));
   out->set_name(job.name);
   out->set_state(ExperimentStateOf(job.state));
@@ -95,7 +95,7 @@ void ToProto(const JobRecord& job, v1::Experiment* out, int num_trials) {
   out->set_resource_pool(job.resource_pool);
   out->set_priority(job.priority);
   out->set_slots_per_trial(job.slots);
-  out->set_num_trials(num_trials);
+  out->set_num_trials(job.num_trials);
   out->set_username(job.username);
   out->set_submit_time_ms(job.submit_ms);
   out->set_config(job.config);
@@ -108,6 +108,7 @@ void ToProto(const TrialView& t, int64_t experiment_id, v1::Trial* out) {
   out->set_hparams_json(t.trial.hparams);
   out->set_runs(t.trial.runs);
   out->set_latest_checkpoint(t.trial.latest_checkpoint);
+  out->set_error(t.trial.error);
   if (t.allocation) {
     out->set_allocation_id(t.allocation->id);
     out->set_allocation_state(ToProto(t.allocation->state));
@@ -126,6 +127,7 @@ void ToProto(const JobView& task, v1::Task* out) {
   out->set_username(job.username);
   out->set_submit_time_ms(job.submit_ms);
   out->set_config(job.config);
+  if (!task.trials.empty()) out->set_error(task.trials[0].trial.error);
   if (!task.trials.empty() && task.trials[0].allocation) {
     out->set_allocation_id(task.trials[0].allocation->id);
     out->set_allocation_state(ToProto(task.trials[0].allocation->state));

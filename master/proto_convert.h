@@ -33,7 +33,7 @@ std::optional<RunState> FromProto(v1::ExperimentState state);
 std::optional<RunState> FromProto(v1::TaskState state);
 
 void ToProto(const User& user, v1::User* out);
-void ToProto(const JobRecord& job, v1::Experiment* out, int num_trials);
+void ToProto(const JobRecord& job, v1::Experiment* out);
 void ToProto(const TrialView& trial, int64_t experiment_id, v1::Trial* out);
 // A task's view: the job and its one trial.
 void ToProto(const JobView& task, v1::Task* out);

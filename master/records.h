@@ -43,6 +43,7 @@ struct JobRecord {
   std::string config;      // The YAML as submitted.
   std::string entrypoint;  // Tasks: JSON array of the command given at launch.
   int64_t submit_ms = 0;
+  int num_trials = 0;  // How many trials it has; counted when read, never written.
 };
 
 struct TrialRecord {
@@ -53,6 +54,7 @@ struct TrialRecord {
   int runs = 0;
   std::string latest_checkpoint;
   int64_t steps_completed = 0;
+  std::string error;  // Why it is in ERROR, when known.
 };
 
 struct AllocationRecord {

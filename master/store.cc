@@ -71,6 +71,8 @@ CREATE TABLE checkpoints (
 )sql",
     // Version 2: the master numbers jobs itself (Store::LastJobIds).
     "DROP SEQUENCE experiment_numbers, task_numbers",
+    // Version 3: why a trial is in ERROR.
+    "ALTER TABLE trials ADD COLUMN error TEXT NOT NULL DEFAULT ''",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

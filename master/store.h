@@ -82,9 +82,10 @@ class Store {
 
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(const std::string& job_id);
   absl::StatusOr<TrialRecord> GetTrial(int64_t id);
-  // Writes state, runs, latest_checkpoint and steps_completed.
+  // Writes state, runs, latest_checkpoint, steps_completed and error.
   absl::Status UpdateTrial(const TrialRecord& trial);
-  // Records the checkpoint and makes it the trial's latest, in one transaction.
+  // Records the checkpoint and makes it the trial's latest, in one transaction. Reporting it again
+  // (same uuid, allocation and steps) changes nothing; its uuid with other values is AlreadyExists.
   absl::Status AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
                              const std::string& uuid, int64_t steps_completed);
 

@@ -11,9 +11,10 @@ namespace {
 
 constexpr char kJobColumns[] =
     "job_id, type, name, username, resource_pool, priority, queue_position, slots, state, config, "
-    "entrypoint, (extract(epoch FROM submitted_at) * 1000)::BIGINT AS submit_ms";
+    "entrypoint, (extract(epoch FROM submitted_at) * 1000)::BIGINT AS submit_ms, "
+    "(SELECT count(*) FROM trials WHERE trials.job_id = jobs.job_id)::INTEGER AS num_trials";
 constexpr char kTrialColumns[] =
-    "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed";
+    "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed, error";
 constexpr char kAllocationColumns[] =
     "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
@@ -51,6 +52,7 @@ JobRecord JobFromRow(const pqxx::row& row) {
       .config = row["config"].as<std::string>(),
       .entrypoint = row["entrypoint"].as<std::string>(),
       .submit_ms = row["submit_ms"].as<int64_t>(),
+      .num_trials = row["num_trials"].as<int>(),
   };
 }
 
@@ -63,6 +65,7 @@ TrialRecord TrialFromRow(const pqxx::row& row) {
       .runs = row["runs"].as<int>(),
       .latest_checkpoint = row["latest_checkpoint"].as<std::string>(),
       .steps_completed = row["steps_completed"].as<int64_t>(),
+      .error = row["error"].as<std::string>(),
   };
 }
 
@@ -84,12 +87,12 @@ AllocationRecord AllocationFromRow(const pqxx::row& row) {
   return a;
 }
 
-// WHERE clause (with $n parameters appended to `params`) for `filter`.
 void WriteTrial(pqxx::transaction_base& tx, const TrialRecord& t) {
   tx.exec_params(
-      "UPDATE trials SET state = $2, runs = $3, latest_checkpoint = $4, steps_completed = $5 "
-      "WHERE id = $1",
-      t.id, std::string(RunStateName(t.state)), t.runs, t.latest_checkpoint, t.steps_completed);
+      "UPDATE trials SET state = $2, runs = $3, latest_checkpoint = $4, steps_completed = $5, "
+      "error = $6 WHERE id = $1",
+      t.id, std::string(RunStateName(t.state)), t.runs, t.latest_checkpoint, t.steps_completed,
+      t.error);
 }
 
 void WriteAllocation(pqxx::transaction_base& tx, const AllocationRecord& a) {
@@ -100,6 +103,7 @@ void WriteAllocation(pqxx::transaction_base& tx, const AllocationRecord& a) {
       a.pods, a.token_hash);
 }
 
+// WHERE clause (with $n parameters appended to `params`) for `filter`.
 std::string JobWhere(const JobFilter& f, std::vector<std::string>& params) {
   std::vector<std::string> clauses = {"true"};
   auto param = [&](std::string v) {
@@ -331,10 +335,23 @@ absl::Status Store::StartRun(const StartedRun& run) {
 absl::Status Store::AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
                                   const std::string& uuid, int64_t steps_completed) {
   return Transact([&](pqxx::transaction_base& tx) {
-    tx.exec_params(
+    const pqxx::result inserted = tx.exec_params(
         "INSERT INTO checkpoints (uuid, allocation_id, trial_id, steps_completed) "
-        "VALUES ($1, $2, $3, $4)",
+        "VALUES ($1, $2, $3, $4) ON CONFLICT (uuid) DO NOTHING RETURNING uuid",
         uuid, allocation_id, trial_id, steps_completed);
+    if (inserted.empty()) {
+      const pqxx::row r = tx.exec_params1(
+          "SELECT allocation_id, trial_id, steps_completed FROM checkpoints WHERE uuid = $1", uuid);
+      const std::string reported_by = r[0].as<std::string>();
+      const int64_t steps = r[2].as<int64_t>();
+      if (reported_by == allocation_id && r[1].as<int64_t>() == trial_id &&
+          steps == steps_completed) {
+        return absl::OkStatus();  // Reported again: already recorded.
+      }
+      return absl::AlreadyExistsError(absl::StrCat("checkpoint \"", uuid,
+                                                   "\" was already reported by ", reported_by,
+                                                   " at ", steps, " steps"));
+    }
     tx.exec_params("UPDATE trials SET latest_checkpoint = $2, steps_completed = $3 WHERE id = $1",
                    trial_id, uuid, steps_completed);
     return absl::OkStatus();

@@ -50,11 +50,16 @@ grpc::Status TaskServiceImpl::ListTasks(grpc::ServerContext* ctx, const v1::List
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
   JobFilter filter{.offset = std::max(0, req->offset()), .limit = PageLimit(req->limit())};
-  if (std::optional<TaskType> type = FromProto(req->type()); type) {
-    filter.types = {*type};
-  } else {
+  if (req->type() == v1::TASK_TYPE_UNSPECIFIED) {
     filter.types = {TaskType::kCommand, TaskType::kNotebook, TaskType::kShell,
                     TaskType::kTensorboard};
+  } else if (std::optional<TaskType> type = FromProto(req->type());
+             type && *type != TaskType::kExperiment) {
+    filter.types = {*type};
+  } else {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "type: must be COMMAND, NOTEBOOK, SHELL, TENSORBOARD or unspecified "
+                        "(experiments are listed by ExperimentService)");
   }
   for (int s : req->states()) {
     if (std::optional<RunState> state = FromProto(static_cast<v1::TaskState>(s))) {

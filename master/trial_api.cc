@@ -1,7 +1,8 @@
 // JobManager: the trial process's calls (preemption signal, checkpoints, completion), the
-// preemption timeout, and start-up recovery (see job_manager.h).
+// preemption timeout and retries of what failed (Tick), and start-up recovery (see job_manager.h).
 #include <functional>
 #include <set>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -67,7 +68,8 @@ absl::Status JobManager::ReportCompletion(const std::string& allocation_id, bool
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(Alloc * a, FindAllocLocked(allocation_id));
   // The pods exit on their own; their phases then end the allocation.
-  return SetTrialStateLocked(*a->rec.trial_id, success ? RunState::kCompleted : RunState::kError);
+  return SetTrialStateLocked(*a->rec.trial_id, success ? RunState::kCompleted : RunState::kError,
+                             success ? "" : error);
 }
 
 void JobManager::Tick(absl::Time now) {
@@ -87,8 +89,10 @@ void JobManager::Tick(absl::Time now) {
                              "; deleting its pods"));
     (void)TerminateLocked(*a);
   }
-  // Retries pod deletions and queue labels that failed, and runs that could not start (API server
-  // or database errors).
+  RetryLocked();
+}
+
+void JobManager::RetryLocked() {
   queued_deletions_.insert(queued_deletions_.end(), failed_deletions_.begin(),
                            failed_deletions_.end());
   failed_deletions_.clear();
@@ -97,6 +101,9 @@ void JobManager::Tick(absl::Time now) {
     if (job.ok()) RelabelLaterLocked(*job);
   }
   relabel_jobs_.clear();
+  for (const std::string& id : std::exchange(unstored_ends_, {})) {
+    if (auto it = allocs_.find(id); it != allocs_.end()) (void)StoreEndLocked(it->second);
+  }
   dirty_jobs_.merge(retry_jobs_);
   retry_jobs_.clear();
   (void)ReconcileDirtyLocked();

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -55,6 +56,25 @@ std::string Kind(const YAML::Node& node) {
   return absl::StrCat("\"", node.Scalar(), "\"");
 }
 
+// The path of the first key that appears twice in one mapping under `node` ("a.b", "a[0].b"):
+// yaml-cpp keeps both entries, and readers would each see a different one.
+std::optional<std::string> DuplicateKey(const YAML::Node& node, const std::string& path) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (auto d = DuplicateKey(node[i], absl::StrCat(path, "[", i, "]"))) return d;
+    }
+  }
+  if (!node.IsMap()) return std::nullopt;
+  absl::flat_hash_set<std::string> seen;
+  for (const auto& entry : node) {
+    const std::string& key = entry.first.Scalar();
+    std::string at = path.empty() ? key : absl::StrCat(path, ".", key);
+    if (!seen.insert(key).second) return at;
+    if (auto d = DuplicateKey(entry.second, at)) return d;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::Status FieldError(absl::string_view path, absl::string_view message) {
@@ -65,6 +85,9 @@ absl::StatusOr<YAML::Node> ParseYaml(absl::string_view text) {
   try {
     YAML::Node node = YAML::Load(std::string(text));
     if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Map);
+    if (std::optional<std::string> key = DuplicateKey(node, "")) {
+      return FieldError(*key, "duplicate key (a key may appear once in a mapping)");
+    }
     return node;
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("invalid YAML at line ", e.mark.line + 1,

@@ -17,8 +17,8 @@
 
 namespace phalanx::master {
 
-// Parses a whole document; syntax errors carry the line and column. An empty document is an empty
-// map.
+// Parses a whole document; syntax errors carry the line and column, a key repeated in one mapping
+// is an error naming its path. An empty document is an empty map.
 absl::StatusOr<YAML::Node> ParseYaml(absl::string_view text);
 
 // A YAML mapping (an absent or null node reads as an empty one) and its path for errors.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kube/status.h"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {
@@ -87,6 +88,65 @@ TEST_F(CliTest, Tasks) {
   ASSERT_EQ(Run({"cmd", "kill", "cmd-1"}), 0) << err_;
   EXPECT_EQ(Run({"cmd", "start"}), 1);  // A command needs an entrypoint.
   EXPECT_THAT(err_, HasSubstr("entrypoint: required"));
+}
+
+// Options are checked against what the command takes; --help and -h print the usage.
+TEST_F(CliTest, UnknownOptionsAreRefusedAndHelpPrintsUsage) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  EXPECT_EQ(Run({"experiment", "list", "--stat", "ACTIVE"}), 2);
+  EXPECT_THAT(err_, HasSubstr("unknown option --stat"));
+  EXPECT_EQ(Run({"experiment", "list", "--pool", "gpu"}), 2);  // Another command's option.
+  EXPECT_THAT(err_, HasSubstr("--pool is not an option here (this command takes --limit, "
+                              "--offset, --state)"));
+  EXPECT_EQ(Run({"job", "list", "--paused"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--paused is not an option here"));
+  EXPECT_EQ(Run({"cmd", "kill", "cmd-1", "--", "now"}), 2);
+  EXPECT_THAT(err_, HasSubstr("no words after -- here (this command takes none)"));
+  EXPECT_EQ(Run({"job", "list", "--paused=yes"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--paused takes no value"));
+
+  EXPECT_EQ(Run({"--help"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("usage: phalanx [--master HOST:PORT]"));
+  EXPECT_EQ(Run({"-h"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("phalanx COMMAND --help"));
+  EXPECT_EQ(Run({"experiment", "--help"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("usage: phalanx experiment create FILE [--paused]"));
+  EXPECT_EQ(Run({"job", "list", "-h"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("usage: phalanx job list [--pool P] [--limit N] [--offset N]"));
+  for (const char* command : {"login", "user", "cmd", "trial"}) {
+    EXPECT_EQ(Run({command, "--help"}), 0) << command << ": " << err_;
+    EXPECT_THAT(out_, HasSubstr("usage: phalanx " + std::string(command))) << command;
+  }
+  EXPECT_TRUE(err_.empty()) << err_;
+}
+
+// Listings take --limit and --offset and say how many there are in all.
+TEST_F(CliTest, ListsPageAndCount) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  for (int i = 0; i < 3; ++i) {
+    Create("resources: {slots_per_trial: 4}\n");
+    ASSERT_EQ(Run({"cmd", "start", "--", "sleep", "30"}), 0) << err_;
+  }
+  ASSERT_EQ(Run({"job", "list", "--limit", "2", "--offset", "1"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("2 of 6 job(s), from #2"));
+  ASSERT_EQ(Run({"cmd", "list", "--limit=2"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("2 of 3 cmd(s)\n"));
+  ASSERT_EQ(Run({"experiment", "list", "--offset", "2"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("1 of 3 experiment(s), from #3"));
+  EXPECT_EQ(Run({"job", "list", "--limit", "-1"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--limit: expected a number >= 0, got \"-1\""));
+}
+
+// describe shows why a trial is in ERROR: here the API server refused its pods.
+TEST_F(CliTest, DescribeShowsWhyATrialFailed) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  pods_.OnCreate([](const nlohmann::json&) {
+    return kube::HttpError(404, "NotFound", "namespaces \"gpu-ns\" not found");
+  });
+  EXPECT_EQ(Run({"experiment", "create", File("e.yaml", "resources: {slots_per_trial: 4}\n")}), 1);
+  ASSERT_EQ(Run({"experiment", "describe", "1"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("trial 1: creating pods of exp-1-trial-1-r1: "));
+  EXPECT_THAT(out_, HasSubstr("namespaces \"gpu-ns\" not found"));
 }
 
 // The trial's side with the allocation's own token from its pod: watch, checkpoint, acknowledge.

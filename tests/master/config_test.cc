@@ -142,6 +142,11 @@ INSTANTIATE_TEST_SUITE_P(
          "checkpoint_storage.bucket: required"},
         {"TlsKey", "max_slots_per_pod: 4\ntls: {cert: /a}\n", "tls.key: required"},
         {"Syntax", "max_slots_per_pod: [4\n", "invalid YAML at line"},
+        {"DuplicateKey", "max_slots_per_pod: 4\nmax_slots_per_pod: 8\n",
+         "max_slots_per_pod: duplicate key"},
+        {"DuplicatePoolKey",
+         "max_slots_per_pod: 4\nresource_pools: [{pool_name: a, pool_name: b}]\n",
+         "resource_pools[0].pool_name: duplicate key"},
     }),
     [](const auto& info) { return info.param.name; });
 

@@ -7,6 +7,7 @@ namespace phalanx::master {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 v1::Task Launch(v1::TaskService::Stub& stub, grpc::ClientContext* ctx, v1::TaskType type,
                 const std::string& config, grpc::Status* status = nullptr) {
@@ -52,6 +53,24 @@ TEST_F(ServiceTest, TasksAreNeverPreempted) {
   kill.set_id(cmd.id());
   ASSERT_TRUE(tasks_->KillTask(Ctx().get(), kill, Ignored<v1::KillTaskResponse>()).ok());
   EXPECT_TRUE(pods_.pods().empty());
+}
+
+// Tasks are listed by task type; experiments are not tasks.
+TEST_F(ServiceTest, ListTasksRefusesTheExperimentType) {
+  Create("resources: {slots_per_trial: 4}\n");
+  Launch(*tasks_, Ctx().get(), v1::TASK_TYPE_COMMAND, "");
+  v1::ListTasksRequest req;
+  req.set_type(v1::TASK_TYPE_EXPERIMENT);
+  v1::ListTasksResponse resp;
+  grpc::Status s = tasks_->ListTasks(Ctx().get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("type: must be COMMAND, NOTEBOOK, SHELL, TENSORBOARD"));
+  EXPECT_EQ(resp.tasks_size(), 0);
+  req.set_type(v1::TASK_TYPE_UNSPECIFIED);
+  ASSERT_TRUE(tasks_->ListTasks(Ctx().get(), req, &resp).ok());
+  ASSERT_EQ(resp.tasks_size(), 1);
+  EXPECT_EQ(resp.tasks(0).id(), "cmd-1");
+  EXPECT_EQ(resp.pagination().total(), 1);
 }
 
 TEST_F(ServiceTest, ZeroSlotTensorboardGoesToTheAuxPool) {

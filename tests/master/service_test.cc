@@ -4,6 +4,7 @@
 #include <future>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "kube/status.h"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {
@@ -201,6 +202,27 @@ TEST_F(ServiceTest, KillDeletesEveryPod) {
             grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+// A kill deletes the pods at once, also of runs checkpointing for a pause or a preemption.
+TEST_F(ServiceTest, KillDeletesPodsOfRunsBeingPreempted) {
+  v1::Experiment exp = Create(R"(
+hyperparameters: {lr: {type: categorical, vals: [0.1, 0.2]}}
+searcher: {name: grid}
+resources: {slots_per_trial: 4}
+)");
+  v1::GetExperimentResponse got = Get(exp.id());
+  Play(got.trials(0).allocation_id(), core::PodPhase::kRunning, /*preempt=*/true);
+  Play(got.trials(1).allocation_id(), core::PodPhase::kRunning);
+  ASSERT_TRUE(jobs_->Pause(exp.job_id()).ok());
+  got = Get(exp.id());
+  EXPECT_EQ(got.trials(0).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
+  EXPECT_EQ(got.trials(1).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
+  EXPECT_TRUE(pods_.deleted().empty());
+  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  EXPECT_TRUE(pods_.pods().empty());
+  ReapDeleted();
+  EXPECT_EQ(Get(exp.id()).experiment().state(), v1::EXPERIMENT_STATE_CANCELED);
+}
+
 // Pods are deleted without the manager's lock (each is an API round trip): while a killed gang's
 // first pod is being deleted, another caller reads the queue.
 TEST_F(ServiceTest, PodsAreDeletedWithoutTheManagerLock) {
@@ -305,6 +327,140 @@ TEST_F(ServiceTest, FailedPodCreationIsReportedUndoneAndRetried) {
   jobs_->Tick(absl::Now());
   EXPECT_EQ(pods_.pods().size(), 2u);
   EXPECT_EQ(Jobs()[0].job_id(), "exp-1");
+}
+
+// Pods the API server refuses for good end their trial in ERROR, with the API server's message as
+// the reason, and then the job: no new run is started.
+TEST_F(ServiceTest, PodsRefusedForGoodEndTheTrialInError) {
+  absl::Status refusal;
+  int attempts = 0;
+  pods_.OnCreate([&](const nlohmann::json&) {
+    ++attempts;
+    return refusal;
+  });
+  const std::vector<absl::Status> refusals = {
+      kube::HttpError(400, "BadRequest", "bad request body"),
+      kube::HttpError(403, "Forbidden", "pods is forbidden: violates PodSecurity"),
+      kube::HttpError(404, "NotFound", "namespaces \"gpu-ns\" not found"),
+      kube::HttpError(422, "Invalid", "Pod \"p\" is invalid: spec.containers[0].image: Required"),
+  };
+  for (size_t i = 0; i < refusals.size(); ++i) {
+    refusal = refusals[i];
+    attempts = 0;
+    grpc::Status s;
+    Create("resources: {slots_per_trial: 4}\n", &s);
+    EXPECT_EQ(s.error_code(), static_cast<grpc::StatusCode>(refusal.code()));
+    EXPECT_THAT(s.error_message(), HasSubstr("refused for good, the trial is in ERROR"));
+    jobs_->Tick(absl::Now());
+    jobs_->Tick(absl::Now());
+    const v1::GetExperimentResponse got = Get(static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(attempts, 1) << refusal;
+    EXPECT_EQ(got.experiment().state(), v1::EXPERIMENT_STATE_ERROR) << refusal;
+    ASSERT_EQ(got.trials_size(), 1);
+    EXPECT_EQ(got.trials(0).state(), v1::TRIAL_STATE_ERROR);
+    EXPECT_EQ(got.trials(0).runs(), 1);
+    EXPECT_THAT(got.trials(0).error(), HasSubstr(refusal.message())) << refusal;
+  }
+  EXPECT_TRUE(Jobs().empty());
+
+  refusal = kube::HttpError(404, "NotFound", "namespaces \"cpu-ns\" not found");
+  v1::LaunchTaskRequest launch;
+  launch.set_type(v1::TASK_TYPE_TENSORBOARD);
+  EXPECT_EQ(tasks_->LaunchTask(Ctx().get(), launch, Ignored<v1::LaunchTaskResponse>()).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  jobs_->Tick(absl::Now());
+  v1::GetTaskRequest get;
+  get.set_id("tb-1");
+  v1::GetTaskResponse task;
+  ASSERT_TRUE(tasks_->GetTask(Ctx().get(), get, &task).ok());
+  EXPECT_EQ(task.task().state(), v1::TASK_STATE_ERROR);
+  EXPECT_THAT(task.task().error(), HasSubstr("namespaces \"cpu-ns\" not found"));
+}
+
+// A trial that reports failure is in ERROR with the error it reported.
+TEST_F(ServiceTest, ReportedFailureIsKept) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  ASSERT_TRUE(jobs_->ReportCompletion(a, /*success=*/false, "CUDA out of memory").ok());
+  const v1::Trial trial = Get(exp.id()).trials(0);
+  EXPECT_EQ(trial.state(), v1::TRIAL_STATE_ERROR);
+  EXPECT_EQ(trial.error(), "CUDA out of memory");
+}
+
+// Refusals that can go away are retried at the next tick: the trial starts a new run.
+TEST_F(ServiceTest, PodsRefusedForNowAreRetried) {
+  absl::Status refusal;
+  pods_.OnCreate([&](const nlohmann::json&) { return std::exchange(refusal, absl::OkStatus()); });
+  const std::vector<absl::Status> refusals = {
+      kube::HttpError(403, "Forbidden", "pods \"p\" is forbidden: exceeded quota: gpus"),
+      kube::HttpError(409, "Conflict", "the object has been modified"),
+      kube::HttpError(429, "TooManyRequests", "slow down"),
+      kube::HttpError(500, "InternalError", "etcd timeout"),
+      absl::UnavailableError("connection refused"),
+  };
+  for (size_t i = 0; i < refusals.size(); ++i) {
+    refusal = refusals[i];
+    grpc::Status s;
+    Create("resources: {slots_per_trial: 4}\n", &s);
+    EXPECT_FALSE(s.ok());
+    jobs_->Tick(absl::Now());
+    const v1::GetExperimentResponse got = Get(static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(got.experiment().state(), v1::EXPERIMENT_STATE_ACTIVE) << refusals[i];
+    EXPECT_EQ(got.trials(0).state(), v1::TRIAL_STATE_ACTIVE) << refusals[i];
+    EXPECT_EQ(got.trials(0).runs(), 2) << refusals[i];
+    EXPECT_TRUE(got.trials(0).error().empty());
+  }
+  EXPECT_EQ(pods_.pods().size(), refusals.size());
+}
+
+// Experiments are listed with their number of trials.
+TEST_F(ServiceTest, ListExperimentsCountsTrials) {
+  Create(R"(
+hyperparameters: {lr: {type: categorical, vals: [0.1, 0.2]}}
+searcher: {name: grid}
+resources: {slots_per_trial: 4}
+)");
+  Create("resources: {slots_per_trial: 4}\n");
+  v1::ListExperimentsResponse list;
+  ASSERT_TRUE(experiments_->ListExperiments(Ctx().get(), {}, &list).ok());
+  ASSERT_EQ(list.experiments_size(), 2);
+  EXPECT_EQ(list.experiments(0).num_trials(), 1);  // Newest first.
+  EXPECT_EQ(list.experiments(1).num_trials(), 2);
+  EXPECT_EQ(Get(1).experiment().num_trials(), 2);
+}
+
+// When the database refuses an allocation's end, its pods are deleted all the same, and the end
+// is stored at the next tick once the database is back; then the trial runs again.
+TEST(JobManagerDatabaseTest, EndsTheDatabaseRefusedAreStoredAtTheNextTick) {
+  testing::PrivatePostgres pg;
+  ASSERT_FALSE(pg.url().empty());
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(pg.url());
+  ASSERT_TRUE(store.ok()) << store.status();
+  testing::FakePodClient pods;
+  JobManager jobs(*ParseMasterConfig(kMaster), **store, pods);
+  absl::StatusOr<JobView> exp =
+      jobs.CreateExperiment("resources: {slots_per_trial: 8}\n", User{.username = "admin"}, true);
+  ASSERT_TRUE(exp.ok()) << exp.status();
+  const std::string a = exp->trials.at(0).allocation->id;
+  for (bool preempt : {false, true}) {  // Both pods run, then the extender marks the gang.
+    for (const auto& [key, pod] : pods.pods()) {
+      PodState s = testing::FakePodClient::StateOf(pod, core::PodPhase::kRunning, true);
+      s.preempt_requested = preempt;
+      jobs.OnPod(s);
+    }
+  }
+  ASSERT_EQ((*store)->GetAllocation(a)->state, AllocState::kPreempting);
+  ASSERT_TRUE(pg.Stop());
+  jobs.Tick(absl::Now() + absl::Seconds(31));  // The preemption times out.
+  EXPECT_EQ(pods.deleted().size(), 2u);
+  for (const std::string& name : pods.deleted()) jobs.OnPodDeleted("gpu-ns", name);
+  ASSERT_TRUE(pg.Start());
+  EXPECT_EQ((*store)->GetAllocation(a)->state, AllocState::kPreempting);  // Nothing stored yet.
+  jobs.Tick(absl::Now());
+  EXPECT_EQ((*store)->GetAllocation(a)->state, AllocState::kTerminated);
+  const JobView view = *jobs.GetJob(exp->job.job_id);
+  EXPECT_EQ(view.trials.at(0).trial.runs, 2);
+  EXPECT_EQ(pods.pods().size(), 2u);
 }
 
 // A trial that finishes while it is being preempted (before it acknowledged) is done, not rerun.

@@ -173,6 +173,26 @@ TEST_F(StoreTest, AllocationsAndCheckpoints) {
   EXPECT_EQ(trial.steps_completed, 100);
 }
 
+// A checkpoint reported again (a retried call) is recorded once; its uuid with other values is
+// refused with a message, not a database error.
+TEST_F(StoreTest, CheckpointsReportedAgain) {
+  auto trials = InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 1);
+  ASSERT_EQ(trials.size(), 1u);
+  const AllocationRecord a{
+      .id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = trials[0].id, .ns = "d"};
+  ASSERT_TRUE(store_->StartRun({.trial = trials[0], .allocation = a}).ok());
+  ASSERT_TRUE(store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 100).ok());
+  ASSERT_TRUE(store_->AddCheckpoint(a.id, trials[0].id, "ckpt-2", 200).ok());
+  absl::Status again = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 100);
+  EXPECT_TRUE(again.ok()) << again;
+  EXPECT_EQ(store_->GetTrial(trials[0].id)->latest_checkpoint, "ckpt-2");  // Not rolled back.
+  absl::Status other = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 150);
+  EXPECT_TRUE(absl::IsAlreadyExists(other)) << other;
+  EXPECT_EQ(other.message(),
+            "checkpoint \"ckpt-1\" was already reported by exp-1-trial-1-r1 at 100 steps");
+  EXPECT_EQ(store_->GetTrial(trials[0].id)->steps_completed, 200);
+}
+
 TEST_F(StoreTest, AcknowledgedWritesSurviveReopen) {
   ASSERT_TRUE(store_->InsertJob(Job("tb-3", TaskType::kTensorboard, "cpu"), {}).ok());
   store_.reset();
