@@ -346,7 +346,11 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
       (void)store_.UpdateAllocation(a.rec);
     }
   }
-  if (marked && preemptible && s != AllocState::kPreempting) (void)RequestPreemptionLocked(a);
+  // A task is never preempted, but one marked before all its pods are bound (the extender found
+  // its planned node gone or full) loses nothing: it is recreated like a pending trial.
+  if (marked && (preemptible || s == AllocState::kPending) && s != AllocState::kPreempting) {
+    (void)RequestPreemptionLocked(a);
+  }
 }
 
 absl::StatusOr<JobManager::Alloc*> JobManager::FindAllocLocked(const std::string& id) {

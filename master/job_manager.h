@@ -16,7 +16,9 @@
 //      Tick.
 //   3. Preemption (label phalanx.io/preempt=requested from the extender, or a pause): the trial is
 //      signalled (WatchPreemption answers true); its pods are deleted after AckPreemption or after
-//      preemption_timeout. Non-experiment tasks are never preempted: their marks are ignored.
+//      preemption_timeout. Non-experiment tasks are never preempted: their marks are ignored
+//      once all their pods are bound; a run marked before that (re-planned by the extender) is
+//      recreated.
 //   4. An allocation whose pods are all gone is TERMINATED; Reconcile then starts the next run of
 //      an ACTIVE trial (gated again, with its latest checkpoint) or marks it PAUSED.
 //   5. Queue edits: priority changes recreate the gated pods of queued allocations (pod priority is

@@ -55,6 +55,25 @@ TEST_F(ServiceTest, TasksAreNeverPreempted) {
   EXPECT_TRUE(pods_.pods().empty());
 }
 
+// The extender marks a run whose planned node is gone before its pods bind: even a task is then
+// recreated, gated again, to be planned anew; it had not started, so nothing is lost.
+TEST_F(ServiceTest, ATaskMarkedBeforeItsPodsBindIsRecreated) {
+  v1::Task cmd = Launch(*tasks_, Ctx().get(), v1::TASK_TYPE_COMMAND, "resources: {slots: 2}\n");
+  Play(cmd.allocation_id(), core::PodPhase::kPending, /*preempt=*/true);
+  ASSERT_EQ(pods_.deleted().size(), 1u);
+  ReapDeleted();
+  ASSERT_EQ(pods_.pods().size(), 1u);
+  const nlohmann::json pod = pods_.pods().begin()->second;
+  EXPECT_NE(pod["metadata"]["name"], pods_.deleted()[0]);
+  EXPECT_EQ(pod["spec"]["schedulingGates"][0]["name"], "phalanx.io/admission");
+  v1::GetTaskRequest get;
+  get.set_id(cmd.id());
+  v1::GetTaskResponse got;
+  ASSERT_TRUE(tasks_->GetTask(Ctx().get(), get, &got).ok());
+  EXPECT_NE(got.task().allocation_id(), cmd.allocation_id());
+  EXPECT_EQ(got.task().state(), v1::TASK_STATE_ACTIVE);
+}
+
 // Tasks are listed by task type; experiments are not tasks.
 TEST_F(ServiceTest, ListTasksRefusesTheExperimentType) {
   Create("resources: {slots_per_trial: 4}\n");
