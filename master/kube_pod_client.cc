@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kube/decode.h"
 #include "kube/json.h"
@@ -34,9 +35,42 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
   return s;
 }
 
+absl::StatusOr<bool> KubePodClient::EnsurePriorityClass(const std::string& name) {
+  std::optional<int> value = PriorityOfClass(name);
+  if (!absl::StartsWith(name, kPriorityClassPrefix) || !value) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (classes_.contains(name)) return false;
+  }
+  const nlohmann::json pc = {
+      {"apiVersion", "scheduling.k8s.io/v1"},
+      {"kind", "PriorityClass"},
+      {"metadata", {{"name", name}, {"labels", {{kManagedByLabel, kManagedByValue}}}}},
+      {"value", *value},
+      {"globalDefault", false},
+      {"preemptionPolicy", "Never"},
+      {"description", absl::StrCat("phalanx tasks of priority ", *value)}};
+  absl::Status s = client_.Create(kube::kPriorityClasses, "", pc.dump()).status();
+  if (!s.ok() && !absl::IsAlreadyExists(s)) {
+    return absl::Status(s.code(), absl::StrCat("creating PriorityClass ", name, ": ", s.message()));
+  }
+  absl::MutexLock lock(&mu_);
+  classes_.insert(name);
+  return s.ok();
+}
+
 absl::Status KubePodClient::CreatePod(const nlohmann::json& pod) {
   const std::string ns = pod["metadata"]["namespace"];
-  return client_.Create(kube::kPods, ns, pod.dump()).status();
+  absl::StatusOr<bool> fresh = EnsurePriorityClass(pod["spec"].value("priorityClassName", ""));
+  if (!fresh.ok()) return fresh.status();
+  // The Priority admission plugin reads classes from a cache that lags a class just created.
+  for (int attempt = 0;; ++attempt) {
+    absl::Status s = client_.Create(kube::kPods, ns, pod.dump()).status();
+    if (s.ok() || !*fresh || attempt == 50 || !absl::StrContains(s.message(), "no PriorityClass")) {
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 absl::Status KubePodClient::DeletePod(const std::string& ns, const std::string& name) {

@@ -1,5 +1,6 @@
 // Kubernetes side of the master through kube::Client: KubePodClient (create, delete, label and list
-// the master's pods) and PodWatcher (list + watch of those pods in each pool namespace, feeding the
+// the master's pods; creates the phalanx-priority-<value> class a pod names before its first pod)
+// and PodWatcher (list + watch of those pods in each pool namespace, feeding the
 // JobManager; relists after 410 Gone or errors, and reports pods that vanished meanwhile).
 #ifndef PHALANX_MASTER_KUBE_POD_CLIENT_H_
 #define PHALANX_MASTER_KUBE_POD_CLIENT_H_
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "kube/client.h"
 #include "master/job_manager.h"
 #include "master/pod_client.h"
@@ -34,7 +36,13 @@ class KubePodClient final : public PodClient {
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
 
  private:
+  // Creates class `name` if it is one of the master's per-value classes not created yet; true
+  // when this call created it.
+  absl::StatusOr<bool> EnsurePriorityClass(const std::string& name);
+
   kube::Client& client_;
+  absl::Mutex mu_;
+  std::set<std::string> classes_ ABSL_GUARDED_BY(mu_);  // Known to exist.
 };
 
 class PodWatcher {

@@ -2,10 +2,11 @@
 #include "master/pod_builder.h"
 
 #include <array>
-#include <cstdlib>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "kube/decode.h"
 #include "master/strategic_merge.h"
 
@@ -18,7 +19,6 @@ struct PriorityClass {
   absl::string_view name;
   int value;
 };
-// Highest first (PriorityClassFor's tie-break);
 // deploy/helm/phalanx/templates/priority-classes.yaml.
 constexpr std::array<PriorityClass, 3> kPriorityClasses = {{
     {"phalanx-high-priority", 100},
@@ -180,17 +180,21 @@ std::vector<json> BuildPods(const PodRequest& r, const MasterConfig& master) {
   return out;
 }
 
-absl::string_view PriorityClassFor(int priority) {
-  const PriorityClass* best = &kPriorityClasses.front();
+std::string PriorityClassFor(int priority) {
   for (const PriorityClass& c : kPriorityClasses) {
-    if (std::abs(c.value - priority) < std::abs(best->value - priority)) best = &c;
+    if (c.value == priority) return std::string(c.name);
   }
-  return best->name;
+  return absl::StrCat(kPriorityClassPrefix, priority);
 }
 
 std::optional<int> PriorityOfClass(absl::string_view name) {
   for (const PriorityClass& c : kPriorityClasses) {
     if (c.name == name) return c.value;
+  }
+  int value = 0;
+  if (absl::ConsumePrefix(&name, kPriorityClassPrefix) && absl::SimpleAtoi(name, &value) &&
+      PriorityClassFor(value) == absl::StrCat(kPriorityClassPrefix, name)) {
+    return value;
   }
   return std::nullopt;
 }

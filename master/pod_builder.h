@@ -11,9 +11,9 @@
 //      command, PHALANX_* environment, and the slot requests and limits (nvidia.com/gpu, or cpu for
 //      the cpu slot type) that the user cannot override.
 //   4. Contract labels (DESIGN.md) override user labels of the same key.
-//   5. Priority: a priorityClassName in the merged spec wins; else the task's priority maps to the
-//      chart's class with the nearest value (PriorityClassFor). Pods cannot carry a bare
-//      spec.priority: the Priority admission plugin rejects a value not taken from a class.
+//   5. Priority: a priorityClassName in the merged spec wins; else the class of exactly the task's
+//      priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority admission
+//      plugin rejects a value not taken from a class.
 #ifndef PHALANX_MASTER_POD_BUILDER_H_
 #define PHALANX_MASTER_POD_BUILDER_H_
 
@@ -58,10 +58,13 @@ std::vector<nlohmann::json> BuildPods(const PodRequest& request, const MasterCon
 // Pods of a task of `slots` slots in a pool of `max_slots_per_pod`.
 int PodCount(int slots, int max_slots_per_pod);
 
-// The chart's priority class nearest to `priority` (ties to the higher class):
-// phalanx-high-priority (100), phalanx-medium-priority (50), phalanx-low-priority (1).
-absl::string_view PriorityClassFor(int priority);
-// The value of one of the chart's classes, for the job queue; nullopt for other classes.
+inline constexpr absl::string_view kPriorityClassPrefix = "phalanx-priority-";
+
+// The priority class of `priority`: the chart's class of that value (phalanx-high-priority 100,
+// phalanx-medium-priority 50, phalanx-low-priority 1), else "phalanx-priority-<priority>", which
+// KubePodClient creates before the first pod that names it.
+std::string PriorityClassFor(int priority);
+// The value of a class PriorityClassFor names, for the job queue; nullopt for other classes.
 std::optional<int> PriorityOfClass(absl::string_view name);
 
 // The queue position as label phalanx.io/queue-position writes it ("1700000000.123456").

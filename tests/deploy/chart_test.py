@@ -348,9 +348,13 @@ class Rbac(unittest.TestCase):
                 self.assertNotIn("*", rule[field], o["metadata"]["name"])
             self.assertFalse({"pods/binding", "bindings"} & set(rule["resources"]), o["metadata"]["name"])
 
-    def test_cluster_wide_rights_are_read_only(self):
+    def test_cluster_wide_rights_are_read_only_but_the_masters_priority_classes(self):
         for o in self.r.all("ClusterRole"):
             for rule in o["rules"]:
+                if rule["resources"] == ["priorityclasses"]:
+                    self.assertEqual(o["metadata"]["name"], f"{self.r.fullname}-master")
+                    self.assertEqual(rule["verbs"], ["get", "create"])
+                    continue
                 self.assertLessEqual(set(rule["verbs"]), {"get", "list", "watch"}, o["metadata"]["name"])
 
     def test_only_the_scheduler_is_bound_to_kube_schedulers_roles(self):

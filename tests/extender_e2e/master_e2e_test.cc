@@ -107,5 +107,21 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
   EXPECT_EQ(GetExperiment(dist2.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);
 }
 
+using MasterPriorityE2e = MasterE2eTest;
+
+// A priority no chart class has runs under a class of exactly that value, which the master
+// creates on first use: the pod's priority is what the experiment asked for.
+TEST_F(MasterPriorityE2e, AnyPriorityRunsUnderAClassOfItsOwnValue) {
+  AddNodes("n", 1, 4);
+  StartExtender(4);
+  StartMaster(4);
+  const v1::Experiment e = MustCreateExperiment(ExperimentYaml("p70", "{name: single}", 4, 70));
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(e.job_id()).size() == 1; }));
+  const std::vector<PodState> pods = GangPods(RunningAllocations(e.job_id())[0]);
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].info.priority, 70);
+  EXPECT_EQ(Jobs().at(0).priority(), 70);
+}
+
 }  // namespace
 }  // namespace phalanx::e2e

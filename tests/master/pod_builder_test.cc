@@ -157,7 +157,7 @@ environment:
   EXPECT_EQ(b.pods[0]["spec"]["priorityClassName"], "phalanx-low-priority");
   EXPECT_EQ(b.pods[0]["spec"]["tolerations"][0]["key"], "gpu");
   Built plain = Build(TaskType::kExperiment, "resources: {slots: 1, priority: 90}\n");
-  EXPECT_EQ(plain.pods[0]["spec"]["priorityClassName"], "phalanx-high-priority");
+  EXPECT_EQ(plain.pods[0]["spec"]["priorityClassName"], "phalanx-priority-90");
 }
 
 TEST(PodBuilderTest, ZeroSlotTensorboardGoesToAuxWithoutGpus) {
@@ -181,14 +181,19 @@ TEST(PodBuilderTest, DefaultSchedulerLeavesPodsUngated) {
   EXPECT_EQ(b.pods[0]["metadata"]["labels"]["phalanx.io/preemptible"], "false");
 }
 
-TEST(PriorityClassTest, NearestClass) {
+TEST(PriorityClassTest, EveryPriorityHasAClassOfExactlyItsValue) {
   EXPECT_EQ(PriorityClassFor(50), "phalanx-medium-priority");
-  EXPECT_EQ(PriorityClassFor(42), "phalanx-medium-priority");
-  EXPECT_EQ(PriorityClassFor(75), "phalanx-high-priority");  // Tie: the higher class.
-  EXPECT_EQ(PriorityClassFor(1000), "phalanx-high-priority");
-  EXPECT_EQ(PriorityClassFor(10), "phalanx-low-priority");
-  EXPECT_EQ(PriorityOfClass("phalanx-low-priority"), 1);
+  EXPECT_EQ(PriorityClassFor(100), "phalanx-high-priority");
+  EXPECT_EQ(PriorityClassFor(1), "phalanx-low-priority");
+  EXPECT_EQ(PriorityClassFor(42), "phalanx-priority-42");
+  EXPECT_EQ(PriorityClassFor(0), "phalanx-priority-0");
+  for (int p : {0, 1, 42, 50, 100, 1000000}) EXPECT_EQ(PriorityOfClass(PriorityClassFor(p)), p);
   EXPECT_EQ(PriorityOfClass("custom"), std::nullopt);
+  // Only the names PriorityClassFor gives: no other spelling of a value.
+  for (const char* other : {"phalanx-priority-050", "phalanx-priority-50", "phalanx-priority-+7",
+                            "phalanx-priority-", "phalanx-priority-x"}) {
+    EXPECT_EQ(PriorityOfClass(other), std::nullopt) << other;
+  }
 }
 
 TEST(StrategicMergeTest, MergesListsByTheirKeys) {
