@@ -77,6 +77,8 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
     KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(job.config, job.type, entrypoint, config));
     env = std::move(c.environment);
     r.entrypoint = std::move(c.entrypoint);
+    // A TensorBoard or notebook reads the checkpoints the master's storage holds.
+    r.env = {{"PHALANX_CHECKPOINT_STORAGE", config.checkpoint_storage.dump()}};
   }
   r.env.emplace_back("PHALANX_ALLOCATION_TOKEN", token);
   r.environment = &env;

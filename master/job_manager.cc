@@ -16,7 +16,8 @@
 namespace phalanx::master {
 namespace {
 
-// A pod_spec's priorityClassName of the chart wins over resources.priority (pod_builder.h).
+// A pod_spec's priorityClassName whose value is known (PriorityOfClass) wins over
+// resources.priority (pod_builder.h).
 int EffectivePriority(const ResourcesConfig& resources, const EnvironmentConfig& environment) {
   const nlohmann::json& spec = environment.pod_spec;
   if (spec.is_object() && spec.contains("spec") && spec["spec"].is_object()) {

@@ -74,6 +74,17 @@ TEST_F(ServiceTest, ATaskMarkedBeforeItsPodsBindIsRecreated) {
   EXPECT_EQ(got.task().state(), v1::TASK_STATE_ACTIVE);
 }
 
+// A TensorBoard (like any task) is told where the master's checkpoints are kept.
+TEST_F(ServiceTest, TasksAreGivenTheCheckpointStorage) {
+  Launch(*tasks_, Ctx().get(), v1::TASK_TYPE_TENSORBOARD, "");
+  ASSERT_EQ(pods_.pods().size(), 1u);
+  const nlohmann::json pod = pods_.pods().begin()->second;
+  nlohmann::json want = {{"name", "PHALANX_CHECKPOINT_STORAGE"},
+                         {"value", config_.checkpoint_storage.dump()}};
+  const nlohmann::json& env = pod["spec"]["containers"][0]["env"];
+  EXPECT_NE(std::find(env.begin(), env.end(), want), env.end()) << env.dump();
+}
+
 // Tasks are listed by task type; experiments are not tasks.
 TEST_F(ServiceTest, ListTasksRefusesTheExperimentType) {
   Create("resources: {slots_per_trial: 4}\n");
