@@ -48,16 +48,26 @@ TEST(VerbsTest, PlacedPodPassesOnlyOnItsNode) {
             (std::vector<int64_t>{0, 0, 10}));
 }
 
-TEST(VerbsTest, ForeignGangIsReservedWholeAtFilterTime) {
-  // Two 6-GPU members: gpu-node-01 (8 free) and gpu-node-03 (6 free) take one each.
-  core::SnapshotBuilder b(ExtenderTestCluster());
+// The shared cluster plus "ext", a gang of two 6-GPU members another tool created (ungated,
+// unplanned).
+class ForeignGangTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    b.UpsertPod(m0);
+    b.UpsertPod(m1);
+    snap = b.Build();
+  }
+
+  core::SnapshotBuilder b{ExtenderTestCluster()};
   core::PodInfo m0 = PendingPod("ext-0", "ext", 2, 6);
   core::PodInfo m1 = PendingPod("ext-1", "ext", 2, 6);
-  b.UpsertPod(m0);
-  b.UpsertPod(m1);
-  auto snap = b.Build();
+  std::shared_ptr<const core::ClusterSnapshot> snap;
   ReservationBook book;
-  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  Verbs verbs{gang::SlotPolicy{}, 30'000, &book};
+};
+
+TEST_F(ForeignGangTest, ReservedWholeAtFilterTime) {
+  // gpu-node-01 (8 free) and gpu-node-03 (6 free) take one member each.
   FilterOutcome first = verbs.Filter(*snap, m0, kNodes, 0);
   ASSERT_EQ(first.passed.size(), 1u);
   FilterOutcome second = verbs.Filter(*snap, m1, kNodes, 10);
@@ -74,15 +84,7 @@ TEST(VerbsTest, ForeignGangIsReservedWholeAtFilterTime) {
   EXPECT_EQ(later.failed.Find("gpu-node-01"), nullptr);  // It fits: nothing to diagnose.
 }
 
-TEST(VerbsTest, ASeatStopsCountingOnceItsPodIsBound) {
-  core::SnapshotBuilder b(ExtenderTestCluster());
-  core::PodInfo m0 = PendingPod("ext-0", "ext", 2, 6);
-  core::PodInfo m1 = PendingPod("ext-1", "ext", 2, 6);
-  b.UpsertPod(m0);
-  b.UpsertPod(m1);
-  auto snap = b.Build();
-  ReservationBook book;
-  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+TEST_F(ForeignGangTest, ASeatStopsCountingOnceItsPodIsBound) {
   ASSERT_EQ(verbs.Filter(*snap, m0, kNodes, 0).passed.size(), 1u);
   const std::string node = *book.NodeFor("ml/ext", "ext-1", 0);
   EXPECT_EQ(book.Held(*snap, 0, "")[*snap->NodeIndex(node)].gpu(), 6);
