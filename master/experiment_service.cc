@@ -59,11 +59,9 @@ grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
                    .resource_pool = req->resource_pool(),
                    .offset = std::max(0, req->offset()),
                    .limit = PageLimit(req->limit())};
-  for (int s : req->states()) {
-    if (std::optional<RunState> state = FromProto(static_cast<v1::ExperimentState>(s))) {
-      filter.states.push_back(*state);
-    }
-  }
+  absl::StatusOr<std::vector<RunState>> states = RunStatesOf<v1::ExperimentState>(req->states());
+  if (!states.ok()) return ToGrpcStatus(states.status());
+  filter.states = *std::move(states);
   auto jobs = jobs_.ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
   for (const JobRecord& job : jobs->first) ToProto(job, resp->add_experiments());

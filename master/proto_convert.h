@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "grpcpp/support/status.h"
 #include "master/job_manager.h"
 #include "master/records.h"
@@ -31,6 +34,22 @@ std::optional<TaskType> FromProto(v1::TaskType type);
 v1::TaskType ToProto(TaskType type);
 std::optional<RunState> FromProto(v1::ExperimentState state);
 std::optional<RunState> FromProto(v1::TaskState state);
+// A list request's `states` (values of `Enum`, ExperimentState or TaskState) as run states;
+// InvalidArgument naming states[i] for a value that is none.
+template <typename Enum>
+absl::StatusOr<std::vector<RunState>> RunStatesOf(
+    const google::protobuf::RepeatedField<int>& states) {
+  std::vector<RunState> out;
+  for (int i = 0; i < states.size(); ++i) {
+    std::optional<RunState> state = FromProto(static_cast<Enum>(states[i]));
+    if (!state) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("states[", i, "]: ", states[i], " is not a state to list by"));
+    }
+    out.push_back(*state);
+  }
+  return out;
+}
 
 void ToProto(const User& user, v1::User* out);
 void ToProto(const JobRecord& job, v1::Experiment* out);

@@ -61,11 +61,9 @@ grpc::Status TaskServiceImpl::ListTasks(grpc::ServerContext* ctx, const v1::List
                         "type: must be COMMAND, NOTEBOOK, SHELL, TENSORBOARD or unspecified "
                         "(experiments are listed by ExperimentService)");
   }
-  for (int s : req->states()) {
-    if (std::optional<RunState> state = FromProto(static_cast<v1::TaskState>(s))) {
-      filter.states.push_back(*state);
-    }
-  }
+  absl::StatusOr<std::vector<RunState>> states = RunStatesOf<v1::TaskState>(req->states());
+  if (!states.ok()) return ToGrpcStatus(states.status());
+  filter.states = *std::move(states);
   auto jobs = jobs_.ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
   for (const JobRecord& job : jobs->first) {

@@ -429,6 +429,25 @@ resources: {slots_per_trial: 4}
   EXPECT_EQ(Get(1).experiment().num_trials(), 2);
 }
 
+// A states filter with a value that is no state is refused, not dropped (which would list all).
+TEST_F(ServiceTest, ListsRefuseUnknownStates) {
+  Create("resources: {slots_per_trial: 4}\n");
+  v1::ListExperimentsRequest experiments;
+  experiments.add_states(v1::EXPERIMENT_STATE_ACTIVE);
+  experiments.add_states(static_cast<v1::ExperimentState>(42));
+  v1::ListExperimentsResponse list;
+  grpc::Status s = experiments_->ListExperiments(Ctx().get(), experiments, &list);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "states[1]: 42 is not a state to list by");
+  EXPECT_EQ(list.experiments_size(), 0);
+  v1::ListTasksRequest tasks;
+  tasks.add_states(v1::TASK_STATE_UNSPECIFIED);
+  v1::ListTasksResponse task_list;
+  s = tasks_->ListTasks(Ctx().get(), tasks, &task_list);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "states[0]: 0 is not a state to list by");
+}
+
 // When the database refuses an allocation's end, its pods are deleted all the same, and the end
 // is stored at the next tick once the database is back; then the trial runs again.
 TEST(JobManagerDatabaseTest, EndsTheDatabaseRefusedAreStoredAtTheNextTick) {
