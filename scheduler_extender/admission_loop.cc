@@ -107,11 +107,8 @@ absl::Status AdmissionLoop::MarkGang(const core::ClusterSnapshot& snap, const st
   return absl::OkStatus();
 }
 
-absl::Status AdmissionLoop::Evict(const core::ClusterSnapshot& snap, const std::string& key,
-                                  const std::string& by) {
-  std::optional<core::Gang> g = snap.FindGang(key);
-  if (!g) return absl::OkStatus();
-  for (const core::PodInfo* p : g->members) {
+absl::Status AdmissionLoop::Evict(const core::Gang& g, const std::string& by) {
+  for (const core::PodInfo* p : g.members) {
     std::fprintf(stderr, "phalanx-extender: evicting pod %s/%s for gang %s\n", p->ns.c_str(),
                  p->name.c_str(), by.c_str());
     absl::Status st = deps_.client->Delete(kube::kPods, p->ns, p->name);
@@ -125,7 +122,7 @@ absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap, const
     if (absl::Status st = MarkGang(snap, victim, d.gang); !st.ok()) return st;
     std::optional<core::Gang> g = snap.FindGang(victim);
     if (g && !g->managed) {
-      if (absl::Status st = Evict(snap, victim, d.gang); !st.ok()) return st;
+      if (absl::Status st = Evict(*g, d.gang); !st.ok()) return st;
     }
   }
   if (deps_.metrics != nullptr) deps_.metrics->AddPreemptions(d.victims.size());

@@ -63,9 +63,8 @@ class AdmissionLoop {
   // master tears the gang down and recreates it gated.
   absl::Status MarkGang(const core::ClusterSnapshot& snap, const std::string& key,
                         const std::string& by);
-  // Deletes every pod of gang `key` for gang `by`, as kube-scheduler's preemption would.
-  absl::Status Evict(const core::ClusterSnapshot& snap, const std::string& key,
-                     const std::string& by);
+  // Deletes every pod of `g` for gang `by`, as kube-scheduler's preemption would.
+  absl::Status Evict(const core::Gang& g, const std::string& by);
   // Marks each victim gang; the pods of those phalanx-master did not create (nobody else would act
   // on the mark) are evicted as well.
   absl::Status MarkVictims(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
