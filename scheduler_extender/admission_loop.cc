@@ -231,7 +231,7 @@ absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::Clust
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   awaited_since_ms_ = opts.now_ms;
   // Published before the writes, so /debug/queue never lags what the pods' annotations show.
-  Publish(snap, r, took.count());
+  Publish(r, took.count());
   for (const GangDecision& d : r.decisions) {
     absl::Status st;
     switch (d.verdict) {
@@ -270,8 +270,7 @@ void AdmissionLoop::Run(const std::atomic<bool>& stop) {
   }
 }
 
-void AdmissionLoop::Publish(const core::ClusterSnapshot& snap, const preemption::RoundResult& r,
-                            double seconds) {
+void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
   std::vector<std::string> gangs;
   absl::flat_hash_map<std::string, double> counts;
   for (const GangDecision& d : r.decisions) {
@@ -287,17 +286,10 @@ void AdmissionLoop::Publish(const core::ClusterSnapshot& snap, const preemption:
     counts[preemption::VerdictName(d.verdict)] += 1;
   }
   if (deps_.metrics != nullptr) {
-    double admitted = 0, backfilled = 0;
-    snap.Gangs([&](const core::ClusterSnapshot::GangEntry& e) {
-      if (e.summary.Running()) (e.summary.backfilled ? backfilled : admitted) += 1;
-      return false;
-    });
     deps_.metrics->ObserveRound(seconds);
     deps_.metrics->SetGangs("pending", counts["WAIT"]);
     deps_.metrics->SetGangs("preempting", counts["PREEMPT"]);
     deps_.metrics->SetGangs("infeasible", counts["INFEASIBLE"]);
-    deps_.metrics->SetGangs("admitted", admitted);
-    deps_.metrics->SetGangs("backfilled", backfilled);
   }
   absl::MutexLock lock(&mu_);
   queue_json_ = absl::StrCat("{\"gangs\":[", absl::StrJoin(gangs, ","), "]}");

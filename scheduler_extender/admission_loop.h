@@ -83,7 +83,7 @@ class AdmissionLoop {
   absl::Status MergePatch(const core::PodInfo& pod, const std::string& patch);
   // True while a write of the last round is not yet visible in `snap` (and not timed out).
   bool AwaitingWrites(const core::ClusterSnapshot& snap);
-  void Publish(const core::ClusterSnapshot& snap, const preemption::RoundResult& r, double seconds);
+  void Publish(const preemption::RoundResult& r, double seconds);
 
   preemption::AdmissionOptions options_;
   int64_t resync_ms_;

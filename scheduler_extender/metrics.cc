@@ -71,6 +71,16 @@ void Metrics::SetGangs(absl::string_view state, double count) {
   gangs_.Add({{"state", std::string(state)}}).Set(count);
 }
 
+void Metrics::CountRunningGangs(const core::ClusterSnapshot& snap) {
+  double admitted = 0, backfilled = 0;
+  snap.Gangs([&](const core::ClusterSnapshot::GangEntry& e) {
+    if (e.summary.Running()) (e.summary.backfilled ? backfilled : admitted) += 1;
+    return false;
+  });
+  SetGangs("admitted", admitted);
+  SetGangs("backfilled", backfilled);
+}
+
 void Metrics::AddPreemptions(double victim_gangs) { preemptions_.Increment(victim_gangs); }
 
 void Metrics::AddReplans(double gangs) { replans_.Increment(gangs); }

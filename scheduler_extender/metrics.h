@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "core/snapshot.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -23,9 +24,11 @@ class Metrics {
   // One request the HTTP server answered itself (404, 405, 413, 500): counted, not timed.
   void CountRequest(absl::string_view verb, int code);
   void ObserveRound(double seconds);
-  // Gangs per state after a round: "pending", "preempting" and "infeasible" in its queue;
-  // "admitted" and "backfilled" among the gangs holding capacity.
+  // Gangs per state after a round: "pending", "preempting" and "infeasible" in its queue.
   void SetGangs(absl::string_view state, double count);
+  // Gangs "admitted" and "backfilled" among those holding capacity in `snap`: a scan of every
+  // gang, so done when /metrics is read rather than every round.
+  void CountRunningGangs(const core::ClusterSnapshot& snap);
   void AddPreemptions(double victim_gangs);
   void AddReplans(double gangs);
   void SetCacheObjects(absl::string_view kind, double count);

@@ -40,8 +40,11 @@ absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNode(
 
 gang::Capacity ReservationBook::Held(const core::ClusterSnapshot& snap, int64_t now_ms,
                                      const std::string& except_gang) {
+  const absl::flat_hash_map<std::string, core::Resources> by_node =
+      ByNode(snap, now_ms, except_gang);
+  if (by_node.empty()) return {};  // The usual case: nothing to take off every round's plan.
   gang::Capacity held(snap.node_count());
-  for (const auto& [node, r] : ByNode(snap, now_ms, except_gang)) {
+  for (const auto& [node, r] : by_node) {
     if (std::optional<int> i = snap.NodeIndex(node)) held[*i] += r;
   }
   return held;

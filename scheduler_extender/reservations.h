@@ -37,7 +37,8 @@ class ReservationBook {
   absl::flat_hash_map<std::string, core::Resources> ByNode(const core::ClusterSnapshot& snap,
                                                            int64_t now_ms,
                                                            const std::string& except_gang);
-  // The same per node index of `snap` (nodes it does not have are left out).
+  // The same per node index of `snap` (nodes it does not have are left out); empty when no seat
+  // is live.
   gang::Capacity Held(const core::ClusterSnapshot& snap, int64_t now_ms,
                       const std::string& except_gang);
   size_t size();

@@ -101,6 +101,9 @@ void ExtenderServer::Routes() {
           }));
   s.Route("GET", "/metrics", [this](const auto&, auto& res) {
     res.content_type = http::kPrometheusText;
+    if (std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot()) {
+      deps_.metrics->CountRunningGangs(*snap);
+    }
     res.body = deps_.metrics->Serialize();
   });
   s.Route("GET", "/healthz", [](const auto&, auto& res) { res.body = "ok\n"; });
