@@ -72,9 +72,8 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
              {"PHALANX_CHECKPOINT_STORAGE", c.checkpoint_storage.dump()},
              {"PHALANX_LATEST_CHECKPOINT", trial.latest_checkpoint}};
   } else {
-    std::vector<std::string> entrypoint =
-        nlohmann::json::parse(job.entrypoint, nullptr, false).get<std::vector<std::string>>();
-    KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(job.config, job.type, entrypoint, config));
+    KUBE_ASSIGN_OR_RETURN(TaskConfig c,
+                          ParseStoredTaskConfig(job.config, job.type, job.entrypoint, config));
     env = std::move(c.environment);
     r.entrypoint = std::move(c.entrypoint);
     // A TensorBoard or notebook reads the checkpoints the master's storage holds.

@@ -16,28 +16,46 @@
 namespace phalanx::master {
 namespace {
 
-// A pod_spec's priorityClassName whose value is known (PriorityOfClass) wins over
-// resources.priority (pod_builder.h).
-int EffectivePriority(const ResourcesConfig& resources, const EnvironmentConfig& environment) {
-  const nlohmann::json& spec = environment.pod_spec;
-  if (spec.is_object() && spec.contains("spec") && spec["spec"].is_object()) {
-    if (std::optional<int> p = PriorityOfClass(spec["spec"].value("priorityClassName", ""))) {
+// A class the pod specs name (SpecPriorityClass) wins over resources.priority (pod_builder.h); the
+// queue shows its value when it is one of phalanx's classes (PriorityOfClass).
+int EffectivePriority(const ResourcesConfig& resources, const EnvironmentConfig& environment,
+                      const MasterConfig& config) {
+  const ResourcePoolConfig* pool = config.FindPool(resources.resource_pool);
+  if (pool != nullptr) {
+    if (std::optional<int> p =
+            PriorityOfClass(SpecPriorityClass(*pool, resources.slots, environment, config))) {
       return *p;
     }
   }
   return resources.priority.value_or(kDefaultPriority);
 }
 
+// The class the pod specs of `job` name (SpecPriorityClass), "" if none.
+absl::StatusOr<std::string> SpecClassOf(const JobRecord& job, const MasterConfig& config) {
+  const ResourcePoolConfig* pool = config.FindPool(job.resource_pool);
+  if (pool == nullptr) return std::string();
+  EnvironmentConfig environment;
+  if (job.type == TaskType::kExperiment) {
+    KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(job.config, config));
+    environment = std::move(c.environment);
+  } else {
+    KUBE_ASSIGN_OR_RETURN(TaskConfig c,
+                          ParseStoredTaskConfig(job.config, job.type, job.entrypoint, config));
+    environment = std::move(c.environment);
+  }
+  return SpecPriorityClass(*pool, job.slots, environment, config);
+}
+
 // A job without its id (the store's number comes with its submission), submitted now.
 JobRecord NewJob(TaskType type, const std::string& name, const User& user,
                  const ResourcesConfig& resources, const EnvironmentConfig& environment,
-                 const std::string& yaml) {
+                 const std::string& yaml, const MasterConfig& config) {
   const absl::Time now = absl::Now();
   return JobRecord{.type = type,
                    .name = name,
                    .username = user.username,
                    .resource_pool = resources.resource_pool,
-                   .priority = EffectivePriority(resources, environment),
+                   .priority = EffectivePriority(resources, environment, config),
                    .queue_position = absl::ToUnixMicros(now) / 1e6,
                    .slots = resources.slots,
                    .config = yaml,
@@ -74,7 +92,8 @@ JobManager::JobManager(MasterConfig config, Store& store, PodClient& pods)
 absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, const User& user,
                                                      bool activate) {
   KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(yaml, config_));
-  JobRecord job = NewJob(TaskType::kExperiment, c.name, user, c.resources, c.environment, yaml);
+  JobRecord job =
+      NewJob(TaskType::kExperiment, c.name, user, c.resources, c.environment, yaml, config_);
   job.state = activate ? RunState::kActive : RunState::kPaused;
   // Without experiment_seed, random trials are drawn from the submission time (the trials' values
   // are stored, so the experiment stays reproducible from its records).
@@ -95,7 +114,7 @@ absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string&
     return absl::InvalidArgumentError("type: use CreateExperiment for experiments");
   }
   KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(yaml, type, entrypoint, config_));
-  JobRecord job = NewJob(type, c.description, user, c.resources, c.environment, yaml);
+  JobRecord job = NewJob(type, c.description, user, c.resources, c.environment, yaml, config_);
   job.entrypoint = nlohmann::json(c.entrypoint).dump();
   return Submit(std::move(job), {TrialRecord{.hparams = "{}"}}, /*cap=*/1);
 }
@@ -253,6 +272,12 @@ absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
   PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
+  KUBE_ASSIGN_OR_RETURN(const std::string spec_class, SpecClassOf(job, config_));
+  if (!spec_class.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        job_id, "'s pod spec names priorityClassName \"", spec_class,
+        "\", which sets its pods' priority; its priority can only change with that class"));
+  }
   std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
   for (Alloc* a : allocs) {
     if (job.type != TaskType::kExperiment && a->rec.state != AllocState::kPending) {

@@ -36,9 +36,13 @@ void RenameSeedContainer(json& pod) {
   }
 }
 
+// The default pod spec of a task of `slots` slots in `pool`.
+const json& DefaultSpec(const ResourcePoolConfig& pool, int slots, const MasterConfig& master) {
+  return master.DefaultPodSpec(pool, slots > 0 && master.slot_type == SlotType::kGpu);
+}
+
 json MergedSpec(const PodRequest& r, const MasterConfig& master) {
-  const bool gpu = r.slots > 0 && master.slot_type == SlotType::kGpu;
-  json base = master.DefaultPodSpec(*r.pool, gpu);
+  json base = DefaultSpec(*r.pool, r.slots, master);
   json patch = r.environment->pod_spec;
   RenameSeedContainer(base);
   RenameSeedContainer(patch);
@@ -178,6 +182,18 @@ std::vector<json> BuildPods(const PodRequest& r, const MasterConfig& master) {
     out.push_back(std::move(pod));
   }
   return out;
+}
+
+std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
+                              const EnvironmentConfig& environment, const MasterConfig& master) {
+  // As the strategic merge treats a scalar: the pod_spec's value (null deletes it), else the
+  // default pod spec's.
+  const json::json_pointer path("/spec/priorityClassName");
+  const json& patch = environment.pod_spec;
+  const json& base = DefaultSpec(pool, slots, master);
+  const json& from = patch.is_object() && patch.contains(path) ? patch : base;
+  if (!from.is_object() || !from.contains(path) || !from[path].is_string()) return "";
+  return from[path].get<std::string>();
 }
 
 std::string PriorityClassFor(int priority) {

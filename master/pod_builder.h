@@ -58,6 +58,16 @@ std::vector<nlohmann::json> BuildPods(const PodRequest& request, const MasterCon
 // Pods of a task of `slots` slots in a pool of `max_slots_per_pod`.
 int PodCount(int slots, int max_slots_per_pod);
 
+// The priorityClassName a task's pods take from its pod specs (step 2), or "" when they take the
+// class of the task's priority.
+std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
+                              const EnvironmentConfig& environment, const MasterConfig& master);
+
+// The priorityClassName a task's pods take from its pod specs (step 2: the default pod spec's,
+// unless the task's pod_spec sets it), or "" when they take the class of the task's priority.
+std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
+                              const EnvironmentConfig& environment, const MasterConfig& master);
+
 inline constexpr absl::string_view kPriorityClassPrefix = "phalanx-priority-";
 
 // The priority class of `priority`: the chart's class of that value (phalanx-high-priority 100,

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
 #include "master/yaml.h"
+#include "nlohmann/json.hpp"
 
 namespace phalanx::master {
 
@@ -27,6 +28,14 @@ absl::StatusOr<TaskConfig> ParseTaskConfig(absl::string_view yaml, TaskType type
       ResolvePool(master, c.resources, "resources.slots");
   if (!pool.ok()) return pool.status();
   return c;
+}
+
+absl::StatusOr<TaskConfig> ParseStoredTaskConfig(absl::string_view yaml, TaskType type,
+                                                 const std::string& entrypoint_json,
+                                                 const MasterConfig& master) {
+  const nlohmann::json entrypoint = nlohmann::json::parse(entrypoint_json, nullptr, false);
+  if (!entrypoint.is_array()) return absl::DataLossError("the stored entrypoint is not a list");
+  return ParseTaskConfig(yaml, type, entrypoint.get<std::vector<std::string>>(), master);
 }
 
 }  // namespace phalanx::master

@@ -27,6 +27,11 @@ absl::StatusOr<TaskConfig> ParseTaskConfig(absl::string_view yaml, TaskType type
                                            const std::vector<std::string>& entrypoint,
                                            const MasterConfig& master);
 
+// A stored task's config: its YAML and its entrypoint as the JSON array LaunchTask stored.
+absl::StatusOr<TaskConfig> ParseStoredTaskConfig(absl::string_view yaml, TaskType type,
+                                                 const std::string& entrypoint_json,
+                                                 const MasterConfig& master);
+
 }  // namespace phalanx::master
 
 #endif  // PHALANX_MASTER_TASK_CONFIG_H_

@@ -160,6 +160,35 @@ environment:
   EXPECT_EQ(plain.pods[0]["spec"]["priorityClassName"], "phalanx-priority-90");
 }
 
+// SpecPriorityClass names the class the built pods carry whenever a pod spec sets it.
+TEST(PodBuilderTest, SpecPriorityClassIsTheClassThePodSpecsGive) {
+  constexpr char kClassDefault[] = R"(
+max_slots_per_pod: 4
+resource_pools: [{pool_name: default, kubernetes_namespace: team-a}]
+task_container_defaults:
+  gpu_pod_spec: {spec: {priorityClassName: phalanx-high-priority}}
+)";
+  struct Case {
+    std::string task, master, want;
+  } cases[] = {
+      {"resources: {slots: 1, priority: 90}\n", kMaster, ""},
+      {"environment: {pod_spec: {spec: {priorityClassName: team-class}}}\n", kMaster, "team-class"},
+      {"resources: {slots: 1, priority: 90}\n", kClassDefault, "phalanx-high-priority"},
+      {"environment: {pod_spec: {spec: {priorityClassName: team-class}}}\n", kClassDefault,
+       "team-class"},
+      {"environment: {pod_spec: {spec: {priorityClassName: null}}}\n", kClassDefault, ""},
+  };
+  for (const Case& c : cases) {
+    Built b = Build(TaskType::kExperiment, c.task, c.master);
+    const ResourcePoolConfig& pool = *b.master.FindPool(b.task.resources.resource_pool);
+    EXPECT_EQ(SpecPriorityClass(pool, b.task.resources.slots, b.task.environment, b.master), c.want)
+        << c.task << c.master;
+    if (!c.want.empty()) {
+      EXPECT_EQ(b.pods[0]["spec"]["priorityClassName"], c.want) << c.task;
+    }
+  }
+}
+
 TEST(PodBuilderTest, ZeroSlotTensorboardGoesToAuxWithoutGpus) {
   Built b = Build(TaskType::kTensorboard, "");
   ASSERT_EQ(b.pods.size(), 1u);

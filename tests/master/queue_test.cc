@@ -184,6 +184,28 @@ TEST_F(ServiceTest, QueueOrderMovesAndPriority) {
   EXPECT_EQ(Jobs()[0].priority(), 100);
 }
 
+// A class named in the pod spec sets the pods' priority, so set-priority would only change the
+// queue's number: refused, and the pods stay as they are.
+TEST_F(ServiceTest, SetPriorityIsRefusedWhenThePodSpecNamesTheClass) {
+  v1::Experiment a = Create(
+      "resources: {slots_per_trial: 4}\n"
+      "environment: {pod_spec: {spec: {priorityClassName: phalanx-high-priority}}}\n");
+  EXPECT_EQ(Jobs()[0].priority(), 100);
+  v1::SetExperimentPriorityRequest prio;
+  prio.set_id(a.id());
+  prio.set_priority(10);
+  const int before = pods_.creates();
+  grpc::Status s = experiments_->SetExperimentPriority(
+      Ctx().get(), prio, Ignored<v1::SetExperimentPriorityResponse>());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            a.job_id() +
+                "'s pod spec names priorityClassName \"phalanx-high-priority\", which sets "
+                "its pods' priority; its priority can only change with that class");
+  EXPECT_EQ(pods_.creates(), before);
+  EXPECT_EQ(Jobs()[0].priority(), 100);
+}
+
 TEST_F(ServiceTest, JobStatesPendingReasonsAndStats) {
   v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
   v1::Experiment b = Create("resources: {slots_per_trial: 8}\n");
