@@ -129,17 +129,23 @@ absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap, const
   return absl::OkStatus();
 }
 
-absl::StatusOr<absl::flat_hash_set<std::string>> AdmissionLoop::Replan(
-    const core::ClusterSnapshot& snap) {
+absl::flat_hash_set<std::string> AdmissionLoop::Replan(const core::ClusterSnapshot& snap) {
   absl::flat_hash_set<std::string> marked;
   for (const preemption::StrandedGang& s : preemption::StrandedGangs(snap)) {
     std::fprintf(stderr, "phalanx-extender: gang %s is recreated to be planned again: %s\n",
                  s.gang.c_str(), s.reason.c_str());
-    if (absl::Status st = MarkGang(snap, s.gang, s.gang); !st.ok()) return st;
-    marked.insert(s.gang);
+    Check(s.gang, MarkGang(snap, s.gang, s.gang));
+    marked.insert(s.gang);  // Never ungated by recovery, marked or not.
   }
   if (deps_.metrics != nullptr) deps_.metrics->AddReplans(marked.size());
   return marked;
+}
+
+void AdmissionLoop::Check(absl::string_view gang, const absl::Status& st) {
+  if (st.ok()) return;
+  std::fprintf(stderr, "phalanx-extender: writes for gang %.*s failed: %s\n",
+               static_cast<int>(gang.size()), gang.data(), st.ToString().c_str());
+  if (deps_.metrics != nullptr) deps_.metrics->AddFailedWrites(1);
 }
 
 absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const GangDecision& d) {
@@ -161,18 +167,22 @@ absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const 
   return absl::OkStatus();
 }
 
-absl::Status AdmissionLoop::Recover(const core::ClusterSnapshot& snap,
-                                    const absl::flat_hash_set<std::string>& stranded) {
+void AdmissionLoop::Recover(const core::ClusterSnapshot& snap,
+                            const absl::flat_hash_set<std::string>& stranded) {
   for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
     if (g.preempt_requested || stranded.contains(g.key)) continue;  // They wait for the master.
     if (g.Admitting()) {
-      for (const core::PodInfo* p : g.members) {
-        if (!p->gated) continue;
-        if (absl::Status st = Ungate(*p); !st.ok()) return st;
-      }
+      Check(g.key, UngateGang(g));
     } else if (!g.Pending()) {
-      if (absl::Status st = CompletePlacement(snap, g); !st.ok()) return st;
+      Check(g.key, CompletePlacement(snap, g));
     }
+  }
+}
+
+absl::Status AdmissionLoop::UngateGang(const core::Gang& g) {
+  for (const core::PodInfo* p : g.members) {
+    if (!p->gated) continue;
+    if (absl::Status st = Ungate(*p); !st.ok()) return st;
   }
   return absl::OkStatus();
 }
@@ -216,11 +226,9 @@ bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
   return true;
 }
 
-absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {
+preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {
   awaited_since_ms_ = deps_.now_ms();
-  absl::StatusOr<absl::flat_hash_set<std::string>> stranded = Replan(snap);
-  if (!stranded.ok()) return stranded.status();
-  if (absl::Status st = Recover(snap, *stranded); !st.ok()) return st;
+  Recover(snap, Replan(snap));
   // Marks and recovery writes change what is free: plan only once the cache shows them.
   if (!awaited_.empty()) return preemption::RoundResult{};
   auto start = std::chrono::steady_clock::now();
@@ -248,7 +256,7 @@ absl::StatusOr<preemption::RoundResult> AdmissionLoop::RunOnce(const core::Clust
         st = NoteReason(snap, d);
         break;
     }
-    if (!st.ok()) return st;
+    Check(d.gang, st);
   }
   absl::flat_hash_set<absl::string_view> queued;
   for (const GangDecision& d : r.decisions) queued.insert(d.gang);
@@ -262,11 +270,7 @@ void AdmissionLoop::Run(const std::atomic<bool>& stop) {
     version = deps_.wait_for_change(version, resync_ms_);
     std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
     if (snap == nullptr || AwaitingWrites(*snap)) continue;
-    absl::StatusOr<preemption::RoundResult> r = RunOnce(*snap);
-    if (!r.ok()) {
-      std::fprintf(stderr, "phalanx-extender: admission round: %s\n",
-                   r.status().ToString().c_str());
-    }
+    RunOnce(*snap);
   }
 }
 

@@ -14,7 +14,8 @@
 //   (preemption/stranded.h) is marked for the master to recreate, before recovery could ungate it.
 // Marks for recreation name the gang itself in phalanx.io/preempted-by.
 // A round runs only once the informer shows the previous round's writes (or they time out), so
-// nothing is planned twice.
+// nothing is planned twice. A gang whose writes fail (a pod the extender may not patch, say) is
+// logged and counted; the round goes on with the other gangs, and the next round tries again.
 #ifndef PHALANX_SCHEDULER_EXTENDER_ADMISSION_LOOP_H_
 #define PHALANX_SCHEDULER_EXTENDER_ADMISSION_LOOP_H_
 
@@ -51,7 +52,7 @@ class AdmissionLoop {
       : options_(std::move(options)), resync_ms_(resync_ms), deps_(std::move(deps)) {}
 
   // Recovers half-done admissions, runs one round on `snap` and applies it.
-  absl::StatusOr<preemption::RoundResult> RunOnce(const core::ClusterSnapshot& snap);
+  preemption::RoundResult RunOnce(const core::ClusterSnapshot& snap);
   // Rounds until `stop` is set.
   void Run(const std::atomic<bool>& stop);
   // The last round as JSON: queue order, each gang's state, position, reason and nodes.
@@ -70,11 +71,14 @@ class AdmissionLoop {
   absl::Status MarkVictims(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
   // Marks the stranded gangs (preemption/stranded.h) for recreation, marked by themselves;
   // returns their keys.
-  absl::StatusOr<absl::flat_hash_set<std::string>> Replan(const core::ClusterSnapshot& snap);
+  absl::flat_hash_set<std::string> Replan(const core::ClusterSnapshot& snap);
   absl::Status NoteReason(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
   // Finishes admissions a crash left half done, except those of `stranded` gangs.
-  absl::Status Recover(const core::ClusterSnapshot& snap,
-                       const absl::flat_hash_set<std::string>& stranded);
+  void Recover(const core::ClusterSnapshot& snap, const absl::flat_hash_set<std::string>& stranded);
+  // Ungates the gated members of `g`.
+  absl::Status UngateGang(const core::Gang& g);
+  // Logs and counts `st`, the outcome of gang `gang`'s writes, when it failed.
+  void Check(absl::string_view gang, const absl::Status& st);
   // Plans the unplaced members of a gang whose admission stopped halfway.
   absl::Status CompletePlacement(const core::ClusterSnapshot& snap, const core::Gang& g);
   // Capacity of the filter-time reservations, per node of `snap`.

@@ -46,6 +46,12 @@ Metrics::Metrics()
                          "closed to them or full.")
                    .Register(*registry_)
                    .Add({})),
+      failed_writes_(prometheus::BuildCounter()
+                         .Name("phalanx_extender_failed_writes_total")
+                         .Help("Gangs whose pod writes of an admission round failed; the round "
+                               "went on with the other gangs and the next one tries again.")
+                         .Register(*registry_)
+                         .Add({})),
       cache_objects_(prometheus::BuildGauge()
                          .Name("phalanx_extender_cache_objects")
                          .Help("Objects in the informer cache, by kind.")
@@ -84,6 +90,8 @@ void Metrics::CountRunningGangs(const core::ClusterSnapshot& snap) {
 void Metrics::AddPreemptions(double victim_gangs) { preemptions_.Increment(victim_gangs); }
 
 void Metrics::AddReplans(double gangs) { replans_.Increment(gangs); }
+
+void Metrics::AddFailedWrites(double gangs) { failed_writes_.Increment(gangs); }
 
 void Metrics::SetCacheObjects(absl::string_view kind, double count) {
   cache_objects_.Add({{"kind", std::string(kind)}}).Set(count);

@@ -31,6 +31,8 @@ class Metrics {
   void CountRunningGangs(const core::ClusterSnapshot& snap);
   void AddPreemptions(double victim_gangs);
   void AddReplans(double gangs);
+  // A gang's writes of a round that the API server refused or that failed.
+  void AddFailedWrites(double gangs);
   void SetCacheObjects(absl::string_view kind, double count);
   // Raises the restart counter to the informer's running total.
   void SetWatchRestarts(double total);
@@ -46,6 +48,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& gangs_;
   prometheus::Counter& preemptions_;
   prometheus::Counter& replans_;
+  prometheus::Counter& failed_writes_;
   prometheus::Family<prometheus::Gauge>& cache_objects_;
   prometheus::Counter& watch_restarts_;
 };
