@@ -15,9 +15,12 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 
 namespace phalanx::http {
 namespace {
@@ -33,8 +36,8 @@ constexpr size_t kConnectionMemory = 128 << 10;
 // alone must not tie up memory).
 constexpr size_t kReserveAtMost = 1 << 20;
 
-std::mutex
-    log_mu;  // Guards Server::last_error_ of every server (libmicrohttpd logs from any thread).
+// Guards Server::start_log_ of every server (libmicrohttpd logs from any thread).
+std::mutex log_mu;
 
 Response Text(int status, absl::string_view line) {
   return Response{.status = status, .body = absl::StrCat(line, "\n")};
@@ -68,6 +71,14 @@ absl::Status ReadFile(const std::string& path, absl::string_view field, std::str
   return absl::OkStatus();
 }
 
+// `host` without the brackets a URL puts around an IPv6 address ("[::1]").
+std::string Unbracketed(absl::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::string(host);
+}
+
 // A request whose body is still arriving.
 struct Pending {
   std::string body;
@@ -77,10 +88,22 @@ struct Pending {
 }  // namespace
 
 struct Callbacks {
+  // Handler exceptions are 500s in Dispatch; this stops any other (a throwing on_refused hook)
+  // before it unwinds through libmicrohttpd's C frames.
   static MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url,
-                              const char* method, const char* /*version*/, const char* data,
+                              const char* method, const char* version, const char* data,
                               size_t* size, void** state) {
-    const Server& server = *static_cast<const Server*>(cls);
+    try {
+      return Serve(*static_cast<const Server*>(cls), connection, url, method, version, data, size,
+                   state);
+    } catch (...) {
+      return Send(connection, Text(500, "internal error"));
+    }
+  }
+
+  static MHD_Result Serve(const Server& server, MHD_Connection* connection, const char* url,
+                          const char* method, const char* /*version*/, const char* data,
+                          size_t* size, void** state) {
     const size_t limit = server.options_.max_body_bytes;
     auto* pending = static_cast<Pending*>(*state);
     if (pending == nullptr) {  // The head is in.
@@ -118,13 +141,14 @@ struct Callbacks {
     *state = nullptr;
   }
 
+  // Keeps the lines logged while the server starts (why it failed); drops the rest.
   static void OnLog(void* cls, const char* format, va_list args) {
     char line[512];
     std::vsnprintf(line, sizeof(line), format, args);
-    absl::string_view text(line);
-    while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    absl::string_view text = absl::StripTrailingAsciiWhitespace(line);
     std::lock_guard<std::mutex> lock(log_mu);
-    static_cast<Server*>(cls)->last_error_ = std::string(text);
+    std::vector<std::string>* start_log = static_cast<Server*>(cls)->start_log_;
+    if (start_log != nullptr) start_log->emplace_back(absl::StripSuffix(text, "."));
   }
 };
 
@@ -151,6 +175,8 @@ Response Server::Dispatch(const Request& request) const {
     route->second(request, res);
   } catch (const std::exception& e) {
     return Refuse(request, Text(500, absl::StrCat("internal error: ", e.what())));
+  } catch (...) {
+    return Refuse(request, Text(500, "internal error: unknown exception"));
   }
   return res;
 }
@@ -168,18 +194,19 @@ absl::Status Server::Start() {
     if (!read.ok()) return read;
   }
   const std::string where = absl::StrCat(options_.host, ":", options_.port);
+  const std::string host = Unbracketed(options_.host);
   addrinfo hints{};
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* address = nullptr;
-  if (getaddrinfo(options_.host.c_str(), std::to_string(options_.port).c_str(), &hints, &address) !=
-      0) {
+  if (getaddrinfo(host.c_str(), std::to_string(options_.port).c_str(), &hints, &address) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": unknown host"));
   }
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                    MHD_USE_ERROR_LOG;
-  if (address->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  // IPv4 clients too when the address is "::" (IPV6_V6ONLY is off).
+  if (address->ai_family == AF_INET6) flags |= MHD_USE_DUAL_STACK;
   if (tls) flags |= MHD_USE_TLS;
   std::vector<MHD_OptionItem> options = {
       {MHD_OPTION_SOCK_ADDR, 0, address->ai_addr},
@@ -193,16 +220,24 @@ absl::Status Server::Start() {
     options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, tls_key_.data()});
   }
   options.push_back({MHD_OPTION_END, 0, nullptr});
+  std::vector<std::string> log;
+  SetStartLog(&log);
   daemon_ = MHD_start_daemon(flags, static_cast<uint16_t>(options_.port), nullptr, nullptr,
                              &Callbacks::OnRequest, this, MHD_OPTION_ARRAY, options.data(),
                              MHD_OPTION_END);
+  SetStartLog(nullptr);
   freeaddrinfo(address);
   if (daemon_ == nullptr) {
-    std::lock_guard<std::mutex> lock(log_mu);
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", last_error_));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", where, ": ", absl::StrJoin(log, "; ")));
   }
   port_ = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
   return absl::OkStatus();
+}
+
+void Server::SetStartLog(std::vector<std::string>* log) {
+  std::lock_guard<std::mutex> lock(log_mu);
+  start_log_ = log;
 }
 
 void Server::Stop() {

@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -36,8 +37,9 @@ using Handler = std::function<void(const Request&, Response&)>;
 inline constexpr char kPrometheusText[] = "text/plain; version=0.0.4; charset=utf-8";
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";  // An address or a name to listen on.
-  int port = 0;                    // 0 picks a free port.
+  // An address or a name to listen on. "::" takes IPv4 clients too; "[::1]" means "::1".
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0 picks a free port.
   size_t max_body_bytes = 64 << 20;
   std::string tls_cert_file;  // Both set: HTTPS (PEM files).
   std::string tls_key_file;
@@ -70,12 +72,14 @@ class Server {
   Response Dispatch(const Request& request) const;
   // `res`, a response the server gives itself, after telling options_.on_refused.
   Response Refuse(const Request& request, Response res) const;
+  void SetStartLog(std::vector<std::string>* log);
 
   ServerOptions options_;
   std::map<std::pair<std::string, std::string>, Handler> routes_;  // (path, method)
   std::string tls_cert_;
   std::string tls_key_;
-  std::string last_error_;  // What libmicrohttpd logged last (start-up errors).
+  // Collects what libmicrohttpd logs while Start() runs (guarded by a lock in server.cc).
+  std::vector<std::string>* start_log_ = nullptr;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
 };

@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 
+#include <chrono>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -21,6 +22,10 @@ constexpr absl::Duration kTokenRefresh = absl::Minutes(1);
 constexpr int64_t kListPageSize = 500;
 // A watch whose server-side timeout passed this long ago is considered dead.
 constexpr absl::Duration kWatchSlack = absl::Seconds(30);
+// TCP keepalive probes start after this much silence and repeat this often: with the kernel's 9
+// probes a dead peer is noticed in about a minute (curl's 60 s defaults take 10 minutes).
+constexpr long kKeepaliveIdleSeconds = 15;     // NOLINT(runtime/int): libcurl's type.
+constexpr long kKeepaliveIntervalSeconds = 5;  // NOLINT(runtime/int)
 
 // Percent-encodes all but RFC 3986's unreserved characters.
 std::string QueryEscape(absl::string_view s) {
@@ -69,8 +74,23 @@ struct Transfer {
   CURL* curl = nullptr;
   const std::function<bool(absl::string_view)>* sink = nullptr;
   const std::atomic<bool>* stop = nullptr;
+  absl::Duration idle_timeout = absl::InfiniteDuration();
   std::string body;            // The response, or the error body of a streamed request.
   bool stopped_by_us = false;  // The sink or `stop` ended the transfer.
+  bool idle = false;           // Nothing arrived for idle_timeout.
+  curl_off_t received = 0;     // Body bytes, as of the last progress call.
+  std::chrono::steady_clock::time_point last_received = std::chrono::steady_clock::now();
+
+  // Sets and returns `idle`, given the body bytes received so far.
+  bool CheckIdle(curl_off_t now_received) {
+    auto now = std::chrono::steady_clock::now();
+    if (now_received != received) {
+      received = now_received;
+      last_received = now;
+    }
+    idle = now - last_received > absl::ToChronoNanoseconds(idle_timeout);
+    return idle;
+  }
 };
 
 size_t OnWrite(char* data, size_t size, size_t n, void* user) {
@@ -86,13 +106,35 @@ size_t OnWrite(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+// Called about once a second, and as data arrives; non-zero aborts the transfer.
+int OnProgress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
   if (t->stop != nullptr && t->stop->load()) {
     t->stopped_by_us = true;
     return 1;
   }
-  return 0;
+  return t->CheckIdle(received) ? 1 : 0;
+}
+
+// What a finished transfer returns. One that we ended (`stop`, the sink) is OK even before a
+// response, and so is a 2xx stream that went idle (as if the server had closed it).
+absl::StatusOr<std::string> Outcome(absl::string_view what, CURLcode rc, long code,  // NOLINT
+                                    const char* error, Transfer& t) {
+  if (t.stopped_by_us) return std::move(t.body);
+  if (rc != CURLE_OK && !t.idle) {
+    std::string detail = error[0] != '\0' ? error : curl_easy_strerror(rc);
+    if (rc == CURLE_OPERATION_TIMEDOUT) {
+      return absl::DeadlineExceededError(absl::StrCat(what, ": ", detail));
+    }
+    return absl::UnavailableError(absl::StrCat(what, ": ", detail));
+  }
+  if (code == 0) {
+    return absl::UnavailableError(
+        absl::StrCat(what, ": no response",
+                     t.idle ? absl::StrCat(" in ", absl::FormatDuration(t.idle_timeout)) : ""));
+  }
+  if (code < 200 || code >= 300) return ResponseError(what, static_cast<int>(code), t.body);
+  return std::move(t.body);
 }
 
 }  // namespace
@@ -113,6 +155,7 @@ struct Client::Request {
   // Streaming: receives the 2xx body chunk by chunk; false ends the transfer.
   std::function<bool(absl::string_view)> sink;
   const std::atomic<bool>* stop = nullptr;
+  absl::Duration idle_timeout = absl::InfiniteDuration();  // See Transfer::idle.
 };
 
 Client::Client(Config config, ClientOptions options)
@@ -167,7 +210,8 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
   curl_blob ca = blob(config_.ca_pem), cert = blob(config_.client_cert_pem),
             key = blob(config_.client_key_pem);
   char error[CURL_ERROR_SIZE] = "";
-  Transfer transfer{curl, request.sink ? &request.sink : nullptr, request.stop};
+  Transfer transfer{curl, request.sink ? &request.sink : nullptr, request.stop,
+                    request.idle_timeout};
 
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, std::string(request.method).c_str());
@@ -176,6 +220,8 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
   curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPIDLE, kKeepaliveIdleSeconds);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, kKeepaliveIntervalSeconds);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
@@ -183,7 +229,7 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
                    static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnWrite);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, request.stop != nullptr ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
   if (!request.body.empty()) {
@@ -217,18 +263,7 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
   }
   if (curl != nullptr) curl_easy_cleanup(curl);
 
-  if (rc != CURLE_OK && !transfer.stopped_by_us) {
-    std::string detail = error[0] != '\0' ? error : curl_easy_strerror(rc);
-    if (rc == CURLE_OPERATION_TIMEDOUT) {
-      return absl::DeadlineExceededError(absl::StrCat(what, ": ", detail));
-    }
-    return absl::UnavailableError(absl::StrCat(what, ": ", detail));
-  }
-  if (code < 200 || code >= 300) {
-    if (code == 0) return absl::UnavailableError(absl::StrCat(what, ": no response"));
-    return ResponseError(what, static_cast<int>(code), transfer.body);
-  }
-  return std::move(transfer.body);
+  return Outcome(what, rc, code, error, transfer);
 }
 
 absl::StatusOr<std::string> Client::Get(const Resource& r, absl::string_view ns,
@@ -318,6 +353,7 @@ WatchResult Client::Watch(
   Request request{"GET", std::move(path), "", "",
                   absl::Seconds(options.timeout_seconds) + kWatchSlack};
   request.stop = options.stop;
+  request.idle_timeout = options_.watch_idle_timeout;
   request.sink = [&](absl::string_view chunk) {
     pending.append(chunk.data(), chunk.size());
     size_t start = 0;

@@ -42,15 +42,15 @@ struct WatchOptions {
   std::string field_selector;
   std::string resource_version;  // Start after this version; empty: synthetic ADDED events first.
   int timeout_seconds = 300;     // The server ends the watch after this long.
-  // When set and true, the watch returns within about a second.
+  // When set and true, the watch returns within about a second, with an OK status.
   const std::atomic<bool>* stop = nullptr;
 };
 
 enum class EventType { kAdded, kModified, kDeleted };
 
-// How a watch ended. `status` is OK when the server closed the stream, `stop` was set or the
-// handler returned false; IsGone(status) means list again. `resource_version` is the last one seen
-// (from events and bookmarks), to resume from.
+// How a watch ended. `status` is OK when the server closed the stream, `stop` was set, the handler
+// returned false or the stream went quiet (ClientOptions::watch_idle_timeout); IsGone(status) means
+// list again. `resource_version` is the last one seen (from events and bookmarks), to resume from.
 struct WatchResult {
   absl::Status status;
   std::string resource_version;
@@ -66,6 +66,10 @@ struct DeleteOptions {
 struct ClientOptions {
   absl::Duration request_timeout = absl::Seconds(30);  // Every request but watches.
   absl::Duration connect_timeout = absl::Seconds(10);
+  // A watch that receives nothing for this long ends (its connection may be dead: a crashed
+  // apiserver or a NAT that dropped the flow send no FIN). The apiserver sends a bookmark about
+  // once a minute, so a healthy watch is rarely cut, and resuming one costs a request.
+  absl::Duration watch_idle_timeout = absl::Seconds(90);
   std::string user_agent = "phalanx";
 };
 

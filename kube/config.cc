@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -99,6 +100,27 @@ class Reader {
   std::string base_dir_;
 };
 
+// Credentials this client cannot use, and why. A user with only these would connect anonymously.
+constexpr std::pair<const char*, const char*> kUnsupportedCredentials[] = {
+    {"exec", "exec credential plugins are not supported"},
+    {"auth-provider", "auth-provider plugins are not supported"},
+    {"username", "basic authentication is not supported"},
+    {"password", "basic authentication is not supported"},
+};
+
+// An error naming the first unsupported credential of `user`, which has no usable one.
+absl::Status NoUsableCredentials(const Reader& r, const YAML::Node& user,
+                                 const std::string& user_path) {
+  for (const auto& [key, problem] : kUnsupportedCredentials) {
+    YAML::Node n = user[key];
+    if (n.IsDefined() && !n.IsNull()) {
+      return r.Error(absl::StrCat(user_path, ".", key),
+                     absl::StrCat(problem, "; use a token, tokenFile or client certificate"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Config> Parse(const Reader& r, const YAML::Node& root, absl::string_view context) {
   if (!Is(root, YAML::NodeType::Map)) return r.Error("document", "expected a mapping");
   std::string ctx_name(context);
@@ -154,6 +176,9 @@ absl::StatusOr<Config> Parse(const Reader& r, const YAML::Node& root, absl::stri
   }
   if (cert->empty() != key->empty()) {
     return r.Error(user_path, "client-certificate and client-key must be given together");
+  }
+  if (token->empty() && token_file->empty() && cert->empty()) {
+    if (absl::Status s = NoUsableCredentials(r, *user, user_path); !s.ok()) return s;
   }
   config.token = *std::move(token);
   if (!token_file->empty()) {

@@ -19,6 +19,14 @@ std::string MetaString(simdjson::dom::element object, std::string_view key) {
   return std::string(s);
 }
 
+// Moves a decoded object to `out`; returns the decode error otherwise.
+template <typename T>
+absl::Status Append(absl::StatusOr<T> decoded, std::vector<T>& out) {
+  if (!decoded.ok()) return decoded.status();
+  out.push_back(*std::move(decoded));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Informer::Informer(Client& client, InformerOptions options)
@@ -107,22 +115,21 @@ void Informer::Sleep(absl::Duration d) {
 
 absl::StatusOr<std::string> Informer::Relist(Kind kind) {
   const bool pods = kind == Kind::kPods;
+  const char* key = pods ? "uid" : "name";
   ListOptions list;
   list.label_selector = pods ? options_.pod_label_selector : options_.node_label_selector;
   std::vector<core::Node> nodes;
   std::vector<core::PodInfo> pod_infos;
   std::vector<std::string> errors;
+  std::vector<std::string> undecoded;  // Keys of the objects in `errors`.
   absl::StatusOr<std::string> version =
       client_.ListAll(pods ? kPods : kNodes, pods ? options_.pod_namespace : "", list,
                       [&](simdjson::dom::element item) {
-                        if (pods) {
-                          absl::StatusOr<core::PodInfo> pod = DecodePod(item);
-                          if (!pod.ok()) errors.emplace_back(pod.status().message());
-                          if (pod.ok()) pod_infos.push_back(*std::move(pod));
-                        } else {
-                          absl::StatusOr<core::Node> node = DecodeNode(item);
-                          if (!node.ok()) errors.emplace_back(node.status().message());
-                          if (node.ok()) nodes.push_back(*std::move(node));
+                        absl::Status decoded = pods ? Append(DecodePod(item), pod_infos)
+                                                    : Append(DecodeNode(item), nodes);
+                        if (!decoded.ok()) {
+                          errors.emplace_back(decoded.message());
+                          undecoded.push_back(MetaString(item, key));
                         }
                         return absl::OkStatus();
                       });
@@ -131,23 +138,25 @@ absl::StatusOr<std::string> Informer::Relist(Kind kind) {
   std::lock_guard<std::mutex> lock(mu_);
   counters_.decode_errors += static_cast<int64_t>(errors.size());
   if (!errors.empty()) counters_.last_error = errors.back();
-  if (pods) {
-    absl::flat_hash_set<std::string> listed;
-    for (const core::PodInfo& p : pod_infos) listed.insert(p.uid);
-    for (const std::string& uid : pod_uids_) {
-      if (!listed.contains(uid)) builder_.RemovePod(uid);
-    }
-    for (core::PodInfo& p : pod_infos) builder_.UpsertPod(std::move(p));
-    pod_uids_ = std::move(listed);
-  } else {
-    absl::flat_hash_set<std::string> listed;
-    for (const core::Node& n : nodes) listed.insert(n.name);
-    for (const std::string& name : node_names_) {
-      if (!listed.contains(name)) builder_.RemoveNode(name);
-    }
-    for (core::Node& n : nodes) builder_.UpsertNode(std::move(n));
-    node_names_ = std::move(listed);
+  absl::flat_hash_set<std::string>& cached = pods ? pod_uids_ : node_names_;
+  absl::flat_hash_set<std::string> listed;
+  for (const core::PodInfo& p : pod_infos) listed.insert(p.uid);
+  for (const core::Node& n : nodes) listed.insert(n.name);
+  // As in ApplyEvent, an object that no longer decodes keeps its last good version.
+  for (const std::string& k : undecoded) {
+    if (cached.contains(k)) listed.insert(k);
   }
+  for (const std::string& k : cached) {
+    if (listed.contains(k)) continue;
+    if (pods) {
+      builder_.RemovePod(k);
+    } else {
+      builder_.RemoveNode(k);
+    }
+  }
+  for (core::PodInfo& p : pod_infos) builder_.UpsertPod(std::move(p));
+  for (core::Node& n : nodes) builder_.UpsertNode(std::move(n));
+  cached = std::move(listed);
   synced_[static_cast<int>(kind)] = true;
   Changed();
   return version;

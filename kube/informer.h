@@ -32,7 +32,7 @@ struct InformerCounters {
   int64_t watch_restarts = 0;  // Watches opened after each resource's first one, for any reason.
   int64_t relists = 0;         // Lists after 410 Gone.
   int64_t errors = 0;          // Failed lists and watches (each followed by a backoff).
-  int64_t decode_errors = 0;   // Objects left out of the snapshot because they did not decode.
+  int64_t decode_errors = 0;   // Objects that did not decode (their last good version stays).
   int64_t events = 0;          // Watch events applied.
   int64_t nodes = 0;           // Objects in the cache now.
   int64_t pods = 0;

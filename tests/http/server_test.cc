@@ -1,6 +1,6 @@
 // The embedded HTTP server over real sockets: routing (404, 405), body limits with and without a
-// Content-Length, keep-alive, handlers running at once, a throwing handler, TLS with a certificate
-// made for the test, and start-up errors that say what failed.
+// Content-Length, keep-alive, handlers running at once, throwing handlers and hooks, IPv6 hosts,
+// TLS with a certificate made for the test, and start-up errors that say what failed.
 #include "http/server.h"
 
 #include <gtest/gtest.h>
@@ -40,6 +40,7 @@ class HttpServerTest : public ::testing::Test {
     });
     server_.Route("GET", "/throw",
                   [](const Request&, Response&) { throw std::runtime_error("boom"); });
+    server_.Route("GET", "/throw-int", [](const Request&, Response&) { throw 42; });
     ASSERT_TRUE(server_.Start().ok());
   }
 
@@ -99,6 +100,27 @@ TEST_F(HttpServerTest, AThrowingHandlerIs500AndTheServerGoesOn) {
   EXPECT_EQ(client.Post("/echo", "x")->status, 200);
 }
 
+// Nothing thrown reaches libmicrohttpd's C frames (std::terminate): not a non-std::exception from
+// a handler, not an exception from the on_refused hook.
+TEST_F(HttpServerTest, AnythingThrownIs500AndTheServerGoesOn) {
+  HttpClient client(Url(server_));
+  absl::StatusOr<HttpReply> r = client.Get("/throw-int");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->body, "internal error: unknown exception\n");
+  EXPECT_EQ(Refused(), std::vector<std::string>{"GET /throw-int 500"});
+
+  Server throwing_hook(
+      ServerOptions{.on_refused = [](const Request&, int) { throw std::runtime_error("hook"); }});
+  ASSERT_TRUE(throwing_hook.Start().ok());
+  HttpClient hooked(Url(throwing_hook));
+  r = hooked.Get("/nothing");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->body, "internal error\n");
+  EXPECT_EQ(hooked.Get("/nothing")->status, 500);
+}
+
 TEST_F(HttpServerTest, BodiesOverTheLimitAre413WithOrWithoutALength) {
   HttpClient client(Url(server_));
   absl::StatusOr<HttpReply> r = client.Post("/echo", std::string(1024, 'x'));
@@ -149,6 +171,36 @@ TEST_F(HttpServerTest, AnAddressInUseSaysSo) {
       << st;
 }
 
+// IPv6 listen addresses, where the machine has an IPv6 loopback.
+class HttpServerIpv6Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Server probe(ServerOptions{.host = "::1"});
+    if (!probe.Start().ok()) GTEST_SKIP() << "no IPv6 loopback";
+  }
+
+  // Starts `server` with a /healthz route; what a client of `client_host` gets from it.
+  static std::string Healthz(Server& server, const std::string& client_host) {
+    server.Route("GET", "/healthz", [](const Request&, Response& res) { res.body = "ok\n"; });
+    absl::Status st = server.Start();
+    if (!st.ok()) return st.ToString();
+    absl::StatusOr<HttpReply> r =
+        HttpClient(absl::StrCat("http://", client_host, ":", server.port())).Get("/healthz");
+    return r.ok() ? r->body : r.status().ToString();
+  }
+};
+
+TEST_F(HttpServerIpv6Test, TheUnspecifiedAddressTakesIpv4ClientsToo) {
+  Server server(ServerOptions{.host = "::"});
+  EXPECT_EQ(Healthz(server, "127.0.0.1"), "ok\n");
+}
+
+// As a URL writes it (http://[::1]:8888/).
+TEST_F(HttpServerIpv6Test, AHostMayBeBracketed) {
+  Server server(ServerOptions{.host = "[::1]"});
+  EXPECT_EQ(Healthz(server, "[::1]"), "ok\n");
+}
+
 // A self-signed certificate for 127.0.0.1, made with the openssl command.
 class TlsTest : public ::testing::Test {
  protected:
@@ -194,6 +246,18 @@ TEST_F(TlsTest, UnreadableOrUnusableFilesAreErrors) {
   st = junk.Start();
   EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(st.message().find("cannot listen on"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("GnuTLS failed to setup x509 certificate/key"), std::string::npos)
+      << st;
+  // The reason comes first: libmicrohttpd's last line only says TLS support failed.
+  const std::string other_key = absl::StrCat(
+      "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out ", dir_, "/other.pem");
+  ASSERT_EQ(std::system(absl::StrCat(other_key, " 2>/dev/null").c_str()), 0) << other_key;
+  Server mismatched(
+      ServerOptions{.tls_cert_file = dir_ + "/cert.pem", .tls_key_file = dir_ + "/other.pem"});
+  st = mismatched.Start();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("The certificate and the given key do not match"), std::string::npos)
+      << st;
 }
 
 }  // namespace

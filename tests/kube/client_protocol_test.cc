@@ -172,6 +172,53 @@ TEST(KubeClientProtocolTest, HandlerAndStopFlagEndAWatch) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
 }
 
+// Informer::RestartWatches while a list is in flight sets `stop` before the watch is answered: the
+// stop is ours, not the server's failure, so the informer must not back off.
+TEST(KubeClientProtocolTest, AWatchStoppedBeforeItsResponseIsOk) {
+  ScriptedServer server([](const ScriptedRequest&) {
+    return ScriptedResponse{200, {}, absl::Seconds(30)};
+  });
+  Client client(ConfigFor(server));
+  std::atomic<bool> stop{true};
+  WatchOptions options;
+  options.resource_version = "7";
+  options.stop = &stop;
+  WatchResult result =
+      client.Watch(kPods, "", options, [](EventType, simdjson::dom::element) { return true; });
+  EXPECT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.resource_version, "7");
+}
+
+// A dead connection (a crashed apiserver, a NAT that dropped the flow) sends nothing, not even the
+// bookmarks of a healthy watch: the watch ends as if the server had closed it, to be resumed.
+TEST(KubeClientProtocolTest, AWatchThatGoesQuietEnds) {
+  ScriptedServer server([](const ScriptedRequest& r) {
+    if (!absl::StrContains(r.target, "resourceVersion=1&")) {
+      return ScriptedResponse{200, {}, absl::Seconds(30)};  // Headers, then silence.
+    }
+    ScriptedResponse busy{200};  // A bookmark every 10 ms for a second: never quiet.
+    for (int v = 2; v <= 100; ++v) {
+      busy.chunks.push_back(absl::StrCat(
+          R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":")", v, "\"}}}\n"));
+    }
+    return busy;
+  });
+  Client client(ConfigFor(server), ClientOptions{.watch_idle_timeout = absl::Milliseconds(500)});
+  auto any = [](EventType, simdjson::dom::element) { return true; };
+  WatchOptions options;
+  options.resource_version = "5";
+  absl::Time start = absl::Now();
+  WatchResult quiet = client.Watch(kPods, "", options, any);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_TRUE(quiet.status.ok()) << quiet.status;
+  EXPECT_EQ(quiet.resource_version, "5");
+
+  options.resource_version = "1";
+  WatchResult busy = client.Watch(kPods, "", options, any);
+  EXPECT_TRUE(busy.status.ok()) << busy.status;
+  EXPECT_EQ(busy.resource_version, "100");  // Not cut short.
+}
+
 TEST(KubeClientProtocolTest, HttpAndTransportErrors) {
   ScriptedServer server([](const ScriptedRequest&) {
     return ScriptedResponse{503, {"upstream connect error"}};

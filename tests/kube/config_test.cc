@@ -148,6 +148,28 @@ TEST_F(KubeConfigTest, ErrorsNameFileAndField) {
               HasSubstr("cannot read /nonexistent/kubeconfig"));
 }
 
+// Without them the user would connect as system:anonymous and every request would fail with 401
+// or 403, far from the cause.
+TEST_F(KubeConfigTest, CredentialsThisClientCannotUseAreErrors) {
+  auto parse = [](const std::string& user) {
+    return ParseKubeconfig(Kubeconfig("    server: https://api:443", user), "test", "");
+  };
+  absl::StatusOr<Config> exec = parse(
+      "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws");
+  EXPECT_EQ(exec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(exec.status().message(),
+              HasSubstr(R"(users["u"].user.exec: exec credential plugins are not supported; )"
+                        "use a token, tokenFile or client certificate"));
+  EXPECT_THAT(
+      parse("    auth-provider: {name: oidc}").status().message(),
+      HasSubstr(R"(users["u"].user.auth-provider: auth-provider plugins are not supported)"));
+  EXPECT_THAT(parse("    username: admin\n    password: pw").status().message(),
+              HasSubstr(R"(users["u"].user.username: basic authentication is not supported)"));
+  absl::StatusOr<Config> with_token = parse("    token: t\n    exec: {command: aws}");
+  ASSERT_TRUE(with_token.ok()) << with_token.status();
+  EXPECT_EQ(with_token->token, "t");
+}
+
 TEST_F(KubeConfigTest, InCluster) {
   Write("token", "sa-token\n");
   Write("ca.crt", "SA CA");

@@ -1,6 +1,6 @@
 // kube::Informer's error paths against a scripted server: a failed list backs off and retries,
 // 410 Gone mid-watch relists and drops objects that disappeared, undecodable objects are counted
-// and left out, and Stop() ends held watches promptly.
+// (and keep their last good version), and Stop() ends held watches promptly.
 #include "kube/informer.h"
 
 #include <atomic>
@@ -97,6 +97,44 @@ TEST(KubeInformerTest, RetriesFailedListsRelistsAfterGoneAndCountsDecodeErrors) 
   absl::Time start = absl::Now();
   informer.Stop();
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+// A pod whose update no longer decodes keeps its last good version (its capacity stays used),
+// after a watch event and after the relist that follows 410 Gone alike; a pod never decoded stays
+// out.
+TEST(KubeInformerTest, ObjectsThatStopDecodingKeepTheirLastGoodVersion) {
+  std::atomic<int> pod_lists{0};
+  ScriptedServer server([&](const ScriptedRequest& r) {
+    const bool watch = absl::StrContains(r.target, "watch=true");
+    if (absl::StartsWith(r.target, "/api/v1/nodes")) {
+      if (!watch) return ScriptedResponse{200, {List("1", Node("a", "1"))}};
+      return ScriptedResponse{200, {}, absl::Seconds(30)};
+    }
+    if (!watch) {
+      if (++pod_lists == 1) return ScriptedResponse{200, {List("5", Pod("p", "1", "a"))}};
+      return ScriptedResponse{200, {List("6", Pod("p", "x", "a") + "," + Pod("q", "x", "a"))}};
+    }
+    if (absl::StrContains(r.target, "resourceVersion=5&")) {
+      return ScriptedResponse{
+          200,
+          {absl::StrCat(R"({"type":"MODIFIED","object":)", Pod("p", "x", "a"), "}\n"),
+           std::string(kGone)}};
+    }
+    return ScriptedResponse{200, {}, absl::Seconds(30)};
+  });
+  Client client(Config{.server = server.url()});
+  Informer informer(client);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(absl::Seconds(10)));
+  // One from the event, two from the relist.
+  ASSERT_TRUE(Eventually([&] { return informer.counters().decode_errors == 3; }));
+  std::shared_ptr<const core::ClusterSnapshot> s = informer.Snapshot();
+  EXPECT_EQ(s->used(0), core::Resources(1000, 0, 0));
+  EXPECT_EQ(s->pod_count(), 1u);
+  EXPECT_NE(s->FindPod("uid-p"), nullptr);
+  InformerCounters c = informer.counters();
+  EXPECT_EQ(c.relists, 1);
+  EXPECT_EQ(c.pods, 1);
 }
 
 TEST(KubeInformerTest, WatchEventsUpdateTheSnapshotAndVersion) {
