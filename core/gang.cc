@@ -49,6 +49,7 @@ Gang SummarizeGang(std::string key, std::vector<const PodInfo*> pods) {
       if (g.preempted_by.empty()) g.preempted_by = p->preempted_by;
     }
     g.total += p->requests;
+    if (g.pool.empty()) g.pool = p->pool;
     if (g.contract_error.empty()) g.contract_error = p->contract_error;
     first = false;
   }

@@ -35,6 +35,7 @@ struct PodInfo {
   std::string preempted_by;        // Gang key of the preemptor when preempt_requested.
   bool backfilled = false;         // Admitted as backfill behind a blocked head.
   bool managed = false;            // Created by phalanx-master (labelled phalanx.io/job-id).
+  std::string pool;                // phalanx.io/resource-pool; empty when unlabelled.
   std::string node;                // spec.nodeName once bound.
   std::string placement;           // phalanx.io/placement: the planned node.
   PodPhase phase = PodPhase::kPending;

@@ -146,7 +146,7 @@ bool GangPlanner::FitsOnEmptyPool(const core::Gang& gang) const {
 GangPlan GangPlanner::CheckFeasible(const core::Gang& gang) const {
   GangPlan result;
   result.outcome = GangPlan::Outcome::kInfeasible;
-  const int32_t max = slots_.max_slots_per_pod;
+  const int32_t max = slots_.MaxSlotsPerPod(gang.pool);
   int64_t total = slots_.SlotsOf(gang.total);
   for (const core::PodInfo* p : gang.members) {
     int64_t s = slots_.SlotsOf(p->requests);

@@ -1,10 +1,13 @@
-// Slot accounting: what a "slot" is (a GPU, or a number of CPUs) and maxSlotsPerPod.
+// Slot accounting: what a "slot" is (a GPU, or a number of CPUs) and maxSlotsPerPod, globally and
+// per resource pool.
 #ifndef PHALANX_GANG_SLOTS_H_
 #define PHALANX_GANG_SLOTS_H_
 
 #include <cstdint>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "core/resources.h"
 
 namespace phalanx::gang {
@@ -15,6 +18,14 @@ struct SlotPolicy {
   std::string gpu_resource = std::string(core::kNvidiaGpu);  // Counted when type is kGpu.
   int64_t milli_cpu_per_slot = 1000;                         // Used when type is kCpu.
   int32_t max_slots_per_pod = 0;                             // 0: no limit.
+  // Resource pool (core::PodInfo::pool) -> its own maxSlotsPerPod, replacing the global one.
+  absl::flat_hash_map<std::string, int32_t> pool_max_slots_per_pod;
+
+  // maxSlotsPerPod of the gangs of `pool` (0: no limit).
+  int32_t MaxSlotsPerPod(absl::string_view pool) const {
+    auto it = pool_max_slots_per_pod.find(pool);
+    return it == pool_max_slots_per_pod.end() ? max_slots_per_pod : it->second;
+  }
 
   // Slots that `r` requests (or offers): whole GPUs, or whole multiples of milli_cpu_per_slot.
   // Inline: counted for every node of a request.

@@ -167,6 +167,7 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
     return v != nullptr && !v->empty() ? v : nullptr;
   };
   pod.managed = label(kJobIdLabel) != nullptr;
+  if (const std::string* pool = label(kResourcePoolLabel)) pod.pool = *pool;
   if (const std::string* gang = label(kGangLabel)) {
     pod.gang = *gang;
     KUBE_ASSIGN_OR_RETURN(pod.gang_size,

@@ -16,6 +16,8 @@ namespace phalanx::kube {
 inline constexpr absl::string_view kGangLabel = "phalanx.io/gang";
 // On every pod phalanx-master creates: it tears such pods down itself when they are marked.
 inline constexpr absl::string_view kJobIdLabel = "phalanx.io/job-id";
+// The resource pool whose maxSlotsPerPod applies (phalanx-master writes it on every pod).
+inline constexpr absl::string_view kResourcePoolLabel = "phalanx.io/resource-pool";
 inline constexpr absl::string_view kGangSizeLabel = "phalanx.io/gang-size";
 inline constexpr absl::string_view kPodGroupNameLabel = "pod-group.scheduling.sigs.k8s.io/name";
 inline constexpr absl::string_view kPodGroupMinAvailableLabel =

@@ -1,14 +1,17 @@
-// Configuration parsing and validation.
+// Configuration parsing and validation, and the usage text built from the same table of keys.
 #include "scheduler_extender/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "yaml-cpp/yaml.h"
 
@@ -16,6 +19,8 @@ namespace phalanx::extender {
 namespace {
 
 using Setter = std::function<absl::Status(absl::string_view, ExtenderConfig&)>;
+
+constexpr absl::string_view kPoolMaxSlots = "pool_max_slots_per_pod";
 
 absl::Status Bad(absl::string_view key, absl::string_view what, absl::string_view value) {
   return absl::InvalidArgumentError(absl::StrCat(key, ": ", what, ", got \"", value, "\""));
@@ -74,53 +79,141 @@ absl::Status SetCpusPerSlot(absl::string_view v, ExtenderConfig& c) {
   if (!absl::SimpleAtod(v, &cpus) || !(cpus > 0) || std::isinf(cpus)) {
     return Bad("cpus_per_slot", "must be a positive number", v);
   }
-  c.slots.milli_cpu_per_slot = static_cast<int64_t>(std::llround(cpus * 1000));
+  int64_t milli = static_cast<int64_t>(std::llround(cpus * 1000));
+  if (milli < 1) return Bad("cpus_per_slot", "must be at least 0.001", v);
+  c.slots.milli_cpu_per_slot = milli;
   return absl::OkStatus();
+}
+
+// A maxSlotsPerPod value of `field`: an integer >= 0 (0: no limit).
+absl::StatusOr<int32_t> MaxSlots(absl::string_view field, absl::string_view v) {
+  int32_t n;
+  if (!absl::SimpleAtoi(v, &n) || n < 0) return Bad(field, "must be an integer >= 0", v);
+  return n;
 }
 
 absl::Status SetMaxSlots(absl::string_view v, ExtenderConfig& c) {
-  int32_t n;
-  if (!absl::SimpleAtoi(v, &n) || n < 0) {
-    return Bad("max_slots_per_pod", "must be an integer >= 0", v);
-  }
-  c.slots.max_slots_per_pod = n;
+  absl::StatusOr<int32_t> n = MaxSlots("max_slots_per_pod", v);
+  if (!n.ok()) return n.status();
+  c.slots.max_slots_per_pod = *n;
   return absl::OkStatus();
 }
 
-const std::map<std::string, Setter, std::less<>>& Setters() {
-  static const auto* setters = new std::map<std::string, Setter, std::less<>>{
-      {"listen", SetListen},
-      {"tls_cert_file", Str(&ExtenderConfig::tls_cert_file)},
-      {"tls_key_file", Str(&ExtenderConfig::tls_key_file)},
-      {"max_body_bytes", Int(1024, &ExtenderConfig::max_body_bytes, "max_body_bytes")},
-      {"kubeconfig", Str(&ExtenderConfig::kubeconfig)},
-      {"bind", Bool(&ExtenderConfig::bind, "bind")},
-      {"preemption", Bool(&ExtenderConfig::preemption, "preemption")},
-      {"backfill", Bool(&ExtenderConfig::backfill, "backfill")},
-      {"reservation_ttl_ms", Int(1, &ExtenderConfig::reservation_ttl_ms, "reservation_ttl_ms")},
-      {"resync_ms", Int(10, &ExtenderConfig::resync_ms, "resync_ms")},
-      {"best_fit_candidates", Int(0, &ExtenderConfig::best_fit_candidates, "best_fit_candidates")},
-      {"slot_type", SetSlotType},
+// `v`: a YAML mapping of resource pool to maxSlotsPerPod ("{a100: 8}"); replaces the previous one.
+absl::Status SetPoolMaxSlots(absl::string_view v, ExtenderConfig& c) {
+  YAML::Node pools;
+  try {
+    pools = YAML::Load(std::string(v));
+  } catch (const YAML::Exception&) {
+    // Not YAML: reported as not a mapping below.
+  }
+  if (!pools.IsMap()) return Bad(kPoolMaxSlots, "must be a mapping of resource pool to integer", v);
+  absl::flat_hash_map<std::string, int32_t> limits;
+  for (const auto& kv : pools) {
+    if (!kv.first.IsScalar() || kv.first.Scalar().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kPoolMaxSlots, ": resource pool names must be non-empty strings"));
+    }
+    const std::string& pool = kv.first.Scalar();
+    absl::StatusOr<int32_t> n =
+        MaxSlots(absl::StrCat(kPoolMaxSlots, ".", pool),
+                 kv.second.IsScalar() ? kv.second.Scalar() : YAML::Dump(kv.second));
+    if (!n.ok()) return n.status();
+    limits[pool] = *n;
+  }
+  c.slots.pool_max_slots_per_pod = std::move(limits);
+  return absl::OkStatus();
+}
+
+struct Setting {
+  Setter set;
+  const char* help;  // For --help: the value, then what it sets.
+};
+
+const std::map<std::string, Setting, std::less<>>& Settings() {
+  static const auto* settings = new std::map<std::string, Setting, std::less<>>{
+      {"listen", {SetListen, "HOST:PORT: where to serve the extender verbs"}},
+      {"tls_cert_file",
+       {Str(&ExtenderConfig::tls_cert_file),
+        "FILE: PEM certificate; serve HTTPS (with tls_key_file)"}},
+      {"tls_key_file", {Str(&ExtenderConfig::tls_key_file), "FILE: PEM key of tls_cert_file"}},
+      {"max_body_bytes",
+       {Int(1024, &ExtenderConfig::max_body_bytes, "max_body_bytes"),
+        "N >= 1024: largest request body accepted"}},
+      {"kubeconfig",
+       {Str(&ExtenderConfig::kubeconfig),
+        "FILE: API server access (else $KUBECONFIG, else in-cluster)"}},
+      {"bind", {Bool(&ExtenderConfig::bind, "bind"), "true|false: serve the bind verb"}},
+      {"preemption",
+       {Bool(&ExtenderConfig::preemption, "preemption"),
+        "true|false: preempt lower-priority gangs for the queue head"}},
+      {"backfill",
+       {Bool(&ExtenderConfig::backfill, "backfill"),
+        "true|false: run gangs behind a blocked head on capacity not reserved for it"}},
+      {"reservation_ttl_ms",
+       {Int(1, &ExtenderConfig::reservation_ttl_ms, "reservation_ttl_ms"),
+        "MS >= 1: lifetime of filter-time reservations"}},
+      {"resync_ms",
+       {Int(10, &ExtenderConfig::resync_ms, "resync_ms"),
+        "MS >= 10: admission rounds run at least this often"}},
+      {"best_fit_candidates",
+       {Int(0, &ExtenderConfig::best_fit_candidates, "best_fit_candidates"),
+        "N: filter passes at most N best-fitting nodes (0: every fitting node)"}},
+      {"slot_type", {SetSlotType, "gpu|cpu: what one slot is"}},
       {"slot_resource",
-       [](absl::string_view v, ExtenderConfig& c) {
-         if (v.empty()) return Bad("slot_resource", "must not be empty", v);
-         if (v != "cpu") c.slots.gpu_resource = std::string(v);
-         return absl::OkStatus();
-       }},
-      {"cpus_per_slot", SetCpusPerSlot},
-      {"max_slots_per_pod", SetMaxSlots},
+       {[](absl::string_view v, ExtenderConfig& c) {
+          if (v.empty()) return Bad("slot_resource", "must not be empty", v);
+          if (v != "cpu") c.slots.gpu_resource = std::string(v);
+          return absl::OkStatus();
+        },
+        "NAME: the resource counted as GPU slots (e.g. nvidia.com/gpu)"}},
+      {"cpus_per_slot",
+       {SetCpusPerSlot, "CPUS > 0: CPUs of one slot; required when slot_type is cpu"}},
+      {"max_slots_per_pod",
+       {SetMaxSlots,
+        "N >= 0: largest pod in slots; larger gangs must total a multiple of N (0: no limit)"}},
+      {std::string(kPoolMaxSlots),
+       {SetPoolMaxSlots,
+        "{POOL: N, ...}: max_slots_per_pod for pods labelled phalanx.io/resource-pool=POOL"}},
   };
-  return *setters;
+  return *settings;
+}
+
+// Checks that need every setting applied.
+absl::Status Validate(const ExtenderConfig& config) {
+  if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("tls_cert_file and tls_key_file must be set together");
+  }
+  if (config.slots.type == gang::SlotPolicy::Type::kCpu && config.slots.milli_cpu_per_slot == 0) {
+    return absl::InvalidArgumentError("cpus_per_slot: required when slot_type is cpu");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status ApplySetting(absl::string_view key, absl::string_view value, ExtenderConfig& config) {
-  auto it = Setters().find(key);
-  if (it == Setters().end()) {
+  auto it = Settings().find(key);
+  if (it == Settings().end()) {
     return absl::InvalidArgumentError(absl::StrCat("unknown setting \"", key, "\""));
   }
-  return it->second(value, config);
+  return it->second.set(value, config);
+}
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(),
+                     [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
+
+std::string Usage() {
+  std::string out =
+      "usage: phalanx-extender [--config FILE] [--KEY=VALUE | --KEY VALUE ...] | --help\n"
+      "--config FILE is a YAML mapping of the keys below; each key is also a flag, with dashes\n"
+      "for underscores (--max-slots-per-pod=4), and flags override the file.\n\nkeys:\n";
+  for (const auto& [key, setting] : Settings()) {
+    absl::StrAppend(&out, "  ", absl::StrFormat("%-24s", key), setting.help, "\n");
+  }
+  return out;
 }
 
 absl::Status ApplyYaml(absl::string_view yaml, absl::string_view source, ExtenderConfig& config) {
@@ -132,10 +225,12 @@ absl::Status ApplyYaml(absl::string_view yaml, absl::string_view source, Extende
     }
     for (const auto& kv : root) {
       std::string key = kv.first.as<std::string>();
-      if (!kv.second.IsScalar()) {
+      const bool mapping = key == kPoolMaxSlots;  // Its setter reads the value's YAML text.
+      if (!mapping && !kv.second.IsScalar()) {
         return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, ": must be a scalar"));
       }
-      absl::Status st = ApplySetting(key, kv.second.Scalar(), config);
+      absl::Status st =
+          ApplySetting(key, mapping ? YAML::Dump(kv.second) : kv.second.Scalar(), config);
       if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", st.message()));
     }
   } catch (const YAML::Exception& e) {
@@ -177,9 +272,7 @@ absl::StatusOr<ExtenderConfig> LoadConfig(const std::vector<std::string>& args) 
       return absl::InvalidArgumentError(absl::StrCat("flag --", key, ": ", st.message()));
     }
   }
-  if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
-    return absl::InvalidArgumentError("tls_cert_file and tls_key_file must be set together");
-  }
+  if (absl::Status st = Validate(config); !st.ok()) return st;
   return config;
 }
 

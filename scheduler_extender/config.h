@@ -1,5 +1,8 @@
 // phalanx-extender configuration: one YAML file (--config) plus flags of the same names
-// (--max-slots-per-pod=4 sets max_slots_per_pod). Every error names the field.
+// (--max-slots-per-pod=4 sets max_slots_per_pod). Every error names the field; Usage() lists
+// every key. pool_max_slots_per_pod maps a resource pool (the pods' phalanx.io/resource-pool
+// label) to its own max_slots_per_pod, e.g. {a100: 8} (flag: --pool-max-slots-per-pod='{a100: 8}');
+// cpus_per_slot is required when slot_type is cpu.
 #ifndef PHALANX_SCHEDULER_EXTENDER_CONFIG_H_
 #define PHALANX_SCHEDULER_EXTENDER_CONFIG_H_
 
@@ -28,7 +31,7 @@ struct ExtenderConfig {
   // Filter passes at most this many best-fitting nodes for a pod without a placement; 0 passes
   // every node that fits (see verbs.h).
   int64_t best_fit_candidates = 8;
-  gang::SlotPolicy slots;
+  gang::SlotPolicy slots{.milli_cpu_per_slot = 0};  // 0 until cpus_per_slot is set.
 };
 
 // Applies `yaml` (a mapping of the keys below) to `config`. `source` names the file in errors.
@@ -37,6 +40,10 @@ absl::Status ApplyYaml(absl::string_view yaml, absl::string_view source, Extende
 absl::Status ApplySetting(absl::string_view key, absl::string_view value, ExtenderConfig& config);
 // Reads --config FILE first, then every other --key=value / --key value flag.
 absl::StatusOr<ExtenderConfig> LoadConfig(const std::vector<std::string>& args);
+// Whether `args` ask for the usage (--help or -h).
+bool WantsHelp(const std::vector<std::string>& args);
+// How to run phalanx-extender: its flags and every config key with what it sets.
+std::string Usage();
 
 }  // namespace phalanx::extender
 

@@ -29,8 +29,12 @@ int Fail(const absl::Status& st) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ExtenderConfig> config =
-      LoadConfig(std::vector<std::string>(argv + 1, argv + argc));
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (WantsHelp(args)) {
+    std::fputs(Usage().c_str(), stdout);
+    return 0;
+  }
+  absl::StatusOr<ExtenderConfig> config = LoadConfig(args);
   if (!config.ok()) return Fail(config.status());
   absl::StatusOr<kube::Config> kc =
       config->kubeconfig.empty() ? kube::DefaultConfig() : kube::LoadKubeconfig(config->kubeconfig);

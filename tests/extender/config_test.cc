@@ -3,17 +3,24 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
 namespace phalanx::extender {
 namespace {
 
 TEST(ConfigTest, YamlAsTheChartRendersIt) {
   ExtenderConfig c;
-  ASSERT_TRUE(ApplyYaml("listen: 127.0.0.1:8888\nmax_slots_per_pod: 4\nslot_resource: "
-                        "nvidia.com/gpu\nslot_type: gpu\n",
+  ASSERT_TRUE(ApplyYaml("listen: 127.0.0.1:8888\nmax_slots_per_pod: 4\npool_max_slots_per_pod:\n"
+                        "  a100: 8\nslot_resource: nvidia.com/gpu\nslot_type: gpu\n",
                         "extender.yaml", c)
                   .ok());
   EXPECT_EQ(c.listen_port, 8888);
   EXPECT_EQ(c.slots.max_slots_per_pod, 4);
+  EXPECT_EQ(c.slots.MaxSlotsPerPod("a100"), 8);
+  EXPECT_EQ(c.slots.MaxSlotsPerPod("t4"), 4);
+  EXPECT_EQ(c.slots.MaxSlotsPerPod(""), 4);
   ASSERT_TRUE(ApplyYaml("slot_type: cpu\nslot_resource: cpu\ncpus_per_slot: 7.5\n", "x", c).ok());
   EXPECT_EQ(c.slots.type, gang::SlotPolicy::Type::kCpu);
   EXPECT_EQ(c.slots.milli_cpu_per_slot, 7500);
@@ -32,6 +39,21 @@ TEST(ConfigTest, ErrorsNameTheField) {
            Case{"slot_type: tpu\n", "extender.yaml: slot_type: must be gpu or cpu, got \"tpu\""},
            Case{"cpus_per_slot: -2\n",
                 "extender.yaml: cpus_per_slot: must be a positive number, got \"-2\""},
+           Case{"cpus_per_slot: 0.0001\n",
+                "extender.yaml: cpus_per_slot: must be at least 0.001, got \"0.0001\""},
+           Case{"pool_max_slots_per_pod: {a100: eight}\n",
+                "extender.yaml: pool_max_slots_per_pod.a100: must be an integer >= 0, got "
+                "\"eight\""},
+           Case{"pool_max_slots_per_pod: {a100: -1}\n",
+                "extender.yaml: pool_max_slots_per_pod.a100: must be an integer >= 0, got \"-1\""},
+           Case{"pool_max_slots_per_pod: {a100: [8]}\n",
+                "extender.yaml: pool_max_slots_per_pod.a100: must be an integer >= 0, got \"[8]\""},
+           Case{"pool_max_slots_per_pod: {\"\": 8}\n",
+                "extender.yaml: pool_max_slots_per_pod: resource pool names must be non-empty "
+                "strings"},
+           Case{"pool_max_slots_per_pod: 8\n",
+                "extender.yaml: pool_max_slots_per_pod: must be a mapping of resource pool to "
+                "integer, got \"8\""},
            Case{"bind: maybe\n", "extender.yaml: bind: must be true or false, got \"maybe\""},
            Case{"listen: [a, b]\n", "extender.yaml: listen: must be a scalar"},
            Case{"- just\n- a list\n", "extender.yaml: must be a mapping"},
@@ -58,6 +80,41 @@ TEST(ConfigTest, FlagsOverrideTheFile) {
             "config file /nonexistent.yaml cannot be read");
   EXPECT_EQ(LoadConfig({"--tls-cert-file=a.pem"}).status().message(),
             "tls_cert_file and tls_key_file must be set together");
+}
+
+TEST(ConfigTest, PoolMaxSlotsPerPodFlagTakesAYamlMapping) {
+  absl::StatusOr<ExtenderConfig> c =
+      LoadConfig({"--max-slots-per-pod=4", "--pool-max-slots-per-pod={a100: 8, t4: 2}"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->slots.MaxSlotsPerPod("a100"), 8);
+  EXPECT_EQ(c->slots.MaxSlotsPerPod("t4"), 2);
+  EXPECT_EQ(c->slots.MaxSlotsPerPod("v100"), 4);
+  EXPECT_EQ(LoadConfig({"--pool-max-slots-per-pod", "{a100: x}"}).status().message(),
+            "flag --pool_max_slots_per_pod: pool_max_slots_per_pod.a100: must be an integer >= 0, "
+            "got \"x\"");
+}
+
+TEST(ConfigTest, CpuSlotsNeedCpusPerSlot) {
+  EXPECT_EQ(LoadConfig({"--slot-type=cpu"}).status().message(),
+            "cpus_per_slot: required when slot_type is cpu");
+  absl::StatusOr<ExtenderConfig> c = LoadConfig({"--slot-type=cpu", "--cpus-per-slot=2"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->slots.milli_cpu_per_slot, 2000);
+  EXPECT_TRUE(LoadConfig({"--slot-type=gpu"}).ok());
+}
+
+TEST(ConfigTest, HelpListsEveryKey) {
+  EXPECT_TRUE(WantsHelp({"--help"}));
+  EXPECT_TRUE(WantsHelp({"--config", "extender.yaml", "-h"}));
+  EXPECT_FALSE(WantsHelp({"--config", "extender.yaml"}));
+  const std::string usage = Usage();
+  EXPECT_EQ(usage.rfind("usage: phalanx-extender", 0), 0u) << usage;
+  for (const char* key : {"listen", "tls_cert_file", "tls_key_file", "max_body_bytes", "kubeconfig",
+                          "bind", "preemption", "backfill", "reservation_ttl_ms", "resync_ms",
+                          "best_fit_candidates", "slot_type", "slot_resource", "cpus_per_slot",
+                          "max_slots_per_pod", "pool_max_slots_per_pod"}) {
+    EXPECT_NE(usage.find(absl::StrCat("\n  ", key, " ")), std::string::npos) << key;
+  }
 }
 
 }  // namespace

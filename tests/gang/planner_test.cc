@@ -144,6 +144,44 @@ TEST(PlannerTest, RespectsSelectorsAndTaints) {
   EXPECT_EQ(plan.nodes, (std::vector<int>{1, 1}));  // only b matches the selector
 }
 
+// Global maxSlotsPerPod 4, resource pool a100's 8: pod sizes and divisibility follow the gang's
+// pool.
+TEST(PlannerTest, PoolMaxSlotsPerPodOverridesTheGlobalOne) {
+  struct Gang {
+    GangSpec spec;
+    std::string pool;
+    std::string reason;  // Empty: feasible.
+  };
+  const std::vector<Gang> gangs = {
+      {{.name = "a100-8", .pods = 1, .gpus_per_pod = 8}, "a100", ""},
+      {{.name = "a100-16", .pods = 2, .gpus_per_pod = 8}, "a100", ""},
+      {{.name = "a100-12", .pods = 3, .gpus_per_pod = 4},
+       "a100",
+       "12 GPUs is not divisible by maxSlotsPerPod 8"},
+      {{.name = "t4-8", .pods = 1, .gpus_per_pod = 8}, "t4", "maxSlotsPerPod is 4"},
+      {{.name = "unlabelled-8", .pods = 1, .gpus_per_pod = 8}, "", "maxSlotsPerPod is 4"},
+      {{.name = "t4-12", .pods = 3, .gpus_per_pod = 4}, "t4", ""},
+  };
+  core::SnapshotBuilder b;
+  for (const char* n : {"a", "b", "c"}) b.UpsertNode(GpuNode(n, 8));
+  for (const Gang& g : gangs) {
+    for (core::PodInfo p : GatedGang(g.spec)) {
+      p.pool = g.pool;
+      b.UpsertPod(std::move(p));
+    }
+  }
+  auto snap = b.Build();
+  SlotPolicy slots{.max_slots_per_pod = 4, .pool_max_slots_per_pod = {{"a100", 8}}};
+  GangPlanner planner(*snap, slots);
+  for (const Gang& g : gangs) {
+    GangPlan plan = planner.CheckFeasible(*snap->FindGang("default/" + g.spec.name));
+    EXPECT_EQ(plan.outcome,
+              g.reason.empty() ? GangPlan::Outcome::kPlaced : GangPlan::Outcome::kInfeasible)
+        << g.spec.name << ": " << plan.reason;
+    EXPECT_NE(plan.reason.find(g.reason), std::string::npos) << g.spec.name << ": " << plan.reason;
+  }
+}
+
 TEST(PlannerTest, CpuSlots) {
   core::SnapshotBuilder b;
   b.UpsertNode(GpuNode("a", 0));  // 64 CPUs

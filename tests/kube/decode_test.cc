@@ -51,6 +51,7 @@ TEST(KubeDecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_EQ(pod->GangKey(), "determined/exp-12-trial-34");
   EXPECT_DOUBLE_EQ(pod->queue_position, 1714979289.25);
   EXPECT_TRUE(pod->managed);
+  EXPECT_EQ(pod->pool, "a100");
   EXPECT_TRUE(pod->preemptible);
   EXPECT_TRUE(pod->preempt_requested);
   EXPECT_EQ(pod->preempted_by, "research/exp-40-trial-1");
@@ -139,6 +140,7 @@ TEST(KubeDecodePodTest, BarePodIsAGangOfOne) {
   EXPECT_EQ(pod->gang, "");
   EXPECT_EQ(pod->gang_size, 1);
   EXPECT_EQ(pod->GangKey(), "default/x");
+  EXPECT_EQ(pod->pool, "");
   EXPECT_EQ(pod->queue_position, core::kNoQueuePosition);
   EXPECT_FALSE(pod->preemptible);
   EXPECT_EQ(pod->phase, core::PodPhase::kSucceeded);
