@@ -69,15 +69,15 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
     r.env = {{"PHALANX_TRIAL_ID", std::to_string(trial.id)},
              {"PHALANX_HPARAMS", trial.hparams},
              {"PHALANX_SEARCHER", c.searcher.ForTrials().dump()},
-             {"PHALANX_CHECKPOINT_STORAGE", c.checkpoint_storage.dump()},
              {"PHALANX_LATEST_CHECKPOINT", trial.latest_checkpoint}};
+    r.checkpoint_storage = c.checkpoint_storage;
   } else {
     KUBE_ASSIGN_OR_RETURN(TaskConfig c,
                           ParseStoredTaskConfig(job.config, job.type, job.entrypoint, config));
     env = std::move(c.environment);
     r.entrypoint = std::move(c.entrypoint);
     // A TensorBoard or notebook reads the checkpoints the master's storage holds.
-    r.env = {{"PHALANX_CHECKPOINT_STORAGE", config.checkpoint_storage.dump()}};
+    r.checkpoint_storage = config.checkpoint_storage;
   }
   r.env.emplace_back("PHALANX_ALLOCATION_TOKEN", token);
   r.environment = &env;

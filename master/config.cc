@@ -15,10 +15,16 @@
 namespace phalanx::master {
 namespace {
 
-absl::StatusOr<int> PositiveInt(const YamlMap& m, absl::string_view key, int fallback) {
+constexpr int kMaxPort = 65535;
+constexpr int kMaxSlotsPerPodCap = 1'000'000;
+
+// The integer at `key` (`fallback` when absent), which must lie in [1, max].
+absl::StatusOr<int> IntUpTo(const YamlMap& m, absl::string_view key, int fallback, int max) {
   KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> v, m.Int(key));
   if (!v) return fallback;
-  if (*v <= 0 || *v > 1'000'000) return FieldError(m.FieldPath(key), "must be > 0");
+  if (*v < 1 || *v > max) {
+    return FieldError(m.FieldPath(key), absl::StrCat("must be between 1 and ", max, ", got ", *v));
+  }
   return static_cast<int>(*v);
 }
 
@@ -26,7 +32,7 @@ absl::StatusOr<DbConfig> ParseDb(const YamlMap& m) {
   KUBE_RETURN_IF_ERROR(m.CheckKeys({"host", "port", "name", "user", "password"}));
   DbConfig db;
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> host, m.String("host"));
-  KUBE_ASSIGN_OR_RETURN(db.port, PositiveInt(m, "port", db.port));
+  KUBE_ASSIGN_OR_RETURN(db.port, IntUpTo(m, "port", db.port, kMaxPort));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> name, m.String("name"));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> user, m.String("user"));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> password, m.String("password"));
@@ -53,7 +59,8 @@ absl::StatusOr<ResourcePoolConfig> ParsePool(const YamlMap& m) {
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> ns, m.String("kubernetes_namespace"));
   pool.ns = ns.value_or(pool.ns);
   if (m.Has("max_slots_per_pod")) {
-    KUBE_ASSIGN_OR_RETURN(pool.max_slots_per_pod, PositiveInt(m, "max_slots_per_pod", 0));
+    KUBE_ASSIGN_OR_RETURN(pool.max_slots_per_pod,
+                          IntUpTo(m, "max_slots_per_pod", 0, kMaxSlotsPerPodCap));
   }
   if (m.Has("task_container_defaults")) {
     KUBE_ASSIGN_OR_RETURN(YamlMap tcd, m.Map("task_container_defaults"));
@@ -97,7 +104,8 @@ absl::Status ParseSlots(const YamlMap& root, MasterConfig& c) {
   if (!root.Has("max_slots_per_pod")) {
     return FieldError("max_slots_per_pod", "required (the slots of one pod, e.g. 8)");
   }
-  KUBE_ASSIGN_OR_RETURN(c.max_slots_per_pod, PositiveInt(root, "max_slots_per_pod", 0));
+  KUBE_ASSIGN_OR_RETURN(c.max_slots_per_pod,
+                        IntUpTo(root, "max_slots_per_pod", 0, kMaxSlotsPerPodCap));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> slot_type, root.String("slot_type"));
   if (slot_type && *slot_type != "gpu" && *slot_type != "cuda" && *slot_type != "cpu") {
     return FieldError("slot_type", absl::StrCat("must be gpu or cpu, got \"", *slot_type, "\""));
@@ -121,8 +129,8 @@ absl::Status ParseSlots(const YamlMap& root, MasterConfig& c) {
 }
 
 absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
-  KUBE_ASSIGN_OR_RETURN(c.port, PositiveInt(root, "port", c.port));
-  KUBE_ASSIGN_OR_RETURN(c.metrics_port, PositiveInt(root, "metrics_port", c.metrics_port));
+  KUBE_ASSIGN_OR_RETURN(c.port, IntUpTo(root, "port", c.port, kMaxPort));
+  KUBE_ASSIGN_OR_RETURN(c.metrics_port, IntUpTo(root, "metrics_port", c.metrics_port, kMaxPort));
   KUBE_ASSIGN_OR_RETURN(YamlMap db, root.Map("db"));
   KUBE_ASSIGN_OR_RETURN(c.db, ParseDb(db));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> scheduler, root.String("default_scheduler"));

@@ -1,6 +1,7 @@
 // master.yaml: the master's configuration, as deploy/helm/phalanx/templates/master-config.yaml
-// renders it. LoadMasterConfig rejects unknown keys, wrong types and missing required fields with
-// an InvalidArgument error naming the field ("resource_pools[1].max_slots_per_pod: must be > 0").
+// renders it. LoadMasterConfig rejects unknown keys, wrong types, out-of-range values and missing
+// required fields with an InvalidArgument error naming the field
+// ("resource_pools[1].max_slots_per_pod: must be between 1 and 1000000, got 0").
 #ifndef PHALANX_MASTER_CONFIG_H_
 #define PHALANX_MASTER_CONFIG_H_
 
@@ -51,7 +52,7 @@ struct MasterConfig {
   int port = 8080;
   int metrics_port = 9090;  // HTTP: /metrics (Prometheus text format) and /healthz.
   DbConfig db;
-  int max_slots_per_pod = 0;  // Required, > 0.
+  int max_slots_per_pod = 0;  // Required, 1..1000000.
   SlotType slot_type = SlotType::kGpu;
   int64_t cpu_milli_per_slot = 0;  // slot_resource_requests.cpu; required when slot_type is cpu.
   SchedulerKind default_scheduler = SchedulerKind::kPhalanx;

@@ -1,7 +1,10 @@
 // Shared config sections (see config_parts.h).
 #include "master/config_parts.h"
 
+#include <filesystem>
+
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
 
@@ -22,6 +25,22 @@ const std::vector<StorageType>& StorageTypes() {
       {"azure", {"container"}, {"connection_string", "account_url", "credential"}},
   };
   return *types;
+}
+
+// `path` normalized, without a trailing separator ("/a//b/" → "/a/b"; "/" stays).
+std::filesystem::path Normal(const std::filesystem::path& path) {
+  std::filesystem::path p = path.lexically_normal();
+  return p.has_filename() || !p.has_relative_path() ? p : p.parent_path();
+}
+
+// `storage_path` (relative to `host_path`, or absolute) as a path below `host_path`: "" for
+// host_path itself; nullopt when it leads out of host_path.
+std::optional<std::string> StorageSubdir(const std::string& host_path,
+                                         const std::string& storage_path) {
+  const std::filesystem::path root = Normal(host_path);
+  const std::filesystem::path sub = Normal(root / storage_path).lexically_relative(root);
+  if (sub.empty() || *sub.begin() == "..") return std::nullopt;
+  return sub == "." ? "" : sub.string();
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvVars(const YamlMap& env) {
@@ -47,7 +66,31 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvVars(co
   return out;
 }
 
+absl::Status CheckSharedFs(const YamlMap& cs) {
+  KUBE_ASSIGN_OR_RETURN(std::string host_path, cs.RequiredString("host_path"));
+  if (!absl::StartsWith(host_path, "/")) {
+    return FieldError(cs.FieldPath("host_path"),
+                      absl::StrCat("must be an absolute path, got \"", host_path, "\""));
+  }
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> storage_path, cs.String("storage_path"));
+  if (storage_path && !StorageSubdir(host_path, *storage_path)) {
+    return FieldError(
+        cs.FieldPath("storage_path"),
+        absl::StrCat("must lie inside host_path ", host_path, ", got \"", *storage_path, "\""));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::optional<std::string> CheckpointContainerDir(const nlohmann::json& storage) {
+  if (!storage.is_object() || storage.value("type", "") != "shared_fs") return std::nullopt;
+  std::optional<std::string> sub =
+      StorageSubdir(storage.value("host_path", ""), storage.value("storage_path", ""));
+  if (!sub) return std::nullopt;
+  return sub->empty() ? std::string(kSharedFsContainerPath)
+                      : absl::StrCat(kSharedFsContainerPath, "/", *sub);
+}
 
 absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_view key) {
   if (!parent.Has(key)) return nlohmann::json();
@@ -84,6 +127,7 @@ absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent,
     if (type == "azure" && !cs.Has("connection_string") && !cs.Has("account_url")) {
       return FieldError(cs.path(), "azure needs connection_string or account_url");
     }
+    if (type == "shared_fs") KUBE_RETURN_IF_ERROR(CheckSharedFs(cs));
     return parent.Json(key);
   }
   return FieldError(cs.FieldPath("type"),

@@ -24,8 +24,17 @@ inline constexpr int kDefaultPriority = 50;
 // A Kubernetes Pod object (apiVersion v1, kind Pod, metadata, spec) as JSON; null when absent.
 absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_view key);
 
-// {type: shared_fs|s3|gcs|azure, ...} with the fields each type requires.
+// {type: shared_fs|s3|gcs|azure, ...} with the fields each type requires. shared_fs: host_path is
+// absolute; storage_path, relative to host_path or absolute, lies inside host_path.
 absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent, absl::string_view key);
+
+// Where task containers mount the host_path of shared_fs checkpoint storage (Determined's path).
+inline constexpr absl::string_view kSharedFsContainerPath = "/determined_shared_fs";
+
+// For shared_fs `storage`, the directory inside task containers where checkpoints go:
+// kSharedFsContainerPath plus storage_path taken relative to host_path. nullopt for other storage
+// types, which need no mount (and for a storage_path outside host_path, which the parser rejects).
+std::optional<std::string> CheckpointContainerDir(const nlohmann::json& storage);
 
 struct ResourcesConfig {
   int slots = 1;

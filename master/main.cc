@@ -1,6 +1,7 @@
 // phalanx-master: loads master.yaml (--config), opens Postgres, re-attaches to its pods, then
 // serves the phalanx.v1 gRPC API on --listen (default 0.0.0.0:<port>) and Prometheus metrics on
-// --metrics-listen (default 0.0.0.0:<metrics_port>) until SIGTERM or SIGINT.
+// --metrics-listen (default 0.0.0.0:<metrics_port>) until SIGTERM or SIGINT. --help (-h) prints
+// the usage on stdout; without --config it goes to stderr, with exit status 2.
 #include <csignal>
 #include <cstdio>
 #include <set>
@@ -67,12 +68,26 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const DbConfig& db) {
   }
 }
 
+constexpr char kUsage[] =
+    "usage: phalanx-master --config master.yaml [--listen HOST:PORT] "
+    "[--metrics-listen HOST:PORT]\n";
+
+bool WantsHelp(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") return true;
+  }
+  return false;
+}
+
 int Run(int argc, char** argv) {
+  if (WantsHelp(argc, argv)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   const std::string path = Flag(argc, argv, "config");
   if (path.empty()) {
-    std::fprintf(stderr,
-                 "usage: phalanx-master --config master.yaml [--listen HOST:PORT] "
-                 "[--metrics-listen HOST:PORT]\n");
+    std::fputs(kUsage, stderr);
     return 2;
   }
   const std::string listen = Flag(argc, argv, "listen");

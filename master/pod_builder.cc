@@ -2,6 +2,7 @@
 #include "master/pod_builder.h"
 
 #include <array>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,7 @@ constexpr std::array<PriorityClass, 3> kPriorityClasses = {{
 }};
 
 constexpr absl::string_view kSeedContainerName = "determined-container";
+constexpr absl::string_view kCheckpointVolume = "phalanx-checkpoints";
 
 // Renames the seeds' task container so that it merges into phalanx-container.
 void RenameSeedContainer(json& pod) {
@@ -56,6 +58,20 @@ json MergedSpec(const PodRequest& r, const MasterConfig& master) {
   return pod;
 }
 
+// Puts `item` in the list `list` (made an array if it is not one), replacing an item of the same
+// name.
+void SetByName(json& list, json item) {
+  if (!list.is_array()) list = json::array();
+  const std::string name = item.value("name", "");
+  for (json& existing : list) {
+    if (existing.is_object() && existing.value("name", "") == name) {
+      existing = std::move(item);
+      return;
+    }
+  }
+  list.push_back(std::move(item));
+}
+
 // Sets env var `name` (replacing a user value of the same name).
 void SetEnv(json& container, absl::string_view name, json value_or_source) {
   json var = {{"name", name}};
@@ -64,15 +80,7 @@ void SetEnv(json& container, absl::string_view name, json value_or_source) {
   } else {
     var["valueFrom"] = std::move(value_or_source);
   }
-  json& env = container["env"];
-  if (!env.is_array()) env = json::array();
-  for (json& existing : env) {
-    if (existing.value("name", "") == name) {
-      existing = std::move(var);
-      return;
-    }
-  }
-  env.push_back(std::move(var));
+  SetByName(container["env"], std::move(var));
 }
 
 json FieldRef(absl::string_view path) { return {{"fieldRef", {{"fieldPath", path}}}}; }
@@ -104,6 +112,26 @@ json& TaskContainer(json& spec) {
   return containers.front();
 }
 
+// Step 4: the checkpoint storage's env and, for shared_fs, its hostPath volume and mount (unless
+// the pod spec mounts a volume of its own there).
+void AddCheckpointStorage(json& spec, json& container, const json& storage) {
+  if (storage.is_null()) return;
+  SetEnv(container, "PHALANX_CHECKPOINT_STORAGE", storage.dump());
+  const std::optional<std::string> dir = CheckpointContainerDir(storage);
+  if (!dir) return;
+  SetEnv(container, "PHALANX_CHECKPOINT_DIR", *dir);
+  json& mounts = container["volumeMounts"];
+  if (!mounts.is_array()) mounts = json::array();
+  for (const json& m : mounts) {
+    if (m.is_object() && m.value("mountPath", "") == kSharedFsContainerPath) return;
+  }
+  mounts.push_back({{"name", kCheckpointVolume}, {"mountPath", kSharedFsContainerPath}});
+  SetByName(
+      spec["volumes"],
+      {{"name", kCheckpointVolume},
+       {"hostPath", {{"path", storage.value("host_path", "")}, {"type", "DirectoryOrCreate"}}}});
+}
+
 void FillTaskContainer(json& spec, const PodRequest& r, int rank, int pods, int slots_per_pod,
                        const MasterConfig& master) {
   json& c = TaskContainer(spec);
@@ -121,6 +149,7 @@ void FillTaskContainer(json& spec, const PodRequest& r, int rank, int pods, int 
   };
   for (const auto& [name, value] : vars) SetEnv(c, name, value);
   for (const auto& [name, value] : r.env) SetEnv(c, name, value);
+  AddCheckpointStorage(spec, c, r.checkpoint_storage);
   if (!master.task_master_address.empty()) SetEnv(c, "PHALANX_MASTER", master.task_master_address);
   SetEnv(c, "PHALANX_NODE_NAME", FieldRef("spec.nodeName"));
   SetEnv(c, "PHALANX_POD_IP", FieldRef("status.podIP"));
@@ -141,7 +170,7 @@ void SetMetadata(json& meta, const PodRequest& r, int rank, int pods) {
   labels[std::string(kube::kGangSizeLabel)] = std::to_string(pods);
   labels[std::string(kube::kJobIdLabel)] = r.job_id;
   labels[std::string(kTaskTypeLabel)] = TaskTypeName(r.type);
-  labels[std::string(kResourcePoolLabel)] = r.pool->name;
+  labels[std::string(kube::kResourcePoolLabel)] = r.pool->name;
   labels[std::string(kube::kQueuePositionLabel)] = FormatQueuePosition(r.queue_position);
   labels[std::string(kube::kPreemptibleLabel)] = r.type == TaskType::kExperiment ? "true" : "false";
 }

@@ -10,8 +10,14 @@
 //      "determined-container", is merged into it; other containers stay as sidecars): image,
 //      command, PHALANX_* environment, and the slot requests and limits (nvidia.com/gpu, or cpu for
 //      the cpu slot type) that the user cannot override.
-//   4. Contract labels (DESIGN.md) override user labels of the same key.
-//   5. Priority: a priorityClassName in the merged spec wins; else the class of exactly the task's
+//   4. Checkpoint storage: env PHALANX_CHECKPOINT_STORAGE (the storage config as JSON). shared_fs
+//      storage is also mounted: a hostPath volume "phalanx-checkpoints" of host_path
+//      (DirectoryOrCreate) at /determined_shared_fs in phalanx-container, as Determined mounts it,
+//      and env PHALANX_CHECKPOINT_DIR names where checkpoints go (the mount plus storage_path). A
+//      pod_spec volumeMount of its own at /determined_shared_fs (an NFS or PVC volume) replaces
+//      the hostPath. Other storage types need no mount.
+//   5. Contract labels (DESIGN.md) override user labels of the same key.
+//   6. Priority: a priorityClassName in the merged spec wins; else the class of exactly the task's
 //      priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority admission
 //      plugin rejects a value not taken from a class.
 #ifndef PHALANX_MASTER_POD_BUILDER_H_
@@ -36,7 +42,6 @@ inline constexpr absl::string_view kSchedulerName = "phalanx";
 inline constexpr absl::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr absl::string_view kManagedByValue = "phalanx-master";
 inline constexpr absl::string_view kTaskTypeLabel = "phalanx.io/task-type";
-inline constexpr absl::string_view kResourcePoolLabel = "phalanx.io/resource-pool";
 
 struct PodRequest {
   TaskType type = TaskType::kExperiment;
@@ -48,7 +53,8 @@ struct PodRequest {
   const ResourcePoolConfig* pool = nullptr;
   const EnvironmentConfig* environment = nullptr;
   std::vector<std::string> entrypoint;
-  // Extra PHALANX_* variables (hyperparameters, checkpoint storage, allocation token, ...).
+  nlohmann::json checkpoint_storage;  // ParseCheckpointStorage's; null: none (step 4).
+  // Extra PHALANX_* variables (hyperparameters, allocation token, ...).
   std::vector<std::pair<std::string, std::string>> env;
 };
 
@@ -57,11 +63,6 @@ std::vector<nlohmann::json> BuildPods(const PodRequest& request, const MasterCon
 
 // Pods of a task of `slots` slots in a pool of `max_slots_per_pod`.
 int PodCount(int slots, int max_slots_per_pod);
-
-// The priorityClassName a task's pods take from its pod specs (step 2), or "" when they take the
-// class of the task's priority.
-std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
-                              const EnvironmentConfig& environment, const MasterConfig& master);
 
 // The priorityClassName a task's pods take from its pod specs (step 2: the default pod spec's,
 // unless the task's pod_spec sets it), or "" when they take the class of the task's priority.

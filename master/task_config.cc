@@ -1,12 +1,43 @@
 // Parsing and validation of task configs (see task_config.h).
 #include "master/task_config.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
 #include "master/yaml.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
+namespace {
+
+// The entrypoint of a task whose config and request give none.
+absl::StatusOr<std::vector<std::string>> DefaultEntrypoint(TaskType type,
+                                                           const MasterConfig& master) {
+  switch (type) {
+    case TaskType::kNotebook:
+      return std::vector<std::string>{"jupyter",     "lab",          "--ip=0.0.0.0",
+                                      "--port=8888", "--no-browser", "--allow-root"};
+    case TaskType::kShell:
+      return std::vector<std::string>{"sleep", "infinity"};
+    case TaskType::kTensorboard: {
+      const nlohmann::json& storage = master.checkpoint_storage;
+      if (std::optional<std::string> dir = CheckpointContainerDir(storage)) {
+        return std::vector<std::string>{"tensorboard", "--host=0.0.0.0", "--port=6006",
+                                        absl::StrCat("--logdir=", *dir)};
+      }
+      return FieldError(
+          "entrypoint",
+          absl::StrCat("required: the default TensorBoard reads shared_fs checkpoint storage only, "
+                       "and the master's is ",
+                       storage.is_object() ? storage.value("type", "") : "unset"));
+    }
+    default:
+      return FieldError("entrypoint", "required: the command to run");
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<TaskConfig> ParseTaskConfig(absl::string_view yaml, TaskType type,
                                            const std::vector<std::string>& entrypoint,
@@ -19,8 +50,8 @@ absl::StatusOr<TaskConfig> ParseTaskConfig(absl::string_view yaml, TaskType type
   c.description = description.value_or(std::string(TaskTypeName(type)));
   KUBE_ASSIGN_OR_RETURN(c.entrypoint, root.StringList("entrypoint"));
   if (!entrypoint.empty()) c.entrypoint = entrypoint;
-  if (type == TaskType::kCommand && c.entrypoint.empty()) {
-    return FieldError("entrypoint", "required: the command to run");
+  if (c.entrypoint.empty()) {
+    KUBE_ASSIGN_OR_RETURN(c.entrypoint, DefaultEntrypoint(type, master));
   }
   KUBE_ASSIGN_OR_RETURN(c.resources, ParseResources(root, "slots", DefaultSlots(type)));
   KUBE_ASSIGN_OR_RETURN(c.environment, ParseEnvironment(root));

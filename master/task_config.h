@@ -1,6 +1,13 @@
 // Configs of commands, notebooks, shells and TensorBoards (YAML, may be empty): description,
 // resources (slots, priority, resource_pool), environment and entrypoint. Validated like experiment
 // configs: zero-slot tasks go to the aux pool, slots must suit the pool's max_slots_per_pod.
+// Without an entrypoint, a command is an error and the others run a default that keeps serving:
+//   notebook     jupyter lab --ip=0.0.0.0 --port=8888 --no-browser --allow-root (its token:
+//                JUPYTER_TOKEN from environment_variables, else Jupyter's own, in the pod log)
+//   tensorboard  tensorboard --host=0.0.0.0 --port=6006 --logdir=<checkpoint dir>: the master's
+//                shared_fs storage as pod_builder.h mounts it (other storage types: an error)
+//   shell        sleep infinity (kubectl exec into phalanx-container)
+// The image must provide jupyter or tensorboard: the default image (kDefaultTaskImage) has neither.
 #ifndef PHALANX_MASTER_TASK_CONFIG_H_
 #define PHALANX_MASTER_TASK_CONFIG_H_
 

@@ -1,11 +1,14 @@
-// master.yaml parsing: the chart's rendering loads; bad configs fail naming the field.
+// master.yaml parsing: the chart's rendering loads; bad configs fail naming the field; where task
+// containers find shared_fs checkpoint storage.
 #include "master/config.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "master/config_parts.h"
 
 namespace phalanx::master {
 namespace {
@@ -107,7 +110,15 @@ INSTANTIATE_TEST_SUITE_P(
         {"MissingMaxSlots", "port: 8080\n", "max_slots_per_pod: required"},
         {"WrongType", "max_slots_per_pod: four\n",
          "max_slots_per_pod: expected an integer, got \"four\""},
-        {"Zero", "max_slots_per_pod: 0\n", "max_slots_per_pod: must be > 0"},
+        {"Zero", "max_slots_per_pod: 0\n", "max_slots_per_pod: must be between 1 and 1000000"},
+        {"AboveCap", "max_slots_per_pod: 2000000\n",
+         "max_slots_per_pod: must be between 1 and 1000000, got 2000000"},
+        {"PortRange", "max_slots_per_pod: 4\nport: 70000\n",
+         "port: must be between 1 and 65535, got 70000"},
+        {"MetricsPortRange", "max_slots_per_pod: 4\nmetrics_port: 0\n",
+         "metrics_port: must be between 1 and 65535, got 0"},
+        {"DbPortRange", "max_slots_per_pod: 4\ndb: {port: 65536}\n",
+         "db.port: must be between 1 and 65535, got 65536"},
         {"UnknownTopLevel", "max_slots_per_pod: 4\nmaxSlotsPerPod: 4\n",
          "maxSlotsPerPod: unknown field"},
         {"UnknownDbKey", "max_slots_per_pod: 4\ndb: {hostname: x}\n", "db.hostname: unknown field"},
@@ -127,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
          "resource_pools[1].pool_name: \"a\" appears twice"},
         {"PoolMaxSlots",
          "max_slots_per_pod: 4\nresource_pools: [{pool_name: a, max_slots_per_pod: -2}]\n",
-         "resource_pools[0].max_slots_per_pod: must be > 0"},
+         "resource_pools[0].max_slots_per_pod: must be between 1 and 1000000, got -2"},
         {"UnknownAuxPool", "max_slots_per_pod: 4\ndefault_aux_resource_pool: cpu\n",
          "default_aux_resource_pool: no resource pool named \"cpu\""},
         {"PodSpecKind",
@@ -140,6 +151,17 @@ INSTANTIATE_TEST_SUITE_P(
          "checkpoint_storage.type: must be shared_fs, s3, gcs or azure"},
         {"StorageBucket", "max_slots_per_pod: 4\ncheckpoint_storage: {type: s3}\n",
          "checkpoint_storage.bucket: required"},
+        {"StorageRelativeHostPath",
+         "max_slots_per_pod: 4\ncheckpoint_storage: {type: shared_fs, host_path: ckpt}\n",
+         "checkpoint_storage.host_path: must be an absolute path, got \"ckpt\""},
+        {"StoragePathOutsideHostPath",
+         "max_slots_per_pod: 4\ncheckpoint_storage: {type: shared_fs, host_path: /mnt/ckpt, "
+         "storage_path: ../etc}\n",
+         "checkpoint_storage.storage_path: must lie inside host_path /mnt/ckpt, got \"../etc\""},
+        {"StorageAbsolutePathOutsideHostPath",
+         "max_slots_per_pod: 4\ncheckpoint_storage: {type: shared_fs, host_path: /mnt/ckpt, "
+         "storage_path: /mnt/ckpt2}\n",
+         "checkpoint_storage.storage_path: must lie inside host_path"},
         {"TlsKey", "max_slots_per_pod: 4\ntls: {cert: /a}\n", "tls.key: required"},
         {"Syntax", "max_slots_per_pod: [4\n", "invalid YAML at line"},
         {"DuplicateKey", "max_slots_per_pod: 4\nmax_slots_per_pod: 8\n",
@@ -149,6 +171,28 @@ INSTANTIATE_TEST_SUITE_P(
          "resource_pools[0].pool_name: duplicate key"},
     }),
     [](const auto& info) { return info.param.name; });
+
+// Task containers mount shared_fs storage at /determined_shared_fs and write below storage_path,
+// which is relative to host_path or an absolute path inside it.
+TEST(CheckpointContainerDirTest, IsTheMountPlusStoragePath) {
+  using nlohmann::json;
+  const struct {
+    json storage;
+    std::optional<std::string> want;
+  } cases[] = {
+      {{{"type", "shared_fs"}, {"host_path", "/tmp/checkpoints"}}, "/determined_shared_fs"},
+      {{{"type", "shared_fs"}, {"host_path", "/mnt/c/"}, {"storage_path", "a/b/"}},
+       "/determined_shared_fs/a/b"},
+      {{{"type", "shared_fs"}, {"host_path", "/mnt/c"}, {"storage_path", "/mnt/c/x/../y"}},
+       "/determined_shared_fs/y"},
+      {{{"type", "shared_fs"}, {"host_path", "/mnt/c"}, {"storage_path", "/mnt/c"}},
+       "/determined_shared_fs"},
+      {{{"type", "shared_fs"}, {"host_path", "/mnt/c"}, {"storage_path", "../d"}}, std::nullopt},
+      {{{"type", "s3"}, {"bucket", "b"}}, std::nullopt},
+      {nullptr, std::nullopt},
+  };
+  for (const auto& c : cases) EXPECT_EQ(CheckpointContainerDir(c.storage), c.want) << c.storage;
+}
 
 TEST(ConfigDurationTest, Forms) {
   EXPECT_EQ(*ParseConfigDuration("90"), absl::Seconds(90));

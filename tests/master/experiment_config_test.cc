@@ -177,7 +177,8 @@ TEST(ExperimentConfigTest, GridNeedsCounts) {
 }
 
 TEST(TaskConfigTest, ZeroSlotTasksGoToTheAuxPool) {
-  absl::StatusOr<TaskConfig> tb = ParseTaskConfig("", TaskType::kTensorboard, {}, Master());
+  absl::StatusOr<TaskConfig> tb =
+      ParseTaskConfig("", TaskType::kTensorboard, {"tensorboard", "--logdir=s3://ckpt"}, Master());
   ASSERT_TRUE(tb.ok()) << tb.status();
   EXPECT_EQ(tb->resources.slots, 0);
   EXPECT_EQ(tb->resources.resource_pool, "cpu");
@@ -194,6 +195,40 @@ TEST(TaskConfigTest, CommandsNeedAnEntrypoint) {
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()),
               HasSubstr("resources.slots: 5 slots are not divisible by max_slots_per_pod 4"));
+}
+
+// Without an entrypoint, notebooks, shells and TensorBoards run one that keeps serving; the
+// TensorBoard reads the shared_fs checkpoint directory that task pods mount.
+TEST(TaskConfigTest, DefaultEntrypointsKeepServing) {
+  const MasterConfig master = *ParseMasterConfig(R"(
+max_slots_per_pod: 4
+checkpoint_storage: {type: shared_fs, host_path: /mnt/ckpt, storage_path: runs}
+)");
+  using Strings = std::vector<std::string>;
+  const std::pair<TaskType, Strings> cases[] = {
+      {TaskType::kNotebook,
+       {"jupyter", "lab", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root"}},
+      {TaskType::kShell, {"sleep", "infinity"}},
+      {TaskType::kTensorboard,
+       {"tensorboard", "--host=0.0.0.0", "--port=6006", "--logdir=/determined_shared_fs/runs"}},
+  };
+  for (const auto& [type, want] : cases) {
+    absl::StatusOr<TaskConfig> c = ParseTaskConfig("", type, {}, master);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->entrypoint, want) << TaskTypeName(type);
+    c = ParseTaskConfig("entrypoint: [python3, serve.py]\n", type, {}, master);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->entrypoint, (Strings{"python3", "serve.py"})) << TaskTypeName(type);
+    c = ParseTaskConfig("entrypoint: [python3, serve.py]\n", type, {"bash"}, master);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->entrypoint, Strings{"bash"}) << TaskTypeName(type);
+  }
+  // Object storage is not mounted: a TensorBoard of it needs its own entrypoint.
+  absl::StatusOr<TaskConfig> tb = ParseTaskConfig("", TaskType::kTensorboard, {}, Master());
+  ASSERT_FALSE(tb.ok());
+  EXPECT_THAT(std::string(tb.status().message()),
+              HasSubstr("entrypoint: required: the default TensorBoard reads shared_fs checkpoint "
+                        "storage only, and the master's is s3"));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // them) and strategic-merge cases, including the seeds' empty-dir override.
 #include "master/pod_builder.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -80,13 +81,14 @@ struct Built {
   std::vector<json> pods;
 };
 
-Built Build(TaskType type, const std::string& task_yaml, const std::string& master_yaml = kMaster) {
+// `entrypoint`: the request's; empty leaves the config's or the task type's default.
+Built Build(TaskType type, const std::string& task_yaml, const std::string& master_yaml = kMaster,
+            const std::vector<std::string>& entrypoint = {"python3", "train.py"}) {
   Built b;
   absl::StatusOr<MasterConfig> master = ParseMasterConfig(master_yaml);
   EXPECT_TRUE(master.ok()) << master.status();
   b.master = *master;
-  absl::StatusOr<TaskConfig> task =
-      ParseTaskConfig(task_yaml, type, {"python3", "train.py"}, b.master);
+  absl::StatusOr<TaskConfig> task = ParseTaskConfig(task_yaml, type, entrypoint, b.master);
   EXPECT_TRUE(task.ok()) << task.status();
   b.task = *task;
   PodRequest r{.type = type,
@@ -98,6 +100,7 @@ Built Build(TaskType type, const std::string& task_yaml, const std::string& mast
                .pool = b.master.FindPool(b.task.resources.resource_pool),
                .environment = &b.task.environment,
                .entrypoint = b.task.entrypoint,
+               .checkpoint_storage = b.master.checkpoint_storage,
                .env = {{"PHALANX_HPARAMS", R"({"lr":0.1})"}}};
   b.pods = BuildPods(r, b.master);
   return b;
@@ -137,9 +140,9 @@ environment:
   ASSERT_EQ(b.pods.size(), 1u);
   const json& spec = b.pods[0]["spec"];
   ASSERT_EQ(spec["containers"].size(), 1u);  // The pool's spec replaced the top-level one.
-  EXPECT_EQ(spec["containers"][0]["volumeMounts"],
-            json::parse(R"([{"mountPath":"/etc/secret-volume","name":"empty-dir-override"}])"));
-  EXPECT_EQ(spec["volumes"].size(), 2u);
+  EXPECT_EQ(spec["containers"][0]["volumeMounts"][0],
+            json::parse(R"({"mountPath":"/etc/secret-volume","name":"empty-dir-override"})"));
+  EXPECT_EQ(spec["volumes"].size(), 3u);  // secret-volume, empty-dir-override, phalanx-checkpoints.
   EXPECT_EQ(b.pods[0]["metadata"]["namespace"], "prod");
   ExpectGolden(b.pods, "pods_seed_empty_dir_override.json");
 }
@@ -189,8 +192,64 @@ task_container_defaults:
   }
 }
 
+// shared_fs storage: a hostPath volume of host_path at Determined's container path, and the
+// directory below it where checkpoints go; a pod_spec volume mounted at that path wins.
+TEST(PodBuilderTest, SharedFsCheckpointStorageIsMounted) {
+  const std::string master = std::string(kMaster) +
+                             "checkpoint_storage: {type: shared_fs, host_path: /mnt/ckpt, "
+                             "storage_path: runs}\n";
+  Built b = Build(TaskType::kExperiment, "resources: {slots: 8}\n", master);
+  ASSERT_EQ(b.pods.size(), 2u);
+  for (const json& pod : b.pods) {
+    const json& spec = pod["spec"];
+    const json& c = spec["containers"][0];
+    ASSERT_EQ(c["name"], "phalanx-container");
+    EXPECT_EQ(c["volumeMounts"], json::parse(R"([
+      {"name": "example-volume", "mountPath": "/example-data"},
+      {"name": "phalanx-checkpoints", "mountPath": "/determined_shared_fs"}])"));
+    EXPECT_EQ(spec["volumes"].back(), json::parse(R"({"name": "phalanx-checkpoints",
+      "hostPath": {"path": "/mnt/ckpt", "type": "DirectoryOrCreate"}})"));
+    const json& env = c["env"];
+    EXPECT_NE(std::find(env.begin(), env.end(),
+                        json{{"name", "PHALANX_CHECKPOINT_DIR"},
+                             {"value", "/determined_shared_fs/runs"}}),
+              env.end())
+        << env;
+    EXPECT_NE(std::find(env.begin(), env.end(),
+                        json{{"name", "PHALANX_CHECKPOINT_STORAGE"},
+                             {"value", b.master.checkpoint_storage.dump()}}),
+              env.end())
+        << env;
+  }
+  Built own = Build(TaskType::kNotebook, R"(
+environment:
+  pod_spec:
+    spec:
+      volumes: [{name: nfs, nfs: {server: nfs.local, path: /ckpt}}]
+      containers:
+        - name: phalanx-container
+          volumeMounts: [{name: nfs, mountPath: /determined_shared_fs}]
+)",
+                    master);
+  const json& spec = own.pods[0]["spec"];
+  EXPECT_EQ(spec["containers"][0]["volumeMounts"], json::parse(R"([
+    {"name": "example-volume", "mountPath": "/example-data"},
+    {"name": "nfs", "mountPath": "/determined_shared_fs"}])"));
+  EXPECT_EQ(spec["volumes"].size(), 2u) << spec["volumes"];  // example-volume and nfs.
+}
+
+TEST(PodBuilderTest, ObjectStorageIsNotMounted) {
+  Built b = Build(TaskType::kExperiment, "resources: {slots: 1}\n",
+                  "max_slots_per_pod: 4\ncheckpoint_storage: {type: s3, bucket: ckpt}\n");
+  const json& c = b.pods[0]["spec"]["containers"][0];
+  EXPECT_FALSE(c.contains("volumeMounts")) << c;
+  EXPECT_FALSE(b.pods[0]["spec"].contains("volumes"));
+  for (const json& var : c["env"]) EXPECT_NE(var["name"], "PHALANX_CHECKPOINT_DIR");
+}
+
+// Also: the default TensorBoard entrypoint reads the mounted shared_fs checkpoints.
 TEST(PodBuilderTest, ZeroSlotTensorboardGoesToAuxWithoutGpus) {
-  Built b = Build(TaskType::kTensorboard, "");
+  Built b = Build(TaskType::kTensorboard, "", kMaster, /*entrypoint=*/{});
   ASSERT_EQ(b.pods.size(), 1u);
   ExpectGolden(b.pods, "pods_tensorboard_zero_slots.json");
 }

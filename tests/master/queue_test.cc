@@ -74,7 +74,8 @@ TEST_F(ServiceTest, ATaskMarkedBeforeItsPodsBindIsRecreated) {
   EXPECT_EQ(got.task().state(), v1::TASK_STATE_ACTIVE);
 }
 
-// A TensorBoard (like any task) is told where the master's checkpoints are kept.
+// A TensorBoard (like any task) is told where the master's checkpoints are kept, and mounts the
+// default shared_fs storage.
 TEST_F(ServiceTest, TasksAreGivenTheCheckpointStorage) {
   Launch(*tasks_, Ctx().get(), v1::TASK_TYPE_TENSORBOARD, "");
   ASSERT_EQ(pods_.pods().size(), 1u);
@@ -83,6 +84,8 @@ TEST_F(ServiceTest, TasksAreGivenTheCheckpointStorage) {
                          {"value", config_.checkpoint_storage.dump()}};
   const nlohmann::json& env = pod["spec"]["containers"][0]["env"];
   EXPECT_NE(std::find(env.begin(), env.end(), want), env.end()) << env.dump();
+  EXPECT_EQ(pod["spec"]["volumes"][0]["hostPath"]["path"], "/tmp/checkpoints");
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/determined_shared_fs");
 }
 
 // Tasks are listed by task type; experiments are not tasks.
@@ -233,6 +236,29 @@ TEST_F(ServiceTest, JobStatesPendingReasonsAndStats) {
   EXPECT_EQ(stats.results(1).resource_pool(), "gpu");
   EXPECT_EQ(stats.results(1).queued_count(), 1);
   EXPECT_EQ(stats.results(1).scheduled_count(), 1);
+}
+
+// A pool that is not configured is refused, named, rather than shown as an empty queue.
+TEST_F(ServiceTest, QueueReadsRefuseAnUnknownPool) {
+  v1::GetJobsRequest jobs;
+  jobs.set_resource_pool("gpus");
+  grpc::Status s = queue_->GetJobs(Ctx().get(), jobs, Ignored<v1::GetJobsResponse>());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "resource_pool: no resource pool named \"gpus\"");
+  jobs.set_resource_pool("cpu");
+  EXPECT_TRUE(queue_->GetJobs(Ctx().get(), jobs, Ignored<v1::GetJobsResponse>()).ok());
+
+  v1::GetJobQueueStatsRequest stats;
+  stats.add_resource_pools("gpu");
+  stats.add_resource_pools("gpus");
+  s = queue_->GetJobQueueStats(Ctx().get(), stats, Ignored<v1::GetJobQueueStatsResponse>());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "resource_pools[1]: no resource pool named \"gpus\"");
+  stats.mutable_resource_pools()->RemoveLast();
+  v1::GetJobQueueStatsResponse resp;
+  ASSERT_TRUE(queue_->GetJobQueueStats(Ctx().get(), stats, &resp).ok());
+  ASSERT_EQ(resp.results_size(), 1);
+  EXPECT_EQ(resp.results(0).resource_pool(), "gpu");
 }
 
 // exp-1's and exp-10's allocations sit next to each other in id order; each job sees only its own.

@@ -125,6 +125,25 @@ TEST_F(ServiceTest, PreemptionSignalsAckDeletesAndRequeues) {
   EXPECT_THAT(pod["spec"]["containers"][0]["env"].dump(), HasSubstr("ckpt-a"));
 }
 
+// A trial's pods mount its shared_fs checkpoint storage from the node, so that a checkpoint
+// written before a preemption outlives the pod.
+TEST_F(ServiceTest, TrialsMountTheirSharedFsCheckpointStorage) {
+  Create(R"(
+resources: {slots_per_trial: 4}
+checkpoint_storage: {type: shared_fs, host_path: /mnt/ckpt, storage_path: exp}
+)");
+  ASSERT_EQ(pods_.pods().size(), 1u);
+  const nlohmann::json pod = pods_.pods().begin()->second;
+  const nlohmann::json& spec = pod["spec"];
+  EXPECT_EQ(spec["volumes"], nlohmann::json::parse(R"([{"name": "phalanx-checkpoints",
+    "hostPath": {"path": "/mnt/ckpt", "type": "DirectoryOrCreate"}}])"));
+  const nlohmann::json& c = spec["containers"][0];
+  EXPECT_EQ(c["volumeMounts"], nlohmann::json::parse(R"([{"name": "phalanx-checkpoints",
+    "mountPath": "/determined_shared_fs"}])"));
+  EXPECT_THAT(c["env"], Contains(nlohmann::json{{"name", "PHALANX_CHECKPOINT_DIR"},
+                                                {"value", "/determined_shared_fs/exp"}}));
+}
+
 TEST_F(ServiceTest, LifeCycleEventsAreLogged) {
   std::vector<std::string> events;
   jobs_->SetEventLog([&](const std::string& line) { events.push_back(line); });

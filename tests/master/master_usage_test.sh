@@ -1,0 +1,19 @@
+#!/bin/sh
+# phalanx-master's command line: --help and -h print the usage on stdout and exit 0; without
+# --config the usage goes to stderr and the exit status is 2. $1: the phalanx-master binary.
+set -u
+master=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for flag in --help -h; do
+  out=$("$master" "$flag" 2>/dev/null) || fail "$flag exited $?"
+  case $out in "usage: phalanx-master"*) ;; *) fail "$flag printed no usage on stdout: $out" ;; esac
+done
+
+out=$("$master" 2>/dev/null)
+status=$?
+[ "$status" -eq 2 ] || fail "without --config: exit $status, want 2"
+[ -z "$out" ] || fail "without --config: stdout not empty: $out"
+err=$("$master" 2>&1 >/dev/null)
+case $err in "usage: phalanx-master"*) ;; *) fail "without --config: no usage on stderr: $err" ;; esac
+echo PASS
