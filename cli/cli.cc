@@ -1,14 +1,23 @@
 // phalanx CLI entry: global options, the session, login and users (see cli.h).
 #include "cli/cli.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "cli/session.h"
 #include "phalanx/v1/auth.grpc.pb.h"
 #include "proto/grpc_codes.h"
@@ -17,7 +26,7 @@ namespace phalanx::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: phalanx [--master HOST:PORT] [--tls [--ca FILE]] COMMAND ...\n"
+    "usage: phalanx [--master [http[s]://]HOST:PORT] [--tls] [--ca FILE] COMMAND ...\n"
     "  login USER [--password P]\n"
     "  user create NAME [--password P] [--admin]\n"
     "  experiment create|list|describe|pause|activate|kill|set-priority ...\n"
@@ -39,17 +48,71 @@ std::string Env(const char* name, const std::string& fallback) {
   return v != nullptr && *v != '\0' ? v : fallback;
 }
 
+// The master as --master or $PHALANX_MASTER give it.
+struct MasterAddress {
+  enum class Scheme { kNone, kHttp, kHttps };
+  std::string target;  // HOST:PORT, as gRPC takes it.
+  Scheme scheme = Scheme::kNone;
+};
+
+// `value` is HOST:PORT, or an http:// or https:// URL of it with at most a trailing "/". Errors
+// name `source`.
+absl::StatusOr<MasterAddress> ParseMaster(const std::string& source, const std::string& value) {
+  MasterAddress master{.target = value};
+  bool known_scheme = true;
+  if (const size_t end = value.find("://"); end != std::string::npos) {
+    const std::string scheme = absl::AsciiStrToLower(value.substr(0, end));
+    known_scheme = scheme == "http" || scheme == "https";
+    master.scheme =
+        scheme == "https" ? MasterAddress::Scheme::kHttps : MasterAddress::Scheme::kHttp;
+    master.target = std::string(absl::StripSuffix(value.substr(end + 3), "/"));
+  }
+  if (!known_scheme || master.target.empty() || master.target.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": expected HOST:PORT, http://HOST:PORT or https://HOST:PORT, got \"",
+                     value, "\""));
+  }
+  return master;
+}
+
+// A channel to the master; TLS with https://, --tls or --ca.
 std::shared_ptr<grpc::Channel> Connect(const Args& args, std::ostream& err) {
-  const std::string master =
-      args.Option("master").value_or(Env("PHALANX_MASTER", "localhost:8080"));
-  if (!args.Has("tls")) return grpc::CreateChannel(master, grpc::InsecureChannelCredentials());
+  const std::optional<std::string> flag = args.Option("master");
+  const std::string source = flag ? "--master" : "PHALANX_MASTER";
+  absl::StatusOr<MasterAddress> master =
+      ParseMaster(source, flag.value_or(Env("PHALANX_MASTER", "localhost:8080")));
+  if (!master.ok()) {
+    err << "phalanx: " << master.status().message() << "\n";
+    return nullptr;
+  }
+  const std::optional<std::string> ca = args.Option("ca");
+  const bool tls_asked = args.Has("tls") || ca.has_value();
+  if (tls_asked && master->scheme == MasterAddress::Scheme::kHttp) {
+    err << "phalanx: " << source << ": http:// is without TLS, but --tls or --ca asks for it; "
+        << "use https://\n";
+    return nullptr;
+  }
+  if (!tls_asked && master->scheme != MasterAddress::Scheme::kHttps) {
+    return grpc::CreateChannel(master->target, grpc::InsecureChannelCredentials());
+  }
   grpc::SslCredentialsOptions ssl;
-  if (std::optional<std::string> ca = args.Option("ca");
-      ca && !ReadWholeFile(*ca, ssl.pem_root_certs)) {
+  if (ca && !ReadWholeFile(*ca, ssl.pem_root_certs)) {
     err << "phalanx: cannot read --ca " << *ca << "\n";
     return nullptr;
   }
-  return grpc::CreateChannel(master, grpc::SslCredentials(ssl));
+  return grpc::CreateChannel(master->target, grpc::SslCredentials(ssl));
+}
+
+// Writes the login token to `path`, readable by its owner only (an existing file is tightened).
+absl::Status SaveToken(const std::string& path, const std::string& token) {
+  errno = 0;
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && fchmod(fd, 0600) == 0 &&
+            write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
+  ok = fd >= 0 && close(fd) == 0 && ok;
+  if (ok) return absl::OkStatus();
+  return absl::ErrnoToStatus(errno != 0 ? errno : EIO,
+                             absl::StrCat("cannot write the token to ", path));
 }
 
 int Login(const Session& s, const Args& args) {
@@ -63,7 +126,9 @@ int Login(const Session& s, const Args& args) {
   v1::LoginResponse resp;
   grpc::ClientContext ctx;
   if (int rc = s.Check(v1::AuthService::NewStub(s.channel)->Login(&ctx, req, &resp))) return rc;
-  std::ofstream(s.token_file, std::ios::trunc) << resp.token();
+  if (absl::Status saved = SaveToken(s.token_file, resp.token()); !saved.ok()) {
+    return s.Usage(std::string(saved.message()));
+  }
   s.out << "Logged in as " << resp.user().username() << (resp.user().admin() ? " (admin)" : "")
         << "\n";
   return 0;

@@ -1,6 +1,6 @@
 // The `phalanx` command line: a gRPC client of phalanx-master.
 //
-//   phalanx [--master HOST:PORT] [--tls [--ca FILE]] COMMAND ...
+//   phalanx [--master [http[s]://]HOST:PORT] [--tls] [--ca FILE] COMMAND ...
 //     login USER [--password P]     (token kept in $PHALANX_TOKEN_FILE, else ~/.phalanx-token)
 //     user create NAME [--password P] [--admin]
 //     experiment create FILE [--paused] | list [--state S] [--limit N] [--offset N] | describe ID
@@ -11,8 +11,9 @@
 //         | list [--limit N] [--offset N] | kill ID | set-priority ID P
 //     trial preemption|checkpoint|ack|complete ALLOCATION ...
 // --help or -h prints the usage (of the command, when one is given). An option the command does
-// not take is an error. The master defaults to $PHALANX_MASTER, else localhost:8080. The password
-// defaults to $PHALANX_PASSWORD, else "". Exit codes: 0 ok, 1 the master refused, 2 bad usage.
+// not take is an error. The master defaults to $PHALANX_MASTER, else localhost:8080; https://,
+// --tls or --ca connect with TLS. The password defaults to $PHALANX_PASSWORD, else "". Exit codes:
+// 0 ok, 1 the master refused, 2 bad usage.
 #ifndef PHALANX_CLI_CLI_H_
 #define PHALANX_CLI_CLI_H_
 

@@ -1,6 +1,10 @@
 // phalanx experiment create|list|describe|pause|activate|kill|set-priority.
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "cli/session.h"
 #include "phalanx/v1/experiment.grpc.pb.h"
 
@@ -41,7 +45,7 @@ int List(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) 
   v1::ListExperimentsRequest req;
   if (std::optional<std::string> state = args.Option("state")) {
     v1::ExperimentState st;
-    if (!v1::ExperimentState_Parse("EXPERIMENT_STATE_" + *state, &st)) {
+    if (!v1::ExperimentState_Parse("EXPERIMENT_STATE_" + absl::AsciiStrToUpper(*state), &st)) {
       return s.Usage("--state: one of ACTIVE, PAUSED, COMPLETED, CANCELED, ERROR");
     }
     req.add_states(st);
@@ -93,21 +97,46 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
   return 0;
 }
 
-// pause, activate, kill, set-priority.
-int Act(const Session& s, v1::ExperimentService::Stub& stub, const std::string& verb, int64_t id,
-        const Args& args) {
+// The trials of experiment job `job_id` ("exp-N") whose pods are scheduled; 0 for other jobs and
+// when the master cannot say.
+int ScheduledTrials(const Session& s, const std::string& job_id) {
+  absl::string_view number = job_id;
+  int64_t id = 0;
+  if (!absl::ConsumePrefix(&number, "exp-") || !absl::SimpleAtoi(number, &id)) return 0;
+  v1::GetExperimentRequest req;
+  req.set_id(id);
+  v1::GetExperimentResponse resp;
+  if (!v1::ExperimentService::NewStub(s.channel)
+           ->GetExperiment(s.Context().get(), req, &resp)
+           .ok()) {
+    return 0;
+  }
+  return static_cast<int>(
+      std::count_if(resp.trials().begin(), resp.trials().end(), [](const v1::Trial& t) {
+        return t.allocation_state() == v1::ALLOCATION_STATE_SCHEDULED ||
+               t.allocation_state() == v1::ALLOCATION_STATE_RUNNING ||
+               t.allocation_state() == v1::ALLOCATION_STATE_PREEMPTING;
+      }));
+}
+
+int SetPriority(const Session& s, v1::ExperimentService::Stub& stub, int64_t id, const Args& args) {
+  int priority = 0;
+  if (args.positional.size() != 4 || !absl::SimpleAtoi(args.positional[3], &priority)) {
+    return s.Usage("usage: phalanx experiment set-priority ID PRIORITY");
+  }
+  v1::SetExperimentPriorityRequest req;
+  req.set_id(id);
+  req.set_priority(priority);
+  v1::SetExperimentPriorityResponse resp;
+  if (int rc = s.Check(stub.SetExperimentPriority(s.Context().get(), req, &resp))) return rc;
+  PrintPrioritySet(s, absl::StrCat("exp-", id), priority);
+  return 0;
+}
+
+// pause, activate, kill.
+int Act(const Session& s, v1::ExperimentService::Stub& stub, const std::string& verb, int64_t id) {
   grpc::Status status;
-  if (verb == "set-priority") {
-    int priority = 0;
-    if (args.positional.size() != 4 || !absl::SimpleAtoi(args.positional[3], &priority)) {
-      return s.Usage("usage: phalanx experiment set-priority ID PRIORITY");
-    }
-    v1::SetExperimentPriorityRequest req;
-    req.set_id(id);
-    req.set_priority(priority);
-    v1::SetExperimentPriorityResponse resp;
-    status = stub.SetExperimentPriority(s.Context().get(), req, &resp);
-  } else if (verb == "pause") {
+  if (verb == "pause") {
     v1::PauseExperimentRequest req;
     req.set_id(id);
     v1::PauseExperimentResponse resp;
@@ -145,7 +174,17 @@ int RunExperimentCommand(const Session& s, const Args& args) {
     return s.Usage(kUsage);
   }
   if (verb == "describe") return Describe(s, *stub, id);
-  return Act(s, *stub, verb, id, args);
+  if (verb == "set-priority") return SetPriority(s, *stub, id, args);
+  return Act(s, *stub, verb, id);
+}
+
+void PrintPrioritySet(const Session& s, const std::string& job_id, int priority) {
+  s.out << "Priority of " << job_id << " set to " << priority;
+  if (const int n = ScheduledTrials(s, job_id); n > 0) {
+    s.out << "; its " << n
+          << " running trial(s) keep the priority they started with until they next start";
+  }
+  s.out << "\n";
 }
 
 }  // namespace phalanx::cli

@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/session.h"
 #include "phalanx/v1/job.grpc.pb.h"
 #include "phalanx/v1/task.grpc.pb.h"
@@ -92,7 +93,11 @@ int Update(const Session& s, v1::JobService::Stub& stub, const Args& args) {
   }
   v1::UpdateJobQueueResponse resp;
   if (int rc = s.Check(stub.UpdateJobQueue(s.Context().get(), req, &resp))) return rc;
-  s.out << "Job " << u->job_id() << ": " << verb << " done\n";
+  if (verb == "set-priority") {
+    PrintPrioritySet(s, u->job_id(), priority);
+  } else {
+    s.out << "Job " << u->job_id() << ": " << verb << " done\n";
+  }
   return 0;
 }
 
@@ -110,6 +115,11 @@ int StartTask(const Session& s, v1::TaskService::Stub& stub, const std::string& 
   if (std::optional<std::string> file = args.Option("config");
       file && !ReadWholeFile(*file, *req.mutable_config())) {
     return s.Usage("cannot read --config " + *file);
+  }
+  if (args.positional.size() > 2) {
+    const std::vector<std::string> words(args.positional.begin() + 2, args.positional.end());
+    return s.Usage(absl::StrCat("put the entrypoint after --: phalanx ", kind, " start -- ",
+                                absl::StrJoin(words, " ")));
   }
   for (const std::string& word : args.rest) req.add_entrypoint(word);
   v1::LaunchTaskResponse resp;

@@ -45,6 +45,10 @@ void PrintTable(std::ostream& out, const std::vector<std::string>& header,
 // Reads a whole file; false when it cannot.
 bool ReadWholeFile(const std::string& path, std::string& out);
 
+// "Priority of JOB set to P", saying how many of an experiment's trials run on, and keep until
+// they next start, the priority they started with (a pod's priority cannot change).
+void PrintPrioritySet(const Session& s, const std::string& job_id, int priority);
+
 int RunExperimentCommand(const Session& s, const Args& args);
 int RunJobCommand(const Session& s, const Args& args);
 int RunTrialCommand(const Session& s, const Args& args);

@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "master/proto_convert.h"
 #include "master/services.h"
+#include "master/yaml.h"
 
 namespace phalanx::master {
 namespace {
@@ -24,6 +26,13 @@ absl::Status ApplyUpdate(JobManager& jobs, const v1::QueueControl& u) {
   }
 }
 
+// An error naming `field` when `pool` is no configured resource pool.
+absl::Status CheckPool(const MasterConfig& config, absl::string_view field,
+                       const std::string& pool) {
+  if (config.FindPool(pool) != nullptr) return absl::OkStatus();
+  return FieldError(field, absl::StrCat("no resource pool named \"", pool, "\""));
+}
+
 }  // namespace
 
 grpc::Status JobServiceImpl::GetJobs(grpc::ServerContext* ctx, const v1::GetJobsRequest* req,
@@ -39,6 +48,10 @@ grpc::Status JobServiceImpl::GetJobs(grpc::ServerContext* ctx, const v1::GetJobs
   if (states.empty() && !req->states().empty()) {
     return ToGrpcStatus(
         absl::InvalidArgumentError("states: none is QUEUED, SCHEDULED or SCHEDULED_BACKFILLED"));
+  }
+  if (absl::Status s = CheckPool(jobs_.config(), "resource_pool", req->resource_pool());
+      !s.ok() && !req->resource_pool().empty()) {
+    return ToGrpcStatus(s);
   }
   const int offset = std::max(0, req->offset()), limit = PageLimit(req->limit());
   JobManager::QueuePage page = jobs_.Queue(req->resource_pool(), states, offset, limit);
@@ -66,9 +79,16 @@ grpc::Status JobServiceImpl::GetJobQueueStats(grpc::ServerContext* ctx,
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
   std::map<std::string, v1::QueueStats> stats;
-  for (const ResourcePoolConfig& pool : jobs_.config().resource_pools) {
-    const auto& wanted = req->resource_pools();
-    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), pool.name) != wanted.end()) {
+  for (int i = 0; i < req->resource_pools_size(); ++i) {
+    const std::string& pool = req->resource_pools(i);
+    if (absl::Status s = CheckPool(jobs_.config(), absl::StrCat("resource_pools[", i, "]"), pool);
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    stats[pool].set_resource_pool(pool);
+  }
+  if (stats.empty()) {
+    for (const ResourcePoolConfig& pool : jobs_.config().resource_pools) {
       stats[pool.name].set_resource_pool(pool.name);
     }
   }

@@ -2,6 +2,9 @@
 // the master's refusals printed with their code.
 #include "cli/cli.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -65,6 +68,7 @@ TEST_F(CliTest, LoginThenManageExperimentsAndJobs) {
   EXPECT_THAT(out_, HasSubstr("exp-1"));
   EXPECT_THAT(out_, HasSubstr("QUEUED"));
   ASSERT_EQ(Run({"job", "set-priority", "exp-1", "100"}), 0) << err_;
+  EXPECT_EQ(out_, "Priority of exp-1 set to 100\n");
   ASSERT_EQ(Run({"job", "stats"}), 0) << err_;
   EXPECT_THAT(out_, HasSubstr("gpu"));
   ASSERT_EQ(Run({"experiment", "kill", "1"}), 0) << err_;
@@ -88,6 +92,82 @@ TEST_F(CliTest, Tasks) {
   ASSERT_EQ(Run({"cmd", "kill", "cmd-1"}), 0) << err_;
   EXPECT_EQ(Run({"cmd", "start"}), 1);  // A command needs an entrypoint.
   EXPECT_THAT(err_, HasSubstr("entrypoint: required"));
+  EXPECT_EQ(Run({"notebook", "start", "jupyter", "lab"}), 2);  // Not dropped: refused.
+  EXPECT_THAT(err_,
+              HasSubstr("put the entrypoint after --: phalanx notebook start -- jupyter lab"));
+  ASSERT_EQ(Run({"notebook", "list"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("0 of 0 notebook(s)"));
+}
+
+// --master and $PHALANX_MASTER take http:// and https:// URLs too; https:// and --ca mean TLS.
+TEST_F(CliTest, MasterMayBeAUrl) {
+  const std::string address = absl::StrCat("127.0.0.1:", server_->port());
+  ASSERT_EQ(Run({"--master", "http://" + address + "/", "login", "admin", "--password", "pw"}), 0)
+      << err_;
+  setenv("PHALANX_MASTER", ("HTTP://" + address).c_str(), 1);
+  EXPECT_EQ(Run({"job", "list"}), 0) << err_;
+  // The test master speaks no TLS, so a TLS handshake with it fails.
+  EXPECT_EQ(Run({"--master", "https://" + address, "job", "list"}), 1);
+  EXPECT_THAT(err_, HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(err_, Not(HasSubstr("DNS resolution failed")));
+  EXPECT_EQ(Run({"job", "list", "--ca", dir_ + "/ca.pem"}), 2);
+  EXPECT_THAT(err_, HasSubstr("PHALANX_MASTER: http:// is without TLS, but --tls or --ca asks "
+                              "for it; use https://"));
+  EXPECT_EQ(Run({"--master", address, "job", "list", "--ca", dir_ + "/ca.pem"}), 2);
+  EXPECT_THAT(err_, HasSubstr("cannot read --ca " + dir_ + "/ca.pem"));
+
+  EXPECT_EQ(Run({"--master", "grpc://" + address, "job", "list"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--master: expected HOST:PORT, http://HOST:PORT or "
+                              "https://HOST:PORT, got \"grpc://" +
+                              address + "\""));
+  setenv("PHALANX_MASTER", ("https://" + address + "/api").c_str(), 1);
+  EXPECT_EQ(Run({"job", "list"}), 2);
+  EXPECT_THAT(err_, HasSubstr("PHALANX_MASTER: expected HOST:PORT"));
+}
+
+// The token is saved readable by its owner only; a failed save is an error naming the file.
+TEST_F(CliTest, LoginSavesTheTokenPrivately) {
+  const std::string token = File("token", "old");
+  ASSERT_EQ(chmod(token.c_str(), 0644), 0);
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  struct stat st;
+  ASSERT_EQ(stat(token.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(std::remove(token.c_str()), 0);
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  ASSERT_EQ(stat(token.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  const std::string missing = dir_ + "/no-such-dir/token";
+  setenv("PHALANX_TOKEN_FILE", missing.c_str(), 1);
+  EXPECT_EQ(Run({"login", "admin", "--password", "pw"}), 2);
+  EXPECT_THAT(err_, HasSubstr("cannot write the token to " + missing + ": "));
+  EXPECT_THAT(out_, Not(HasSubstr("Logged in")));
+}
+
+// State values take any case; an unknown pool is an error naming it, not an empty queue.
+TEST_F(CliTest, StatesInAnyCaseAndUnknownPools) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  Create("name: mnist\nresources: {slots_per_trial: 4}\n");
+  ASSERT_EQ(Run({"experiment", "list", "--state", "active"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("mnist"));
+  ASSERT_EQ(Run({"experiment", "list", "--state", "Paused"}), 0) << err_;
+  EXPECT_THAT(out_, Not(HasSubstr("mnist")));
+  EXPECT_EQ(Run({"job", "list", "--pool", "gpus"}), 1);
+  EXPECT_THAT(err_, HasSubstr("INVALID_ARGUMENT: resource_pool: no resource pool named \"gpus\""));
+}
+
+// Running trials keep their pods' priority until their next run, and set-priority says so.
+TEST_F(CliTest, SetPrioritySaysRunningTrialsKeepTheirs) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  Play(Get(exp.id()).trials(0).allocation_id(), core::PodPhase::kRunning);
+  const std::string kept =
+      "; its 1 running trial(s) keep the priority they started with until they next start\n";
+  ASSERT_EQ(Run({"experiment", "set-priority", std::to_string(exp.id()), "70"}), 0) << err_;
+  EXPECT_EQ(out_, "Priority of exp-1 set to 70" + kept);
+  ASSERT_EQ(Run({"job", "set-priority", "exp-1", "80"}), 0) << err_;
+  EXPECT_EQ(out_, "Priority of exp-1 set to 80" + kept);
 }
 
 // Options are checked against what the command takes; --help and -h print the usage.
@@ -106,7 +186,8 @@ TEST_F(CliTest, UnknownOptionsAreRefusedAndHelpPrintsUsage) {
   EXPECT_THAT(err_, HasSubstr("--paused takes no value"));
 
   EXPECT_EQ(Run({"--help"}), 0) << err_;
-  EXPECT_THAT(out_, HasSubstr("usage: phalanx [--master HOST:PORT]"));
+  EXPECT_THAT(out_,
+              HasSubstr("usage: phalanx [--master [http[s]://]HOST:PORT] [--tls] [--ca FILE]"));
   EXPECT_EQ(Run({"-h"}), 0) << err_;
   EXPECT_THAT(out_, HasSubstr("phalanx COMMAND --help"));
   EXPECT_EQ(Run({"experiment", "--help"}), 0) << err_;
