@@ -62,6 +62,13 @@ class Defaults(unittest.TestCase):
         for absent in ("tls", "auth", "task_container_defaults"):
             self.assertNotIn(absent, m)
 
+    def test_master_may_start_for_as_long_as_it_waits_for_the_database(self):
+        # master/main.cc waits up to 5 minutes for Postgres before /healthz answers.
+        c = self.r.container("master", "phalanx-master")
+        startup = c["startupProbe"]
+        self.assertEqual(startup["httpGet"], c["livenessProbe"]["httpGet"])
+        self.assertGreater(startup["periodSeconds"] * startup["failureThreshold"], 300)
+
     def test_extender_yaml(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
                          {"listen": "127.0.0.1:8888", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
@@ -220,6 +227,17 @@ class ResourcePools(unittest.TestCase):
              "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}}}},
             {"pool_name": "t4", "kubernetes_namespace": "phalanx-test-t4"},
         ])
+
+    def test_extender_yaml_carries_pool_max_slots_per_pod(self):
+        self.assertEqual(self.r.config_file("scheduler", "extender.yaml")["pool_max_slots_per_pod"], {"a100": 4})
+
+    def test_pool_max_slots_per_pod_above_the_global_value(self):
+        r = Rendered({"maxSlotsPerPod": 4, "resourcePools": [{"pool_name": "a100", "max_slots_per_pod": 8},
+                                                             {"pool_name": "t4"}]})
+        self.assertEqual(r.config_file("scheduler", "extender.yaml"),
+                         {"listen": "127.0.0.1:8888", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
+                          "max_slots_per_pod": 4, "pool_max_slots_per_pod": {"a100": 8}})
+        self.assertEqual(r.config_file("master", "master.yaml")["resource_pools"][0]["max_slots_per_pod"], 8)
 
     def test_pod_rights_in_exactly_the_pool_namespaces(self):
         n = self.r.fullname
