@@ -100,6 +100,7 @@ std::shared_ptr<grpc::Channel> Connect(const Args& args, std::ostream& err) {
     err << "phalanx: cannot read --ca " << *ca << "\n";
     return nullptr;
   }
+  if (!ca) ssl.pem_root_certs = Env("PHALANX_MASTER_CA", "");  // Set in task pods.
   return grpc::CreateChannel(master->target, grpc::SslCredentials(ssl));
 }
 

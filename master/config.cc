@@ -154,10 +154,12 @@ absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
   KUBE_ASSIGN_OR_RETURN(c.task_container_defaults, ParseDefaults(tcd));
   if (root.Has("tls")) {
     KUBE_ASSIGN_OR_RETURN(YamlMap tls, root.Map("tls"));
-    KUBE_RETURN_IF_ERROR(tls.CheckKeys({"cert", "key"}));
+    KUBE_RETURN_IF_ERROR(tls.CheckKeys({"cert", "key", "ca"}));
     TlsConfig t;
     KUBE_ASSIGN_OR_RETURN(t.cert, tls.RequiredString("cert"));
     KUBE_ASSIGN_OR_RETURN(t.key, tls.RequiredString("key"));
+    KUBE_ASSIGN_OR_RETURN(std::optional<std::string> ca, tls.String("ca"));
+    t.ca = ca.value_or("");
     c.tls = std::move(t);
   }
   KUBE_ASSIGN_OR_RETURN(YamlMap auth, root.Map("auth"));
@@ -212,6 +214,15 @@ absl::StatusOr<MasterConfig> LoadMasterConfig(const std::string& path) {
   absl::StatusOr<MasterConfig> config = ParseMasterConfig(text);
   if (!config.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", config.status().message()));
+  }
+  if (config->tls) {
+    const bool own_ca = !config->tls->ca.empty();
+    absl::StatusOr<std::string> pem = kube::ReadFile(own_ca ? config->tls->ca : config->tls->cert);
+    if (!pem.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": ", own_ca ? "tls.ca" : "tls.cert", ": ", pem.status().message()));
+    }
+    config->tls->task_trust_pem = *std::move(pem);
   }
   return config;
 }

@@ -46,6 +46,9 @@ struct ResourcePoolConfig {
 struct TlsConfig {
   std::string cert;  // PEM file paths.
   std::string key;
+  std::string ca;  // What task pods trust to reach the master; empty: `cert` (self-signed).
+  // The PEM of `ca` (else of `cert`), given to task pods; LoadMasterConfig reads it.
+  std::string task_trust_pem;
 };
 
 struct MasterConfig {

@@ -112,6 +112,20 @@ json& TaskContainer(json& spec) {
   return containers.front();
 }
 
+// How the task reaches the master: PHALANX_MASTER, https:// with PHALANX_MASTER_CA (the PEM to
+// trust) when the master serves TLS.
+void SetMasterAddress(json& container, const MasterConfig& master) {
+  if (master.task_master_address.empty()) return;
+  if (!master.tls) {
+    SetEnv(container, "PHALANX_MASTER", master.task_master_address);
+    return;
+  }
+  SetEnv(container, "PHALANX_MASTER", absl::StrCat("https://", master.task_master_address));
+  if (!master.tls->task_trust_pem.empty()) {
+    SetEnv(container, "PHALANX_MASTER_CA", master.tls->task_trust_pem);
+  }
+}
+
 // Step 4: the checkpoint storage's env and, for shared_fs, its hostPath volume and mount (unless
 // the pod spec mounts a volume of its own there).
 void AddCheckpointStorage(json& spec, json& container, const json& storage) {
@@ -150,7 +164,7 @@ void FillTaskContainer(json& spec, const PodRequest& r, int rank, int pods, int 
   for (const auto& [name, value] : vars) SetEnv(c, name, value);
   for (const auto& [name, value] : r.env) SetEnv(c, name, value);
   AddCheckpointStorage(spec, c, r.checkpoint_storage);
-  if (!master.task_master_address.empty()) SetEnv(c, "PHALANX_MASTER", master.task_master_address);
+  SetMasterAddress(c, master);
   SetEnv(c, "PHALANX_NODE_NAME", FieldRef("spec.nodeName"));
   SetEnv(c, "PHALANX_POD_IP", FieldRef("status.podIP"));
   if (slots_per_pod == 0 || master.slot_type == SlotType::kCpu) {

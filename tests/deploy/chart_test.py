@@ -185,6 +185,11 @@ class NodePortTls(unittest.TestCase):
         volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
         self.assertEqual(volume["secret"]["secretName"], "phalanx-tls")
 
+    def test_task_pods_may_trust_a_ca_of_the_secret(self):
+        self.assertNotIn("ca", self.r.config_file("master", "master.yaml")["tls"])
+        m = Rendered({**COMBINATIONS["nodeport-tls"], "tlsCaKey": "ca.crt"}).config_file("master", "master.yaml")
+        self.assertEqual(m["tls"]["ca"], "/etc/phalanx/tls/ca.crt")
+
     def test_notes_tell_how_to_reach_the_node_port(self):
         notes = helm_run("install", "t", CHART, "--dry-run=client", "-n", "ns",
                          values=COMBINATIONS["nodeport-tls"]).stdout

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "kube/status.h"
@@ -123,6 +124,31 @@ TEST_F(CliTest, MasterMayBeAUrl) {
   setenv("PHALANX_MASTER", ("https://" + address + "/api").c_str(), 1);
   EXPECT_EQ(Run({"job", "list"}), 2);
   EXPECT_THAT(err_, HasSubstr("PHALANX_MASTER: expected HOST:PORT"));
+}
+
+// A master serving TLS (a self-signed certificate for localhost): reached with --ca, or as task
+// pods reach it, with the PEM in $PHALANX_MASTER_CA; refused by a client that trusts neither.
+TEST_F(CliTest, ATlsMasterIsReachedWithWhatTheClientTrusts) {
+  const std::string cert = dir_ + "/tls.crt", key = dir_ + "/tls.key";
+  ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                         "-addext subjectAltName=DNS:localhost -keyout " +
+                         key + " -out " + cert + " 2>/dev/null")
+                            .c_str()),
+            0);
+  absl::StatusOr<std::unique_ptr<MasterServer>> tls =
+      MasterServer::Start("127.0.0.1:0", TlsConfig{.cert = cert, .key = key}, *store_, *jobs_);
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  const std::string url = absl::StrCat("https://localhost:", (*tls)->port());
+  ASSERT_EQ(Run({"--master", url, "--ca", cert, "login", "admin", "--password", "pw"}), 0) << err_;
+  setenv("PHALANX_MASTER", url.c_str(), 1);
+  EXPECT_EQ(Run({"job", "list"}), 1);
+  EXPECT_THAT(err_, HasSubstr("UNAVAILABLE"));
+  std::ifstream in(cert);
+  const std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  setenv("PHALANX_MASTER_CA", pem.c_str(), 1);
+  EXPECT_EQ(Run({"job", "list"}), 0) << err_;
+  unsetenv("PHALANX_MASTER_CA");
+  (*tls)->Shutdown();
 }
 
 // The token is saved readable by its owner only; a failed save is an error naming the file.

@@ -2,6 +2,8 @@
 // containers find shared_fs checkpoint storage.
 #include "master/config.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -78,6 +80,29 @@ TEST(MasterConfigTest, LoadsTheChartsRendering) {
   EXPECT_EQ(c->default_password, "secret");
   ASSERT_TRUE(c->tls.has_value());
   EXPECT_EQ(c->tls->key, "/etc/phalanx/tls/tls.key");
+}
+
+// Task pods get the PEM they trust to reach the master: tls.ca's, else the certificate's.
+TEST(MasterConfigTest, LoadReadsWhatTaskPodsTrust) {
+  char dir[] = "/tmp/phalanx-config-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(d + "/" + name) << text;
+    return d + "/" + name;
+  };
+  const std::string cert = write("tls.crt", "CERT PEM");
+  const std::string ca = write("ca.crt", "CA PEM");
+  const std::string base = "max_slots_per_pod: 4\ntls: {cert: " + cert + ", key: /k";
+  absl::StatusOr<MasterConfig> c = LoadMasterConfig(write("a.yaml", base + "}\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls->task_trust_pem, "CERT PEM");
+  c = LoadMasterConfig(write("b.yaml", base + ", ca: " + ca + "}\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls->task_trust_pem, "CA PEM");
+  c = LoadMasterConfig(write("c.yaml", base + ", ca: " + d + "/missing}\n"));
+  EXPECT_THAT(c.status().message(), ::testing::HasSubstr("c.yaml: tls.ca: "));
+  std::system(("rm -rf " + d).c_str());
 }
 
 TEST(MasterConfigTest, CpuSlots) {

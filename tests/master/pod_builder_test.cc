@@ -82,12 +82,11 @@ struct Built {
 };
 
 // `entrypoint`: the request's; empty leaves the config's or the task type's default.
-Built Build(TaskType type, const std::string& task_yaml, const std::string& master_yaml = kMaster,
-            const std::vector<std::string>& entrypoint = {"python3", "train.py"}) {
+// The pods of a task of `type` configured by `task_yaml`, under `master`.
+Built BuildUnder(MasterConfig master, TaskType type, const std::string& task_yaml,
+                 const std::vector<std::string>& entrypoint = {"python3", "train.py"}) {
   Built b;
-  absl::StatusOr<MasterConfig> master = ParseMasterConfig(master_yaml);
-  EXPECT_TRUE(master.ok()) << master.status();
-  b.master = *master;
+  b.master = std::move(master);
   absl::StatusOr<TaskConfig> task = ParseTaskConfig(task_yaml, type, entrypoint, b.master);
   EXPECT_TRUE(task.ok()) << task.status();
   b.task = *task;
@@ -104,6 +103,21 @@ Built Build(TaskType type, const std::string& task_yaml, const std::string& mast
                .env = {{"PHALANX_HPARAMS", R"({"lr":0.1})"}}};
   b.pods = BuildPods(r, b.master);
   return b;
+}
+
+Built Build(TaskType type, const std::string& task_yaml, const std::string& master_yaml = kMaster,
+            const std::vector<std::string>& entrypoint = {"python3", "train.py"}) {
+  absl::StatusOr<MasterConfig> master = ParseMasterConfig(master_yaml);
+  EXPECT_TRUE(master.ok()) << master.status();
+  return BuildUnder(*master, type, task_yaml, entrypoint);
+}
+
+// The value of env var `name` of the pod's task container; "" when unset.
+std::string EnvValue(const json& pod, const std::string& name) {
+  for (const json& var : pod["spec"]["containers"][0]["env"]) {
+    if (var["name"] == name) return var.value("value", "");
+  }
+  return "";
 }
 
 TEST(PodBuilderTest, GpuTaskSplitsIntoPodsOfMaxSlots) {
@@ -248,6 +262,21 @@ TEST(PodBuilderTest, ObjectStorageIsNotMounted) {
 }
 
 // Also: the default TensorBoard entrypoint reads the mounted shared_fs checkpoints.
+// Task pods reach a master that serves TLS through https://, trusting the PEM LoadMasterConfig
+// read.
+TEST(PodBuilderTest, TasksReachATlsMasterWithWhatItTrusts) {
+  Built plain = Build(TaskType::kExperiment, "");
+  EXPECT_EQ(EnvValue(plain.pods[0], "PHALANX_MASTER"), "phalanx-master.phalanx.svc:8080");
+  EXPECT_EQ(EnvValue(plain.pods[0], "PHALANX_MASTER_CA"), "");
+  absl::StatusOr<MasterConfig> master =
+      ParseMasterConfig(std::string(kMaster) + "tls: {cert: /tls/tls.crt, key: /tls/tls.key}\n");
+  ASSERT_TRUE(master.ok()) << master.status();
+  master->tls->task_trust_pem = "CA PEM";
+  Built tls = BuildUnder(*master, TaskType::kExperiment, "");
+  EXPECT_EQ(EnvValue(tls.pods[0], "PHALANX_MASTER"), "https://phalanx-master.phalanx.svc:8080");
+  EXPECT_EQ(EnvValue(tls.pods[0], "PHALANX_MASTER_CA"), "CA PEM");
+}
+
 TEST(PodBuilderTest, ZeroSlotTensorboardGoesToAuxWithoutGpus) {
   Built b = Build(TaskType::kTensorboard, "", kMaster, /*entrypoint=*/{});
   ASSERT_EQ(b.pods.size(), 1u);
