@@ -51,16 +51,20 @@ Setter Str(std::string ExtenderConfig::*field) {
   };
 }
 
-absl::Status SetListen(absl::string_view v, ExtenderConfig& c) {
-  size_t colon = v.rfind(':');
-  int port;
-  if (colon == absl::string_view::npos || !absl::SimpleAtoi(v.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return Bad("listen", "must be host:port", v);
-  }
-  c.listen_host = std::string(v.substr(0, colon));
-  c.listen_port = port;
-  return absl::OkStatus();
+// A setter of `key`, a host:port, into `host` and `port`.
+Setter HostPort(absl::string_view key, std::string ExtenderConfig::*host,
+                int ExtenderConfig::*port) {
+  return [key, host, port](absl::string_view v, ExtenderConfig& c) {
+    size_t colon = v.rfind(':');
+    int n;
+    if (colon == absl::string_view::npos || !absl::SimpleAtoi(v.substr(colon + 1), &n) || n < 0 ||
+        n > 65535) {
+      return Bad(key, "must be host:port", v);
+    }
+    c.*host = std::string(v.substr(0, colon));
+    c.*port = n;
+    return absl::OkStatus();
+  };
 }
 
 absl::Status SetSlotType(absl::string_view v, ExtenderConfig& c) {
@@ -132,7 +136,13 @@ struct Setting {
 
 const std::map<std::string, Setting, std::less<>>& Settings() {
   static const auto* settings = new std::map<std::string, Setting, std::less<>>{
-      {"listen", {SetListen, "HOST:PORT: where to serve the extender verbs"}},
+      {"listen",
+       {HostPort("listen", &ExtenderConfig::listen_host, &ExtenderConfig::listen_port),
+        "HOST:PORT: where to serve the extender verbs"}},
+      {"status_listen",
+       {HostPort("status_listen", &ExtenderConfig::status_host, &ExtenderConfig::status_port),
+        "HOST:PORT: also serve GET /metrics /healthz /readyz /debug/queue here, plain HTTP "
+        "(for Prometheus and probes when listen is on localhost)"}},
       {"tls_cert_file",
        {Str(&ExtenderConfig::tls_cert_file),
         "FILE: PEM certificate; serve HTTPS (with tls_key_file)"}},

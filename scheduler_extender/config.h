@@ -19,6 +19,9 @@ namespace phalanx::extender {
 struct ExtenderConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8888;
+  // status_listen: GET /metrics /healthz /readyz /debug/queue also here (plain HTTP); port -1: not.
+  std::string status_host;
+  int status_port = -1;
   std::string tls_cert_file;
   std::string tls_key_file;
   int64_t max_body_bytes = 64 << 20;

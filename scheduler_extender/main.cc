@@ -78,10 +78,16 @@ int Main(int argc, char** argv) {
                                       .port = config->listen_port,
                                       .max_body_bytes = static_cast<size_t>(config->max_body_bytes),
                                       .tls_cert_file = config->tls_cert_file,
-                                      .tls_key_file = config->tls_key_file},
+                                      .tls_key_file = config->tls_key_file,
+                                      .status_host = config->status_host,
+                                      .status_port = config->status_port},
                         deps);
   if (absl::Status st = server.Start(); !st.ok()) return Fail(st);
   std::printf("phalanx-extender: listening on %s:%d\n", config->listen_host.c_str(), server.port());
+  if (config->status_port >= 0) {
+    std::printf("phalanx-extender: status endpoints on %s:%d\n", config->status_host.c_str(),
+                server.status_port());
+  }
   std::fflush(stdout);
 
   std::signal(SIGTERM, [](int) { g_stop = true; });

@@ -71,8 +71,7 @@ ExtenderServer::ExtenderServer(ServerOptions options, ServerDeps deps)
 
 ExtenderServer::~ExtenderServer() { Stop(); }
 
-void ExtenderServer::Routes() {
-  http::Server& s = *http_;
+void ExtenderServer::VerbRoutes(http::Server& s) {
   Verbs* verbs = deps_.verbs;
   // /filter and /prioritize: the body through `serve` (ServeFilter, ServePrioritize).
   auto decide = [this, verbs](auto serve) {
@@ -99,6 +98,9 @@ void ExtenderServer::Routes() {
                 deps_.bind ? deps_.bind(*args) : absl::UnimplementedError("binding is not enabled");
             SetJson(res, EncodeBindResult(st.ok() ? "" : st.ToString()));
           }));
+}
+
+void ExtenderServer::StatusRoutes(http::Server& s) {
   s.Route("GET", "/metrics", [this](const auto&, auto& res) {
     res.content_type = http::kPrometheusText;
     if (std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot()) {
@@ -128,14 +130,22 @@ absl::Status ExtenderServer::Start() {
                         const http::Request& req,
                         int status) { metrics->CountRequest(VerbLabel(req.path), status); },
   });
-  Routes();
+  VerbRoutes(*http_);
+  StatusRoutes(*http_);
   absl::Status started = http_->Start();
   port_ = http_->port();
+  if (!started.ok() || options_.status_port < 0) return started;
+  status_ = std::make_unique<http::Server>(
+      http::ServerOptions{.host = options_.status_host, .port = options_.status_port});
+  StatusRoutes(*status_);
+  started = status_->Start();
+  status_port_ = status_->port();
   return started;
 }
 
 void ExtenderServer::Stop() {
   if (http_) http_->Stop();
+  if (status_) status_->Stop();
 }
 
 }  // namespace phalanx::extender

@@ -1,5 +1,6 @@
 // phalanx-extender's HTTP server (http/server.h: keep-alive, optional TLS):
-// POST /filter /prioritize /preempt /bind; GET /metrics /healthz /readyz /debug/queue.
+// POST /filter /prioritize /preempt /bind; GET /metrics /healthz /readyz /debug/queue, the GETs
+// also on an optional second listener (ServerOptions::status_port).
 // Malformed JSON is 400 with a message, bodies over the limit 413, unknown paths 404.
 #ifndef PHALANX_SCHEDULER_EXTENDER_SERVER_H_
 #define PHALANX_SCHEDULER_EXTENDER_SERVER_H_
@@ -31,6 +32,10 @@ struct ServerOptions {
   size_t max_body_bytes = 64 << 20;
   std::string tls_cert_file;  // Both set: HTTPS.
   std::string tls_key_file;
+  // A second, plain-HTTP listener with only the GET endpoints, for Prometheus and kubelet probes
+  // when the verbs listen on localhost. A negative port: none.
+  std::string status_host = "0.0.0.0";
+  int status_port = -1;
 };
 
 // What the server reads from the rest of the extender.
@@ -60,14 +65,19 @@ class ExtenderServer {
   absl::Status Start();
   void Stop();
   int port() const { return port_; }
+  int status_port() const { return status_port_; }
 
  private:
-  void Routes();
+  void VerbRoutes(http::Server& s);
+  // GET /metrics /healthz /readyz /debug/queue.
+  void StatusRoutes(http::Server& s);
 
   ServerOptions options_;
   ServerDeps deps_;
   std::unique_ptr<http::Server> http_;
+  std::unique_ptr<http::Server> status_;
   int port_ = 0;
+  int status_port_ = 0;
 };
 
 }  // namespace phalanx::extender

@@ -69,9 +69,17 @@ class Defaults(unittest.TestCase):
         self.assertEqual(startup["httpGet"], c["livenessProbe"]["httpGet"])
         self.assertGreater(startup["periodSeconds"] * startup["failureThreshold"], 300)
 
+    def test_extender_status_is_reachable_by_prometheus_and_probes(self):
+        c = self.r.container("scheduler", "phalanx-extender")
+        self.assertEqual(c["ports"], [{"name": "status", "containerPort": 9091}])
+        self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "status"})
+        self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "status"})
+        meta = self.r.get("Deployment", f"{self.r.fullname}-scheduler")["spec"]["template"]["metadata"]
+        self.assertEqual(meta["annotations"]["prometheus.io/port"], "9091")
+
     def test_extender_yaml(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
-                         {"listen": "127.0.0.1:8888", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
+                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
                           "max_slots_per_pod": 8})
 
     def test_master_pod_reads_the_config_map(self):
@@ -217,7 +225,7 @@ class CpuSlots(unittest.TestCase):
 
     def test_extender_counts_cpu_slots(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
-                         {"listen": "127.0.0.1:8888", "slot_type": "cpu", "slot_resource": "cpu",
+                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "cpu", "slot_resource": "cpu",
                           "cpus_per_slot": 7.5, "max_slots_per_pod": 2})
 
 
@@ -240,7 +248,7 @@ class ResourcePools(unittest.TestCase):
         r = Rendered({"maxSlotsPerPod": 4, "resourcePools": [{"pool_name": "a100", "max_slots_per_pod": 8},
                                                              {"pool_name": "t4"}]})
         self.assertEqual(r.config_file("scheduler", "extender.yaml"),
-                         {"listen": "127.0.0.1:8888", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
+                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
                           "max_slots_per_pod": 4, "pool_max_slots_per_pod": {"a100": 8}})
         self.assertEqual(r.config_file("master", "master.yaml")["resource_pools"][0]["max_slots_per_pod"], 8)
 

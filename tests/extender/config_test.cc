@@ -12,11 +12,14 @@ namespace {
 
 TEST(ConfigTest, YamlAsTheChartRendersIt) {
   ExtenderConfig c;
-  ASSERT_TRUE(ApplyYaml("listen: 127.0.0.1:8888\nmax_slots_per_pod: 4\npool_max_slots_per_pod:\n"
+  ASSERT_TRUE(ApplyYaml("listen: 127.0.0.1:8888\nstatus_listen: 0.0.0.0:9091\n"
+                        "max_slots_per_pod: 4\npool_max_slots_per_pod:\n"
                         "  a100: 8\nslot_resource: nvidia.com/gpu\nslot_type: gpu\n",
                         "extender.yaml", c)
                   .ok());
   EXPECT_EQ(c.listen_port, 8888);
+  EXPECT_EQ(c.status_host, "0.0.0.0");
+  EXPECT_EQ(c.status_port, 9091);
   EXPECT_EQ(c.slots.max_slots_per_pod, 4);
   EXPECT_EQ(c.slots.MaxSlotsPerPod("a100"), 8);
   EXPECT_EQ(c.slots.MaxSlotsPerPod("t4"), 4);
@@ -36,6 +39,8 @@ TEST(ConfigTest, ErrorsNameTheField) {
                 "extender.yaml: max_slots_per_pod: must be an integer >= 0, got \"four\""},
            Case{"colour: blue\n", "extender.yaml: unknown setting \"colour\""},
            Case{"listen: 8888\n", "extender.yaml: listen: must be host:port, got \"8888\""},
+           Case{"status_listen: :99999\n",
+                "extender.yaml: status_listen: must be host:port, got \":99999\""},
            Case{"slot_type: tpu\n", "extender.yaml: slot_type: must be gpu or cpu, got \"tpu\""},
            Case{"cpus_per_slot: -2\n",
                 "extender.yaml: cpus_per_slot: must be a positive number, got \"-2\""},
@@ -112,7 +117,7 @@ TEST(ConfigTest, HelpListsEveryKey) {
   for (const char* key : {"listen", "tls_cert_file", "tls_key_file", "max_body_bytes", "kubeconfig",
                           "bind", "preemption", "backfill", "reservation_ttl_ms", "resync_ms",
                           "best_fit_candidates", "slot_type", "slot_resource", "cpus_per_slot",
-                          "max_slots_per_pod", "pool_max_slots_per_pod"}) {
+                          "max_slots_per_pod", "pool_max_slots_per_pod", "status_listen"}) {
     EXPECT_NE(usage.find(absl::StrCat("\n  ", key, " ")), std::string::npos) << key;
   }
 }

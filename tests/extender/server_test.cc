@@ -289,6 +289,32 @@ TEST_F(ServerTest, MetricsPassPromtool) {
 
 // A restarted extender binds its port again at once although the previous one's connections sit
 // in TIME_WAIT there, and a second extender cannot share a port in use.
+// The status listener serves the GET endpoints (for Prometheus and probes), never the verbs.
+TEST_F(ServerTest, StatusListenerServesOnlyTheGets) {
+  ServerDeps deps{.verbs = &verbs_,
+                  .metrics = &metrics_,
+                  .snapshot = [this] { return snap_; },
+                  .ready = [this] { return ready_; },
+                  .debug_queue = [] { return std::string("{\"gangs\":[]}"); },
+                  .now_ms = [] { return int64_t{1000}; }};
+  ExtenderServer server(
+      ServerOptions{.host = "127.0.0.1", .port = 0, .status_host = "127.0.0.1", .status_port = 0},
+      deps);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_GT(server.status_port(), 0);
+  ASSERT_NE(server.status_port(), server.port());
+  std::unique_ptr<testing::HttpClient> status = NewClient(server.status_port());
+  EXPECT_EQ(status->Get("/healthz")->status, 200);
+  ready_ = false;
+  EXPECT_EQ(status->Get("/readyz")->status, 503);
+  EXPECT_NE(status->Get("/metrics")->body.find("phalanx_extender_admission_round"),
+            std::string::npos);
+  EXPECT_EQ(status->Get("/debug/queue")->body, "{\"gangs\":[]}");
+  EXPECT_EQ(status->Post("/filter", "{}")->status, 404);
+  EXPECT_NE(NewClient(server.port())->Post("/filter", "{}")->status, 404);
+  server.Stop();
+}
+
 TEST_F(ServerTest, RestartBindsOverTimeWaitButNotOverALiveServer) {
   const int port = server_->port();
   ASSERT_EQ(client_->Get("/healthz")->status, 200);  // A connection the server will close.
