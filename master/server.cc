@@ -10,6 +10,9 @@
 namespace phalanx::master {
 namespace {
 
+// Threads kept waiting for calls once they are idle.
+constexpr int kIdleThreads = 16;
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
     const std::optional<TlsConfig>& tls) {
   if (!tls) return grpc::InsecureServerCredentials();
@@ -42,6 +45,10 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, credentials, &s->port_);
+  // Handlers block (a submission waits for its commit), so each call in flight holds a thread; a
+  // thread beyond MAX_POLLERS exits when its call ends. gRPC's default of 2 made every call past
+  // the second start and end a thread of its own.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kIdleThreads);
   if (metrics != nullptr) {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
     creators.push_back(metrics->InterceptorFactory());

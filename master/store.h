@@ -116,8 +116,9 @@ class Store {
                                bool check_first = false);
   // A submission waiting in InsertJob (store_jobs.cc).
   struct PendingInsert;
-  static void ExecInsert(pqxx::transaction_base& tx, const PendingInsert& p);
-  // Stores `batch` in one transaction when it holds several; when that fails, each alone.
+  // Stores `batch` in one statement; `check_first` as for WriteAtomically.
+  absl::Status InsertJobs(const std::vector<PendingInsert*>& batch, bool check_first);
+  // Stores `batch` together; when that fails, each alone.
   void CommitInserts(const std::vector<PendingInsert*>& batch);
   absl::Status Migrate();
 

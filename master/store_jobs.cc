@@ -1,6 +1,5 @@
 // Store: jobs, trials, checkpoints and allocations (see store.h).
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "master/store.h"
 #include "nlohmann/json.hpp"
@@ -20,22 +19,29 @@ constexpr char kAllocationColumns[] =
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
     "(extract(epoch FROM preempt_at) * 1000)::BIGINT AS preempt_ms";
 
-// A whole submission in one statement: the job, then its trials and allocations from JSON arrays
-// ($13, $14). Foreign keys are checked at the end of the statement, when all three exist.
-constexpr char kInsertJob[] = R"sql(
+// Submissions in one statement (so one round trip, and atomic without a transaction block): the
+// jobs, then their trials and allocations, each from a JSON array ($1, $2, $3). Foreign keys are
+// checked at the end of the statement, when all three exist.
+constexpr char kInsertJobs[] = R"sql(
 WITH job AS (
   INSERT INTO jobs (job_id, type, name, username, resource_pool, priority, queue_position, slots,
                     state, config, entrypoint, submitted_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, to_timestamp($12::BIGINT / 1000.0))),
+  SELECT job_id, type, name, username, resource_pool, priority, queue_position, slots, state,
+         config, entrypoint, to_timestamp(submit_ms / 1000.0)
+  FROM json_to_recordset($1::JSON) AS x(job_id TEXT, type TEXT, name TEXT, username TEXT,
+                                        resource_pool TEXT, priority INTEGER,
+                                        queue_position DOUBLE PRECISION, slots INTEGER, state TEXT,
+                                        config TEXT, entrypoint TEXT, submit_ms BIGINT)),
 trial AS (
   INSERT INTO trials (id, job_id, hparams, state, runs, latest_checkpoint, steps_completed)
-  SELECT id, $1, hparams, state, runs, latest_checkpoint, steps_completed
-  FROM jsonb_to_recordset($13::JSONB) AS x(id BIGINT, hparams TEXT, state TEXT, runs INTEGER,
-                                           latest_checkpoint TEXT, steps_completed BIGINT))
+  SELECT id, job_id, hparams, state, runs, latest_checkpoint, steps_completed
+  FROM json_to_recordset($2::JSON) AS x(id BIGINT, job_id TEXT, hparams TEXT, state TEXT,
+                                        runs INTEGER, latest_checkpoint TEXT,
+                                        steps_completed BIGINT))
 INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, token_hash)
 SELECT id, job_id, trial_id, run, state, namespace, pods, token_hash
-FROM jsonb_to_recordset($14::JSONB) AS x(id TEXT, job_id TEXT, trial_id BIGINT, run INTEGER,
-                                         state TEXT, namespace TEXT, pods INTEGER, token_hash TEXT)
+FROM json_to_recordset($3::JSON) AS x(id TEXT, job_id TEXT, trial_id BIGINT, run INTEGER,
+                                      state TEXT, namespace TEXT, pods INTEGER, token_hash TEXT)
 )sql";
 
 JobRecord JobFromRow(const pqxx::row& row) {
@@ -152,9 +158,12 @@ absl::StatusOr<Store::LastIds> Store::LastJobIds() {
   return ids;
 }
 
+// Rows are JSON objects, each list of them comma-separated without brackets (so that a batch's
+// arrays are their concatenation).
 struct Store::PendingInsert {
-  const JobRecord& job;
-  std::string trial_rows;  // JSON arrays, as the statement takes them.
+  const std::string& job_id;
+  std::string job_row;
+  std::string trial_rows;
   std::string allocation_rows;
   absl::Status status;
   bool done = false;
@@ -162,17 +171,41 @@ struct Store::PendingInsert {
 
 namespace {
 
-std::string TrialRows(const std::vector<TrialRecord>& trials) {
+std::string JobRow(const JobRecord& job) {
+  return nlohmann::json{{"job_id", job.job_id},
+                        {"type", std::string(TaskTypeName(job.type))},
+                        {"name", job.name},
+                        {"username", job.username},
+                        {"resource_pool", job.resource_pool},
+                        {"priority", job.priority},
+                        {"queue_position", job.queue_position},
+                        {"slots", job.slots},
+                        {"state", std::string(RunStateName(job.state))},
+                        {"config", job.config},
+                        {"entrypoint", job.entrypoint},
+                        {"submit_ms", job.submit_ms}}
+      .dump();
+}
+
+// The elements of `rows` (a JSON array), comma-separated.
+std::string Elements(const nlohmann::json& rows) {
+  std::string out = rows.dump();
+  return out.substr(1, out.size() - 2);
+}
+
+// Trials belong to `job_id` whatever their records say.
+std::string TrialRows(const std::string& job_id, const std::vector<TrialRecord>& trials) {
   nlohmann::json rows = nlohmann::json::array();
   for (const TrialRecord& t : trials) {
     rows.push_back({{"id", t.id},
+                    {"job_id", job_id},
                     {"hparams", t.hparams},
                     {"state", std::string(RunStateName(t.state))},
                     {"runs", t.runs},
                     {"latest_checkpoint", t.latest_checkpoint},
                     {"steps_completed", t.steps_completed}});
   }
-  return rows.dump();
+  return Elements(rows);
 }
 
 std::string AllocationRows(const std::vector<AllocationRecord>& allocations) {
@@ -187,7 +220,7 @@ std::string AllocationRows(const std::vector<AllocationRecord>& allocations) {
                     {"pods", a.pods},
                     {"token_hash", a.token_hash}});
   }
-  return rows.dump();
+  return Elements(rows);
 }
 
 bool JobStored(pqxx::transaction_base& tx, const std::string& job_id) {
@@ -196,20 +229,34 @@ bool JobStored(pqxx::transaction_base& tx, const std::string& job_id) {
 
 }  // namespace
 
-void Store::ExecInsert(pqxx::transaction_base& tx, const PendingInsert& p) {
-  const JobRecord& job = p.job;
-  tx.conn().prepare("insert_job", kInsertJob);
-  tx.exec_prepared("insert_job", job.job_id, std::string(TaskTypeName(job.type)), job.name,
-                   job.username, job.resource_pool, job.priority,
-                   absl::StrFormat("%.17g", job.queue_position), job.slots,
-                   std::string(RunStateName(job.state)), job.config, job.entrypoint, job.submit_ms,
-                   p.trial_rows, p.allocation_rows);
+absl::Status Store::InsertJobs(const std::vector<PendingInsert*>& batch, bool check_first) {
+  // The JSON array of every non-empty `part` of `batch`.
+  auto array = [&](std::string PendingInsert::*part) {
+    std::string out = "[";
+    for (const PendingInsert* p : batch) {
+      if ((p->*part).empty()) continue;
+      if (out.size() > 1) out += ',';
+      out += p->*part;
+    }
+    return out + "]";
+  };
+  return WriteAtomically(
+      [&](pqxx::transaction_base& tx) {
+        tx.conn().prepare("insert_jobs", kInsertJobs);
+        tx.exec_prepared("insert_jobs", array(&PendingInsert::job_row),
+                         array(&PendingInsert::trial_rows), array(&PendingInsert::allocation_rows));
+      },
+      // One statement: all of the batch is stored, or none of it.
+      [&](pqxx::transaction_base& tx) { return JobStored(tx, batch.front()->job_id); },
+      check_first);
 }
 
 absl::Status Store::InsertJob(const JobRecord& job, const std::vector<TrialRecord>& trials,
                               const std::vector<AllocationRecord>& allocations) {
-  PendingInsert me{
-      .job = job, .trial_rows = TrialRows(trials), .allocation_rows = AllocationRows(allocations)};
+  PendingInsert me{.job_id = job.job_id,
+                   .job_row = JobRow(job),
+                   .trial_rows = TrialRows(job.job_id, trials),
+                   .allocation_rows = AllocationRows(allocations)};
   std::unique_lock<std::mutex> lock(group_mu_);
   waiting_.push_back(&me);
   group_cv_.wait(lock, [&] { return me.done || !committing_; });
@@ -227,24 +274,14 @@ absl::Status Store::InsertJob(const JobRecord& job, const std::vector<TrialRecor
 }
 
 void Store::CommitInserts(const std::vector<PendingInsert*>& batch) {
-  absl::Status together = absl::UnknownError("not tried");
-  if (batch.size() > 1) {
-    together = Transact([&](pqxx::transaction_base& tx) {
-      for (const PendingInsert* p : batch) ExecInsert(tx, *p);
-      return absl::OkStatus();
-    });
+  const absl::Status together = InsertJobs(batch, /*check_first=*/false);
+  if (batch.size() == 1 || together.ok()) {
+    for (PendingInsert* p : batch) p->status = together;
+    return;
   }
   // Alone when the batch failed, so that each fails only for its own reason; after a commit of
   // unknown outcome, each first looks whether it is stored.
-  const bool check_first = batch.size() > 1 && absl::IsUnavailable(together);
-  for (PendingInsert* p : batch) {
-    p->status = together.ok()
-                    ? absl::OkStatus()
-                    : WriteAtomically(
-                          [&](pqxx::transaction_base& tx) { ExecInsert(tx, *p); },
-                          [&](pqxx::transaction_base& tx) { return JobStored(tx, p->job.job_id); },
-                          check_first);
-  }
+  for (PendingInsert* p : batch) p->status = InsertJobs({p}, absl::IsUnavailable(together));
 }
 
 absl::StatusOr<JobRecord> Store::GetJob(const std::string& job_id) {

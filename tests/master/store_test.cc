@@ -135,11 +135,15 @@ TEST_F(StoreTest, InsertJobKeepsValuesExactly) {
   JobRecord odd = Job("cmd-2", TaskType::kCommand, "cpu");
   odd.name = R"(it's a "name" \ ; DROP TABLE jobs; --)";
   odd.config = "a: 'b'\n\\x\n";
+  odd.queue_position = 1.0 / 3;
+  odd.submit_ms = 1779000000123;
   ASSERT_TRUE(store_->InsertJob(odd, {}).ok());
   absl::StatusOr<JobRecord> got = store_->GetJob("cmd-2");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->name, odd.name);
   EXPECT_EQ(got->config, odd.config);
+  EXPECT_EQ(got->queue_position, odd.queue_position);
+  EXPECT_EQ(got->submit_ms, odd.submit_ms);
 }
 
 TEST_F(StoreTest, AllocationsAndCheckpoints) {
@@ -241,7 +245,8 @@ TEST_F(StoreTest, InsertJobStoresFirstRunsInTheSameTransaction) {
   EXPECT_TRUE(absl::IsNotFound(store_->GetTrial(2).status()));
 }
 
-// InsertJob of `ids` from one thread each, all at once; their results in order.
+// InsertJob of `ids` from one thread each, all at once, each with a trial and its first run; their
+// results in order.
 std::vector<absl::Status> InsertAtOnce(Store& store, const std::vector<std::string>& ids) {
   std::vector<absl::Status> results(ids.size());
   std::atomic<size_t> ready = 0;
@@ -250,7 +255,10 @@ std::vector<absl::Status> InsertAtOnce(Store& store, const std::vector<std::stri
     callers.emplace_back([&, i] {
       ++ready;
       while (ready < ids.size()) std::this_thread::yield();
-      results[i] = store.InsertJob(Job(ids[i], TaskType::kCommand, "cpu"), {});
+      const int64_t trial = static_cast<int64_t>(i) + 1;
+      results[i] = store.InsertJob(
+          Job(ids[i], TaskType::kExperiment, "cpu"), {{.id = trial, .hparams = "{}", .runs = 1}},
+          {{.id = absl::StrCat(ids[i], "-", trial), .job_id = ids[i], .trial_id = trial}});
     });
   }
   for (std::thread& t : callers) t.join();
@@ -263,6 +271,13 @@ TEST_F(StoreTest, SubmissionsMadeAtOnceAreCommittedTogether) {
   for (int i = 0; i < 16; ++i) ids.push_back(absl::StrCat("cmd-", i));
   for (const absl::Status& s : InsertAtOnce(*store_, ids)) EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(store_->ListJobs({})->second, 16);
+  for (int64_t trial = 1; trial <= 16; ++trial) {
+    EXPECT_EQ(store_->GetTrial(trial)->runs, 1);
+    absl::StatusOr<AllocationRecord> run =
+        store_->GetAllocation(absl::StrCat(ids[trial - 1], "-", trial));
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->trial_id, trial);
+  }
   pqxx::connection conn(url_);
   EXPECT_LT(
       pqxx::nontransaction(conn).exec1("SELECT count(DISTINCT xmin::TEXT) FROM jobs")[0].as<int>(),
