@@ -137,6 +137,20 @@ absl::StatusOr<std::string> Outcome(absl::string_view what, CURLcode rc, long co
   return std::move(t.body);
 }
 
+// Whether `pod_json` (a v1 Pod) is bound to `node` and, when `uid` is given, has that uid.
+bool IsBoundTo(const std::string& pod_json, absl::string_view node, absl::string_view uid) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(pod_json).get(root) != simdjson::SUCCESS) return false;
+  absl::StatusOr<JsonObject> pod = JsonObject::Of(root, "");
+  if (!pod.ok()) return false;
+  absl::StatusOr<JsonObject> spec = pod->Object("spec"), meta = pod->Object("metadata");
+  if (!spec.ok() || !meta.ok()) return false;
+  absl::StatusOr<std::string_view> bound = spec->String("nodeName");
+  absl::StatusOr<std::string_view> got_uid = meta->String("uid");
+  return bound.ok() && got_uid.ok() && Sv(*bound) == node && (uid.empty() || Sv(*got_uid) == uid);
+}
+
 }  // namespace
 
 struct Client::State {
@@ -405,8 +419,14 @@ absl::Status Client::Bind(absl::string_view ns, absl::string_view pod, absl::str
       uid.empty() ? "" : absl::StrCat(",\"uid\":", EncodeJsonString(uid)),
       R"(},"target":{"apiVersion":"v1","kind":"Node","name":)", EncodeJsonString(node), "}}");
   std::string path = absl::StrCat(Path(kPods, ns, pod), "/binding");
-  return Send({"POST", std::move(path), "application/json", body, options_.request_timeout})
-      .status();
+  absl::Status s =
+      Send({"POST", std::move(path), "application/json", body, options_.request_timeout}).status();
+  if (!absl::IsAborted(s)) return s;
+  // 409: the pod is bound, or is not the pod `uid` names. Bound to this node is success: libcurl
+  // sends a request again when the connection it reused died before any answer, and the first
+  // send may have bound the pod.
+  absl::StatusOr<std::string> current = Get(kPods, ns, pod);
+  return current.ok() && IsBoundTo(*current, node, uid) ? absl::OkStatus() : s;
 }
 
 }  // namespace phalanx::kube

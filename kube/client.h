@@ -106,7 +106,8 @@ class Client {
   absl::Status Delete(const Resource& r, absl::string_view ns, absl::string_view name,
                       const DeleteOptions& options = {});
   // Binds a pod to a node (POST pods/{pod}/binding). A non-empty `uid` makes the apiserver refuse a
-  // different pod of the same name.
+  // different pod of the same name. A pod already bound to `node` is success; bound elsewhere,
+  // kAborted (409).
   absl::Status Bind(absl::string_view ns, absl::string_view pod, absl::string_view node,
                     absl::string_view uid = "");
 

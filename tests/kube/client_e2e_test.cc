@@ -217,8 +217,13 @@ TEST_F(KubeClientE2eTest, BindPodToNodeCreatedThroughTheApi) {
   absl::StatusOr<std::string> got = client_->Get(kPods, "default", name);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(Decode(*got).node, node);
-  absl::Status again = client_->Bind("default", name, node);
-  EXPECT_EQ(again.code(), absl::StatusCode::kAborted) << again;
+  // Bound to that node already (as when a resent request arrives second): success.
+  EXPECT_TRUE(client_->Bind("default", name, node).ok());
+  EXPECT_TRUE(client_->Bind("default", name, node, pod.uid).ok());
+  absl::Status elsewhere = client_->Bind("default", name, node + "-other");
+  EXPECT_EQ(elsewhere.code(), absl::StatusCode::kAborted) << elsewhere;
+  absl::Status other_pod = client_->Bind("default", name, node, "not-" + pod.uid);
+  EXPECT_EQ(HttpCode(other_pod), 409) << other_pod;
 }
 
 TEST_F(KubeClientE2eTest, WatchSeesAddedModifiedDeleted) {

@@ -82,6 +82,30 @@ TEST(KubeClientProtocolTest, RequestsCarryMethodPathHeadersAndBodies) {
             R"("uid":"u-1"},"target":{"apiVersion":"v1","kind":"Node","name":"node-1"}})");
 }
 
+// A 409 to a binding is success when the pod turns out bound to that node (a resent POST whose
+// first send bound it), and stays an error when it is bound elsewhere or is another pod.
+TEST(KubeClientProtocolTest, BindConflictIsSuccessWhenThePodIsOnThatNode) {
+  ScriptedServer server([](const ScriptedRequest& r) {
+    if (r.method == "POST") {
+      return ScriptedResponse{
+          409,
+          {R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict",)"
+           R"("message":"pod p is already assigned to node \"node-1\"","code":409})"}};
+    }
+    return ScriptedResponse{
+        200,
+        {R"({"kind":"Pod","metadata":{"name":"p","uid":"u-1"},"spec":{"nodeName":"node-1"}})"}};
+  });
+  Client client(ConfigFor(server));
+  EXPECT_TRUE(client.Bind("ns", "p", "node-1").ok());
+  EXPECT_TRUE(client.Bind("ns", "p", "node-1", "u-1").ok());
+  absl::Status elsewhere = client.Bind("ns", "p", "node-2");
+  EXPECT_EQ(elsewhere.code(), absl::StatusCode::kAborted) << elsewhere;
+  EXPECT_THAT(elsewhere.message(), HasSubstr("already assigned"));
+  EXPECT_EQ(client.Bind("ns", "p", "node-1", "u-2").code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(server.requests().at(1).target, "/api/v1/namespaces/ns/pods/p");
+}
+
 TEST(KubeClientProtocolTest, WatchReassemblesSplitLinesAndFollowsBookmarks) {
   ScriptedServer server([](const ScriptedRequest&) {
     return ScriptedResponse{
