@@ -30,20 +30,27 @@ int EffectivePriority(const ResourcesConfig& resources, const EnvironmentConfig&
   return resources.priority.value_or(kDefaultPriority);
 }
 
+// The resources and environment `job` was submitted with.
+struct JobSpec {
+  ResourcesConfig resources;
+  EnvironmentConfig environment;
+};
+absl::StatusOr<JobSpec> StoredSpecOf(const JobRecord& job, const MasterConfig& config) {
+  if (job.type == TaskType::kExperiment) {
+    KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(job.config, config));
+    return JobSpec{std::move(c.resources), std::move(c.environment)};
+  }
+  KUBE_ASSIGN_OR_RETURN(TaskConfig c,
+                        ParseStoredTaskConfig(job.config, job.type, job.entrypoint, config));
+  return JobSpec{std::move(c.resources), std::move(c.environment)};
+}
+
 // The class the pod specs of `job` name (SpecPriorityClass), "" if none.
 absl::StatusOr<std::string> SpecClassOf(const JobRecord& job, const MasterConfig& config) {
   const ResourcePoolConfig* pool = config.FindPool(job.resource_pool);
   if (pool == nullptr) return std::string();
-  EnvironmentConfig environment;
-  if (job.type == TaskType::kExperiment) {
-    KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(job.config, config));
-    environment = std::move(c.environment);
-  } else {
-    KUBE_ASSIGN_OR_RETURN(TaskConfig c,
-                          ParseStoredTaskConfig(job.config, job.type, job.entrypoint, config));
-    environment = std::move(c.environment);
-  }
-  return SpecPriorityClass(*pool, job.slots, environment, config);
+  KUBE_ASSIGN_OR_RETURN(const JobSpec spec, StoredSpecOf(job, config));
+  return SpecPriorityClass(*pool, job.slots, spec.environment, config);
 }
 
 // A job without its id (the store's number comes with its submission), submitted now.
@@ -314,7 +321,16 @@ absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::s
           absl::StrCat(job_id, " has scheduled trials; pause it before changing its pool"));
     }
   }
+  // When a pod spec class sets the priority in either pool, the new pool's pods decide it, as at
+  // submission; otherwise the job keeps its priority (set-priority's included).
+  KUBE_ASSIGN_OR_RETURN(const std::string old_class, SpecClassOf(job, config_));
   job.resource_pool = target->name;
+  KUBE_ASSIGN_OR_RETURN(const std::string new_class, SpecClassOf(job, config_));
+  if (!old_class.empty() || !new_class.empty()) {
+    KUBE_ASSIGN_OR_RETURN(JobSpec spec, StoredSpecOf(job, config_));
+    spec.resources.resource_pool = job.resource_pool;
+    job.priority = EffectivePriority(spec.resources, spec.environment, config_);
+  }
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   for (Alloc* a : allocs) KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
   return ReconcileLocked(job_id);

@@ -209,6 +209,37 @@ TEST_F(ServiceTest, SetPriorityIsRefusedWhenThePodSpecNamesTheClass) {
   EXPECT_EQ(Jobs()[0].priority(), 100);
 }
 
+// A job moved to a pool whose default pod spec names a phalanx class takes that class's priority,
+// as a submission there would, and its own again when it moves back; a priority set by hand stays
+// across pools where no class is named.
+TEST_F(ServiceTest, APoolsDefaultClassSetsThePriorityOfAJobMovedThere) {
+  absl::StatusOr<MasterConfig> config = ParseMasterConfig(R"(
+max_slots_per_pod: 4
+resource_pools:
+  - {pool_name: gpu, kubernetes_namespace: gpu-ns}
+  - {pool_name: gpu2, kubernetes_namespace: gpu2-ns}
+  - pool_name: a100
+    kubernetes_namespace: a100-ns
+    task_container_defaults:
+      gpu_pod_spec: {spec: {priorityClassName: phalanx-high-priority}}
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  JobManager jobs(*config, *store_, pods_);
+  absl::StatusOr<JobView> a = jobs.CreateExperiment(
+      "resources: {slots_per_trial: 4, priority: 30}\n", store_->FindUser("admin")->user, true);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::string id = a->job.job_id;
+  auto priority = [&] { return jobs.GetJob(id)->job.priority; };
+  EXPECT_EQ(priority(), 30);
+  ASSERT_TRUE(jobs.SetResourcePool(id, "a100").ok());
+  EXPECT_EQ(priority(), 100);
+  ASSERT_TRUE(jobs.SetResourcePool(id, "gpu").ok());
+  EXPECT_EQ(priority(), 30);
+  ASSERT_TRUE(jobs.SetPriority(id, 70).ok());
+  ASSERT_TRUE(jobs.SetResourcePool(id, "gpu2").ok());
+  EXPECT_EQ(priority(), 70);
+}
+
 TEST_F(ServiceTest, JobStatesPendingReasonsAndStats) {
   v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
   v1::Experiment b = Create("resources: {slots_per_trial: 8}\n");
