@@ -124,7 +124,8 @@ func waitPod(t *testing.T, client kubernetes.Interface, ns, name, what string, t
 			last = pod
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pod %s/%s: not %s after %v (last error %v); status: %s", ns, name, what, timeout, err, podStatus(last))
+			t.Fatalf("pod %s/%s: not %s after %v (last error %v); status: %s; nodes: %s", ns, name, what, timeout, err,
+				podStatus(last), nodesStatus(client))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -139,6 +140,32 @@ func podStatus(pod *v1.Pod) string {
 		s += fmt.Sprintf(" %s=%s(%s)", c.Type, c.Status, c.Message)
 	}
 	return s
+}
+
+// nodesStatus describes every node: name, Ready, unschedulable and taints.
+func nodesStatus(client kubernetes.Interface) string {
+	list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, n := range list.Items {
+		ready := "unknown"
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				ready = string(c.Status)
+			}
+		}
+		s := fmt.Sprintf("%s(Ready=%s", n.Name, ready)
+		if n.Spec.Unschedulable {
+			s += " unschedulable"
+		}
+		for _, taint := range n.Spec.Taints {
+			s += " " + taint.ToString()
+		}
+		out = append(out, s+")")
+	}
+	return strings.Join(out, " ")
 }
 
 func condition(pod *v1.Pod, typ v1.PodConditionType) *v1.PodCondition {
