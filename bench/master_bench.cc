@@ -7,7 +7,8 @@
 //     committed. The floor: INSERT of a row as large as the config plus COMMIT on a plain libpqxx
 //     connection. For where the time goes, the same submissions are also made by calling the
 //     JobManager directly (no gRPC), and an empty gRPC call is timed. Rounds alternate between
-//     the three; ratios are of total rates.
+//     the three; ratios are of total rates. Also the rate of empty gRPC calls with --clients
+//     clients at once: gRPC's own ceiling here.
 //  2. The same with --clients callers at once: that many gRPC clients (a channel each) against as
 //     many raw connections, each making --ops calls. Submissions made at once share a commit.
 //  3. GetJobs service time (p50, p99) with --queued jobs in the queue: the first page (100 jobs),
@@ -194,6 +195,26 @@ double EmptyCallUs(const std::shared_ptr<grpc::Channel>& channel, int calls) {
   return absl::ToDoubleMicroseconds(absl::Now() - start) / calls;
 }
 
+// Empty unary calls (grpc.health.v1 Check) per second of `clients` clients at once, a channel each:
+// what gRPC alone allows on this machine.
+double EmptyCallRate(const std::string& target, int clients, int ops) {
+  std::vector<std::unique_ptr<grpc::health::v1::Health::Stub>> stubs;
+  for (int i = 0; i < clients; ++i) {
+    grpc::ChannelArguments own;
+    own.SetInt("phalanx.bench.client", i);
+    stubs.push_back(grpc::health::v1::Health::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), own)));
+  }
+  return Rate(clients, ops, [&](int i) {
+    for (int n = 0; n < ops; ++n) {
+      grpc::ClientContext ctx;
+      grpc::health::v1::HealthCheckRequest req;
+      grpc::health::v1::HealthCheckResponse resp;
+      if (!stubs[i]->Check(&ctx, req, &resp).ok()) std::exit(1);
+    }
+  });
+}
+
 // p50 and p99 in ms of `calls` GetJobs of `req`; `before` runs ahead of each call, untimed.
 std::pair<double, double> GetJobsLatency(v1::JobService::Stub& stub, const std::string& token,
                                          const v1::GetJobsRequest& req, int calls, int* returned,
@@ -252,8 +273,10 @@ int Run(int argc, char** argv) {
   testing::FakePodClient direct_pods;
   JobManager direct(*config, *direct_store, direct_pods);
   const User direct_admin = direct_store->FindUser("admin")->user;
-  std::printf("an empty gRPC call (grpc.health.v1 Check) on this channel: %.0f us\n\n",
+  std::printf("an empty gRPC call (grpc.health.v1 Check) on this channel: %.0f us\n",
               EmptyCallUs(channel, 1000));
+  std::printf("empty gRPC calls with %d clients at once: %.0f/s\n\n", clients,
+              EmptyCallRate(target, clients, 1000));
   CompareRates(raw_url, target, session.token(), direct, direct_admin, 1, ops, rounds);
   CompareRates(raw_url, target, session.token(), direct, direct_admin, clients, ops, rounds);
 
