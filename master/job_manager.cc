@@ -45,12 +45,17 @@ absl::StatusOr<JobSpec> StoredSpecOf(const JobRecord& job, const MasterConfig& c
   return JobSpec{std::move(c.resources), std::move(c.environment)};
 }
 
-// The class the pod specs of `job` name (SpecPriorityClass), "" if none.
+// The class the pod specs of a job in `pool_name` name (SpecPriorityClass), "" if none.
+std::string SpecClassIn(const std::string& pool_name, int slots, const EnvironmentConfig& env,
+                        const MasterConfig& config) {
+  const ResourcePoolConfig* pool = config.FindPool(pool_name);
+  return pool == nullptr ? "" : SpecPriorityClass(*pool, slots, env, config);
+}
+
+// The class the pod specs of `job` name, "" if none.
 absl::StatusOr<std::string> SpecClassOf(const JobRecord& job, const MasterConfig& config) {
-  const ResourcePoolConfig* pool = config.FindPool(job.resource_pool);
-  if (pool == nullptr) return std::string();
   KUBE_ASSIGN_OR_RETURN(const JobSpec spec, StoredSpecOf(job, config));
-  return SpecPriorityClass(*pool, job.slots, spec.environment, config);
+  return SpecClassIn(job.resource_pool, job.slots, spec.environment, config);
 }
 
 // A job without its id (the store's number comes with its submission), submitted now.
@@ -323,11 +328,12 @@ absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::s
   }
   // When a pod spec class sets the priority in either pool, the new pool's pods decide it, as at
   // submission; otherwise the job keeps its priority (set-priority's included).
-  KUBE_ASSIGN_OR_RETURN(const std::string old_class, SpecClassOf(job, config_));
+  KUBE_ASSIGN_OR_RETURN(JobSpec spec, StoredSpecOf(job, config_));
+  const bool class_sets_priority =
+      !SpecClassIn(job.resource_pool, job.slots, spec.environment, config_).empty() ||
+      !SpecClassIn(target->name, job.slots, spec.environment, config_).empty();
   job.resource_pool = target->name;
-  KUBE_ASSIGN_OR_RETURN(const std::string new_class, SpecClassOf(job, config_));
-  if (!old_class.empty() || !new_class.empty()) {
-    KUBE_ASSIGN_OR_RETURN(JobSpec spec, StoredSpecOf(job, config_));
+  if (class_sets_priority) {
     spec.resources.resource_pool = job.resource_pool;
     job.priority = EffectivePriority(spec.resources, spec.environment, config_);
   }
