@@ -49,12 +49,21 @@ void AddParam(std::string& url, absl::string_view key, absl::string_view value) 
                   QueryEscape(value));
 }
 
-std::string Path(const Resource& r, absl::string_view ns, absl::string_view name = "") {
+// The collection's path.
+std::string Path(const Resource& r, absl::string_view ns) {
   std::string path(r.api);
   if (r.namespaced && !ns.empty()) absl::StrAppend(&path, "/namespaces/", ns);
   absl::StrAppend(&path, "/", r.plural);
-  if (!name.empty()) absl::StrAppend(&path, "/", name);
   return path;
+}
+
+// One object's path. An empty name is an error: the collection's path in its place would make a
+// DELETE delete every object of the collection.
+absl::StatusOr<std::string> Path(const Resource& r, absl::string_view ns, absl::string_view name) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("name: required for one ", r.plural, " object"));
+  }
+  return absl::StrCat(Path(r, ns), "/", name);
 }
 
 absl::string_view ContentType(PatchType type) {
@@ -282,7 +291,8 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
 
 absl::StatusOr<std::string> Client::Get(const Resource& r, absl::string_view ns,
                                         absl::string_view name) {
-  return Send({"GET", Path(r, ns, name), "", "", options_.request_timeout});
+  KUBE_ASSIGN_OR_RETURN(std::string path, Path(r, ns, name));
+  return Send({"GET", std::move(path), "", "", options_.request_timeout});
 }
 
 absl::StatusOr<std::string> Client::List(const Resource& r, absl::string_view ns,
@@ -391,7 +401,7 @@ absl::StatusOr<std::string> Client::Create(const Resource& r, absl::string_view 
 absl::StatusOr<std::string> Client::Patch(const Resource& r, absl::string_view ns,
                                           absl::string_view name, PatchType type,
                                           absl::string_view patch, absl::string_view subresource) {
-  std::string path = Path(r, ns, name);
+  KUBE_ASSIGN_OR_RETURN(std::string path, Path(r, ns, name));
   if (!subresource.empty()) absl::StrAppend(&path, "/", subresource);
   return Send({"PATCH", std::move(path), ContentType(type), patch, options_.request_timeout});
 }
@@ -407,7 +417,8 @@ absl::Status Client::Delete(const Resource& r, absl::string_view ns, absl::strin
         &body, ",\"preconditions\":{\"uid\":", EncodeJsonString(options.uid_precondition), "}");
   }
   body += "}";
-  return Send({"DELETE", Path(r, ns, name), "application/json", body, options_.request_timeout})
+  KUBE_ASSIGN_OR_RETURN(std::string path, Path(r, ns, name));
+  return Send({"DELETE", std::move(path), "application/json", body, options_.request_timeout})
       .status();
 }
 
@@ -418,7 +429,8 @@ absl::Status Client::Bind(absl::string_view ns, absl::string_view pod, absl::str
       ",\"namespace\":", EncodeJsonString(ns),
       uid.empty() ? "" : absl::StrCat(",\"uid\":", EncodeJsonString(uid)),
       R"(},"target":{"apiVersion":"v1","kind":"Node","name":)", EncodeJsonString(node), "}}");
-  std::string path = absl::StrCat(Path(kPods, ns, pod), "/binding");
+  KUBE_ASSIGN_OR_RETURN(std::string path, Path(kPods, ns, pod));
+  path += "/binding";
   absl::Status s =
       Send({"POST", std::move(path), "application/json", body, options_.request_timeout}).status();
   if (!absl::IsAborted(s)) return s;

@@ -82,7 +82,8 @@ class Client {
 
   const Config& config() const { return config_; }
 
-  // `ns` is ignored for cluster-scoped resources; empty lists and watches every namespace.
+  // `ns` is ignored for cluster-scoped resources; empty lists and watches every namespace. Calls on
+  // one object (Get, Patch, Delete, Bind) refuse an empty name (kInvalidArgument) before sending.
   absl::StatusOr<std::string> Get(const Resource& r, absl::string_view ns, absl::string_view name);
   // One page: a List object with metadata.resourceVersion and metadata.continue.
   absl::StatusOr<std::string> List(const Resource& r, absl::string_view ns,

@@ -82,6 +82,22 @@ TEST(KubeClientProtocolTest, RequestsCarryMethodPathHeadersAndBodies) {
             R"("uid":"u-1"},"target":{"apiVersion":"v1","kind":"Node","name":"node-1"}})");
 }
 
+// An empty name never reaches the server: DELETE on the collection's path would delete every
+// object in it.
+TEST(KubeClientProtocolTest, CallsOnOneObjectRefuseAnEmptyName) {
+  ScriptedServer server([](const ScriptedRequest&) { return ScriptedResponse{200, {"{}"}}; });
+  Client client(ConfigFor(server));
+  absl::Status deleted = client.Delete(kNodes, "", "");
+  EXPECT_EQ(deleted.code(), absl::StatusCode::kInvalidArgument) << deleted;
+  EXPECT_EQ(deleted.message(), "name: required for one nodes object");
+  EXPECT_EQ(client.Delete(kPods, "default", "").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.Get(kPods, "default", "").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.Patch(kPods, "ns", "", PatchType::kMerge, "{}").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.Bind("ns", "", "node-1").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(server.requests().empty());
+}
+
 // A 409 to a binding is success when the pod turns out bound to that node (a resent POST whose
 // first send bound it), and stays an error when it is bound elsewhere or is another pod.
 TEST(KubeClientProtocolTest, BindConflictIsSuccessWhenThePodIsOnThatNode) {

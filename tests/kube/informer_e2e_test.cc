@@ -43,8 +43,8 @@ class KubeInformerE2eTest : public ::testing::Test {
     if (client_ == nullptr) return;
     DeleteOptions now;
     now.grace_period_seconds = 0;
-    client_->Delete(kPods, "default", pod_, now).IgnoreError();
-    client_->Delete(kNodes, "", node_).IgnoreError();
+    if (!pod_.empty()) client_->Delete(kPods, "default", pod_, now).IgnoreError();
+    if (!node_.empty()) client_->Delete(kNodes, "", node_).IgnoreError();
   }
   std::string Labels() const { return absl::StrCat(R"({"phalanx-kube-e2e":")", run_, R"("})"); }
   void CreateNode() {
