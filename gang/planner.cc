@@ -123,7 +123,7 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
     ++fitting;
     free_slots += slots_.SlotsOf(free[n]);
   }
-  return absl::StrCat("needs ", need, " ", slots_.Unit(), " on ", gang.members.size(),
+  return absl::StrCat("needs ", slots_.Count(need), " on ", gang.members.size(),
                       gang.members.size() == 1 ? " node" : " nodes", "; ", free_slots, " ", what,
                       " on ", fitting, fitting == 1 ? " fitting node" : " fitting nodes");
 }
@@ -151,13 +151,13 @@ GangPlan GangPlanner::CheckFeasible(const core::Gang& gang) const {
   for (const core::PodInfo* p : gang.members) {
     int64_t s = slots_.SlotsOf(p->requests);
     if (max > 0 && s > max) {
-      result.reason = absl::StrCat("pod ", p->name, " requests ", s, " ", slots_.Unit(),
+      result.reason = absl::StrCat("pod ", p->name, " requests ", slots_.Count(s),
                                    "; maxSlotsPerPod is ", max);
       return result;
     }
   }
   if (max > 0 && total > max && total % max != 0) {
-    result.reason = absl::StrCat(total, " ", slots_.Unit(), " is not divisible by maxSlotsPerPod ",
+    result.reason = absl::StrCat(slots_.Count(total), " is not divisible by maxSlotsPerPod ",
                                  max, ", so the gang can never be scheduled");
     return result;
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/resources.h"
 
@@ -33,8 +34,10 @@ struct SlotPolicy {
     if (type == Type::kGpu) return r.Get(gpu_resource);
     return milli_cpu_per_slot > 0 ? r.milli_cpu() / milli_cpu_per_slot : 0;
   }
-  // "GPUs" or "CPU slots", for reasons shown to people.
-  const char* Unit() const { return type == Type::kGpu ? "GPUs" : "CPU slots"; }
+  // "1 GPU", "4 GPUs", "2 CPU slots": `n` slots, for reasons shown to people.
+  std::string Count(int64_t n) const {
+    return absl::StrCat(n, type == Type::kGpu ? " GPU" : " CPU slot", n == 1 ? "" : "s");
+  }
 };
 
 }  // namespace phalanx::gang

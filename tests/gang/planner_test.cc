@@ -95,6 +95,15 @@ INSTANTIATE_TEST_SUITE_P(
              GangPlan::Outcome::kWait,
              {},
              "needs 12 GPUs on 3 nodes; 8 free on 2 fitting nodes"},
+        // Counts of one read in the singular.
+        Case{"OnePodWaitsOnAFullNode",
+             {{"a", 2}},
+             {2},
+             {"j", 1, 1},
+             4,
+             GangPlan::Outcome::kWait,
+             {},
+             "needs 1 GPU on 1 node; 0 free on 0 fitting nodes"},
         // 4 pods x 4 = 16 GPUs on 3 x 4 = 12 GPUs: can never fit.
         Case{"LargerThanThePool",
              {{"a", 4}, {"b", 4}, {"c", 4}},
