@@ -2,8 +2,8 @@
 // (cmd|notebook|shell|tensorboard start|list|kill|set-priority).
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "cli/session.h"
 #include "phalanx/v1/job.grpc.pb.h"
 #include "phalanx/v1/task.grpc.pb.h"
@@ -47,13 +47,15 @@ int ListJobs(const Session& s, v1::JobService::Stub& stub, const Args& args) {
     rows.push_back({j.resource_pool(), std::to_string(j.position()), j.job_id(),
                     Suffix(v1::TaskType_Name(j.type()), "TASK_TYPE_"), j.name(),
                     Suffix(v1::JobState_Name(j.state()), "JOB_STATE_"),
-                    std::to_string(j.priority()), absl::StrFormat("%.6f", j.queue_position()),
-                    absl::StrCat(j.allocated_slots(), "/", j.requested_slots()),
+                    std::to_string(j.priority()),
+                    absl::StrCat(j.allocated_slots(), "/", j.requested_slots()), j.username(),
+                    absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(j.submit_time_ms()),
+                                     absl::UTCTimeZone()),
                     j.pending_reason().empty() ? "-" : j.pending_reason()});
   }
   PrintTable(s.out,
-             {"POOL", "#", "JOB", "TYPE", "NAME", "STATE", "PRIORITY", "POSITION", "SLOTS",
-              "PENDING REASON"},
+             {"POOL", "#", "JOB", "TYPE", "NAME", "STATE", "PRIORITY", "SLOTS", "USER",
+              "SUBMITTED (UTC)", "PENDING REASON"},
              rows);
   s.PrintCount(resp.jobs_size(), resp.pagination(), "job");
   return 0;
