@@ -4,16 +4,21 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "kube/json.h"
 #include "yaml-cpp/yaml.h"
 
 namespace phalanx::kube {
@@ -47,27 +52,27 @@ class Reader {
     return n.Scalar();
   }
 
-  // The `section` entry (clusters, users, contexts) called `name`, at its inner key `inner`.
-  absl::StatusOr<YAML::Node> Named(const YAML::Node& root, const char* section,
-                                   const std::string& name, const char* inner) const {
+  // The `section` entry (clusters, users, contexts) called `name`, at its inner key `inner`;
+  // nullopt when this file has none of that name.
+  absl::StatusOr<std::optional<YAML::Node>> Named(const YAML::Node& root, const char* section,
+                                                  const std::string& name,
+                                                  const char* inner) const {
     YAML::Node list = root[section];
     if (Is(list, YAML::NodeType::Map) || Is(list, YAML::NodeType::Scalar)) {
       return Error(section, "expected a list");
     }
-    if (Is(list, YAML::NodeType::Sequence)) {
-      for (const YAML::Node& entry : list) {
-        if (!Is(entry, YAML::NodeType::Map)) continue;
-        YAML::Node entry_name = entry["name"];
-        if (!Is(entry_name, YAML::NodeType::Scalar) || entry_name.Scalar() != name) continue;
-        YAML::Node body = entry[inner];
-        if (!Is(body, YAML::NodeType::Map)) {
-          return Error(absl::StrCat(section, "[\"", name, "\"].", inner),
-                       "missing or not a mapping");
-        }
-        return body;
+    if (!Is(list, YAML::NodeType::Sequence)) return std::nullopt;
+    for (const YAML::Node& entry : list) {
+      if (!Is(entry, YAML::NodeType::Map)) continue;
+      YAML::Node entry_name = entry["name"];
+      if (!Is(entry_name, YAML::NodeType::Scalar) || entry_name.Scalar() != name) continue;
+      YAML::Node body = entry[inner];
+      if (!Is(body, YAML::NodeType::Map)) {
+        return Error(absl::StrCat(section, "[\"", name, "\"].", inner), "missing or not a mapping");
       }
+      return body;
     }
-    return Error(section, absl::StrCat("no entry named \"", name, "\""));
+    return std::nullopt;
   }
 
   // PEM from `<key>-data` (base64) or the file named by `<key>`; "" when neither is set.
@@ -89,6 +94,8 @@ class Reader {
     if (!pem.ok()) return Error(absl::StrCat(path, ".", key), pem.status().message());
     return pem;
   }
+
+  const std::string& source() const { return source_; }
 
   std::string Resolve(const std::string& file) const {
     if (file.empty() || file[0] == '/' || base_dir_.empty()) return file;
@@ -121,74 +128,138 @@ absl::Status NoUsableCredentials(const Reader& r, const YAML::Node& user,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Config> Parse(const Reader& r, const YAML::Node& root, absl::string_view context) {
-  if (!Is(root, YAML::NodeType::Map)) return r.Error("document", "expected a mapping");
-  std::string ctx_name(context);
-  if (ctx_name.empty()) {
-    auto current = r.Scalar(root, "", "current-context");
-    if (!current.ok()) return current.status();
-    if (current->empty()) return r.Error("current-context", "not set");
-    ctx_name = *current;
-  }
-  absl::StatusOr<YAML::Node> ctx = r.Named(root, "contexts", ctx_name, "context");
-  if (!ctx.ok()) return ctx.status();
-  std::string ctx_path = absl::StrCat("contexts[\"", ctx_name, "\"].context");
-  auto cluster_name = r.Scalar(*ctx, ctx_path, "cluster");
-  auto user_name = r.Scalar(*ctx, ctx_path, "user");
-  auto ns = r.Scalar(*ctx, ctx_path, "namespace");
-  for (const auto* s : {&cluster_name, &user_name, &ns}) {
-    if (!s->ok()) return s->status();
-  }
-  if (cluster_name->empty()) return r.Error(ctx_path + ".cluster", "missing");
+// One kubeconfig file: its reader (errors and relative paths) and its YAML.
+struct Document {
+  Reader reader;
+  YAML::Node root;
+};
 
-  Config config;
-  if (!ns->empty()) config.ns = *ns;
-  absl::StatusOr<YAML::Node> cluster = r.Named(root, "clusters", *cluster_name, "cluster");
-  if (!cluster.ok()) return cluster.status();
-  std::string cluster_path = absl::StrCat("clusters[\"", *cluster_name, "\"].cluster");
-  auto server = r.Scalar(*cluster, cluster_path, "server");
-  auto insecure = r.Scalar(*cluster, cluster_path, "insecure-skip-tls-verify");
-  auto ca = r.Pem(*cluster, cluster_path, "certificate-authority");
+// An entry of a merged kubeconfig, read with the reader of the file it came from.
+struct Entry {
+  const Reader* reader;
+  YAML::Node body;
+  std::string path;  // As errors name it: clusters["c"].cluster.
+};
+
+// An error about the merged files as a whole.
+absl::Status MergedError(const std::vector<Document>& docs, absl::string_view field,
+                         absl::string_view problem) {
+  std::vector<std::string> sources;
+  for (const Document& d : docs) sources.push_back(d.reader.source());
+  return Reader(absl::StrJoin(sources, ", "), "").Error(field, problem);
+}
+
+// kubectl's merge: the first file that sets current-context wins.
+absl::StatusOr<std::string> CurrentContext(const std::vector<Document>& docs) {
+  for (const Document& d : docs) {
+    absl::StatusOr<std::string> current = d.reader.Scalar(d.root, "", "current-context");
+    if (!current.ok() || !current->empty()) return current;
+  }
+  return MergedError(docs, "current-context", "not set");
+}
+
+// kubectl's merge: the first file with a `section` entry called `name` wins.
+absl::StatusOr<Entry> Named(const std::vector<Document>& docs, const char* section,
+                            const std::string& name, const char* inner) {
+  for (const Document& d : docs) {
+    KUBE_ASSIGN_OR_RETURN(std::optional<YAML::Node> body,
+                          d.reader.Named(d.root, section, name, inner));
+    if (body) {
+      return Entry{&d.reader, *std::move(body),
+                   absl::StrCat(section, "[\"", name, "\"].", inner)};
+    }
+  }
+  return MergedError(docs, section, absl::StrCat("no entry named \"", name, "\""));
+}
+
+absl::Status ReadCluster(const Entry& cluster, Config& config) {
+  const Reader& r = *cluster.reader;
+  auto server = r.Scalar(cluster.body, cluster.path, "server");
+  auto insecure = r.Scalar(cluster.body, cluster.path, "insecure-skip-tls-verify");
+  auto ca = r.Pem(cluster.body, cluster.path, "certificate-authority");
   for (const auto* s : {&server, &insecure, &ca}) {
     if (!s->ok()) return s->status();
   }
-  if (server->empty()) return r.Error(cluster_path + ".server", "missing");
+  if (server->empty()) return r.Error(cluster.path + ".server", "missing");
   if (!absl::StartsWith(*server, "https://") && !absl::StartsWith(*server, "http://")) {
-    return r.Error(cluster_path + ".server", absl::StrCat("not an http(s) URL: \"", *server, "\""));
+    return r.Error(cluster.path + ".server", absl::StrCat("not an http(s) URL: \"", *server, "\""));
   }
   if (!insecure->empty() && *insecure != "true" && *insecure != "false") {
-    return r.Error(cluster_path + ".insecure-skip-tls-verify", "expected true or false");
+    return r.Error(cluster.path + ".insecure-skip-tls-verify", "expected true or false");
   }
   config.server = std::string(absl::StripSuffix(*server, "/"));
   config.insecure_skip_tls_verify = *insecure == "true";
   config.ca_pem = *std::move(ca);
+  return absl::OkStatus();
+}
 
-  if (user_name->empty()) return config;  // Anonymous.
-  absl::StatusOr<YAML::Node> user = r.Named(root, "users", *user_name, "user");
-  if (!user.ok()) return user.status();
-  std::string user_path = absl::StrCat("users[\"", *user_name, "\"].user");
-  auto token = r.Scalar(*user, user_path, "token");
-  auto token_file = r.Scalar(*user, user_path, "tokenFile");
-  auto cert = r.Pem(*user, user_path, "client-certificate");
-  auto key = r.Pem(*user, user_path, "client-key");
+absl::Status ReadUser(const Entry& user, Config& config) {
+  const Reader& r = *user.reader;
+  auto token = r.Scalar(user.body, user.path, "token");
+  auto token_file = r.Scalar(user.body, user.path, "tokenFile");
+  auto cert = r.Pem(user.body, user.path, "client-certificate");
+  auto key = r.Pem(user.body, user.path, "client-key");
   for (const auto* s : {&token, &token_file, &cert, &key}) {
     if (!s->ok()) return s->status();
   }
   if (cert->empty() != key->empty()) {
-    return r.Error(user_path, "client-certificate and client-key must be given together");
+    return r.Error(user.path, "client-certificate and client-key must be given together");
   }
   if (token->empty() && token_file->empty() && cert->empty()) {
-    if (absl::Status s = NoUsableCredentials(r, *user, user_path); !s.ok()) return s;
+    if (absl::Status s = NoUsableCredentials(r, user.body, user.path); !s.ok()) return s;
   }
   config.token = *std::move(token);
   if (!token_file->empty()) {
     config.token_file = r.Resolve(*token_file);
     absl::StatusOr<std::string> t = ReadFile(config.token_file);
-    if (!t.ok()) return r.Error(user_path + ".tokenFile", t.status().message());
+    if (!t.ok()) return r.Error(user.path + ".tokenFile", t.status().message());
   }
   config.client_cert_pem = *std::move(cert);
   config.client_key_pem = *std::move(key);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Config> Parse(const std::vector<Document>& docs, absl::string_view context) {
+  std::string ctx_name(context);
+  if (ctx_name.empty()) {
+    KUBE_ASSIGN_OR_RETURN(ctx_name, CurrentContext(docs));
+  }
+  KUBE_ASSIGN_OR_RETURN(Entry ctx, Named(docs, "contexts", ctx_name, "context"));
+  auto cluster_name = ctx.reader->Scalar(ctx.body, ctx.path, "cluster");
+  auto user_name = ctx.reader->Scalar(ctx.body, ctx.path, "user");
+  auto ns = ctx.reader->Scalar(ctx.body, ctx.path, "namespace");
+  for (const auto* s : {&cluster_name, &user_name, &ns}) {
+    if (!s->ok()) return s->status();
+  }
+  if (cluster_name->empty()) return ctx.reader->Error(ctx.path + ".cluster", "missing");
+
+  Config config;
+  if (!ns->empty()) config.ns = *ns;
+  KUBE_ASSIGN_OR_RETURN(Entry cluster, Named(docs, "clusters", *cluster_name, "cluster"));
+  KUBE_RETURN_IF_ERROR(ReadCluster(cluster, config));
+  if (user_name->empty()) return config;  // Anonymous.
+  KUBE_ASSIGN_OR_RETURN(Entry user, Named(docs, "users", *user_name, "user"));
+  KUBE_RETURN_IF_ERROR(ReadUser(user, config));
   return config;
+}
+
+// The document of `yaml`, or an error naming `source`.
+absl::StatusOr<Document> Load(absl::string_view yaml, absl::string_view source,
+                              absl::string_view base_dir) {
+  Document doc{.reader = Reader(source, base_dir)};
+  try {
+    doc.root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return doc.reader.Error("document", e.what());
+  }
+  if (!Is(doc.root, YAML::NodeType::Map)) return doc.reader.Error("document", "expected a mapping");
+  return doc;
+}
+
+absl::StatusOr<Document> LoadFile(const std::string& path) {
+  KUBE_ASSIGN_OR_RETURN(std::string yaml, ReadFile(path));
+  size_t slash = path.rfind('/');
+  return Load(yaml, path, slash == std::string::npos ? "." : path.substr(0, slash));
 }
 
 }  // namespace
@@ -204,20 +275,25 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 absl::StatusOr<Config> ParseKubeconfig(absl::string_view yaml, absl::string_view source,
                                        absl::string_view base_dir, absl::string_view context) {
-  Reader reader(source, base_dir);
-  try {
-    return Parse(reader, YAML::Load(std::string(yaml)), context);
-  } catch (const YAML::Exception& e) {
-    return reader.Error("document", e.what());
-  }
+  KUBE_ASSIGN_OR_RETURN(Document doc, Load(yaml, source, base_dir));
+  std::vector<Document> docs;
+  docs.push_back(std::move(doc));
+  return Parse(docs, context);
 }
 
 absl::StatusOr<Config> LoadKubeconfig(const std::string& path, absl::string_view context) {
-  absl::StatusOr<std::string> yaml = ReadFile(path);
-  if (!yaml.ok()) return yaml.status();
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return ParseKubeconfig(*yaml, path, dir, context);
+  return LoadKubeconfigs({path}, context);
+}
+
+absl::StatusOr<Config> LoadKubeconfigs(const std::vector<std::string>& paths,
+                                       absl::string_view context) {
+  std::vector<Document> docs;
+  for (const std::string& path : paths) {
+    KUBE_ASSIGN_OR_RETURN(Document doc, LoadFile(path));
+    docs.push_back(std::move(doc));
+  }
+  if (docs.empty()) return absl::InvalidArgumentError("kubeconfig: no file given");
+  return Parse(docs, context);
 }
 
 absl::StatusOr<Config> InClusterConfig(absl::string_view sa_dir) {
@@ -250,8 +326,16 @@ absl::StatusOr<Config> InClusterConfig(absl::string_view sa_dir) {
 absl::StatusOr<Config> DefaultConfig() {
   const char* kubeconfig = std::getenv("KUBECONFIG");
   if (kubeconfig != nullptr && *kubeconfig != '\0') {
-    std::vector<std::string> paths = absl::StrSplit(kubeconfig, ':', absl::SkipEmpty());
-    if (!paths.empty()) return LoadKubeconfig(paths.front());
+    std::vector<std::string> listed = absl::StrSplit(kubeconfig, ':', absl::SkipEmpty());
+    std::vector<std::string> present;
+    for (const std::string& path : listed) {
+      if (std::filesystem::exists(path)) present.push_back(path);  // As kubectl: skip missing.
+    }
+    if (!present.empty()) return LoadKubeconfigs(present);
+    if (!listed.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("KUBECONFIG: none of its files exists: ", absl::StrJoin(listed, ", ")));
+    }
   }
   if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) return InClusterConfig();
   const char* home = std::getenv("HOME");

@@ -3,6 +3,7 @@
 #define PHALANX_KUBE_CONFIG_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -34,12 +35,18 @@ absl::StatusOr<Config> ParseKubeconfig(absl::string_view yaml, absl::string_view
 // Reads and parses the kubeconfig file at `path`.
 absl::StatusOr<Config> LoadKubeconfig(const std::string& path, absl::string_view context = "");
 
+// Reads the kubeconfig files at `paths` and merges them as kubectl does: the first file that sets
+// current-context, or has a context, cluster or user of the name asked for, wins. Each file's
+// relative paths resolve against its own directory; errors name the file.
+absl::StatusOr<Config> LoadKubeconfigs(const std::vector<std::string>& paths,
+                                       absl::string_view context = "");
+
 // The config of a pod: token, CA and namespace from `sa_dir`, the address from
 // KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
 absl::StatusOr<Config> InClusterConfig(absl::string_view sa_dir = kServiceAccountDir);
 
-// $KUBECONFIG (its first path), else in-cluster when KUBERNETES_SERVICE_HOST is set, else
-// ~/.kube/config.
+// $KUBECONFIG (its files merged; missing ones skipped, as kubectl does, unless none exists),
+// else in-cluster when KUBERNETES_SERVICE_HOST is set, else ~/.kube/config.
 absl::StatusOr<Config> DefaultConfig();
 
 // The whole file, or an error naming it.

@@ -193,5 +193,62 @@ TEST_F(KubeConfigTest, InCluster) {
               HasSubstr("KUBERNETES_SERVICE_HOST"));
 }
 
+// Several files, as in KUBECONFIG=a:b: the first file that sets a field or has an entry of a name
+// wins, and each file's relative paths resolve against its own directory.
+TEST_F(KubeConfigTest, FilesMergeAsKubectlMergesThem) {
+  std::filesystem::create_directories(dir_ / "a");
+  std::filesystem::create_directories(dir_ / "b");
+  const std::string a = Write("a/config", R"(current-context: ctx
+contexts:
+- {name: ctx, context: {cluster: c, user: u, namespace: team}}
+users:
+- {name: u, user: {token: first}}
+)");
+  Write("b/ca.crt", "CA OF B");
+  const std::string b = Write("b/config", R"(current-context: elsewhere
+contexts:
+- {name: ctx, context: {cluster: nowhere}}
+clusters:
+- {name: c, cluster: {server: "https://b:6443", certificate-authority: ca.crt}}
+users:
+- {name: u, user: {token: second}}
+)");
+  absl::StatusOr<Config> c = LoadKubeconfigs({a, b});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://b:6443");
+  EXPECT_EQ(c->ca_pem, "CA OF B");
+  EXPECT_EQ(c->token, "first");
+  EXPECT_EQ(c->ns, "team");
+
+  const std::string bad = Write("b/bad", "clusters: {c: {server: x}}\n");
+  EXPECT_THAT(std::string(LoadKubeconfigs({a, bad}).status().message()),
+              HasSubstr(absl::StrCat("kubeconfig ", bad, ": clusters: expected a list")));
+  EXPECT_THAT(std::string(LoadKubeconfigs({a, a}).status().message()),
+              HasSubstr(absl::StrCat("kubeconfig ", a, ", ", a,
+                                     R"(: clusters: no entry named "c")")));
+}
+
+TEST_F(KubeConfigTest, KubeconfigVariableSkipsMissingFilesUnlessAllAre) {
+  const std::string config = Write("config", Kubeconfig("    server: https://api:443", "    token: t"));
+  const std::string missing = (dir_ / "missing").string();
+  const char* saved = std::getenv("KUBECONFIG");
+  const std::string restore = saved == nullptr ? "" : saved;
+  setenv("KUBECONFIG", absl::StrCat(missing, ":", config).c_str(), 1);
+  absl::StatusOr<Config> c = DefaultConfig();
+  setenv("KUBECONFIG", absl::StrCat(missing, ":", missing, "2").c_str(), 1);
+  absl::StatusOr<Config> none = DefaultConfig();
+  if (saved == nullptr) {
+    unsetenv("KUBECONFIG");
+  } else {
+    setenv("KUBECONFIG", restore.c_str(), 1);
+  }
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://api:443");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr(absl::StrCat("KUBECONFIG: none of its files exists: ", missing, ", ",
+                                     missing, "2")));
+}
+
 }  // namespace
 }  // namespace phalanx::kube
