@@ -11,6 +11,8 @@
 //     clients at once: gRPC's own ceiling here.
 //  2. The same with --clients callers at once: that many gRPC clients (a channel each) against as
 //     many raw connections, each making --ops calls. Submissions made at once share a commit.
+//     Every phase also prints the machine's busy CPU time per call (/proc/stat, every process:
+//     clients, master and Postgres), which says what a rate costs when the cores are the limit.
 //  3. GetJobs service time (p50, p99) with --queued jobs in the queue: the first page (100 jobs),
 //     a page of 1000, the first 100 QUEUED jobs (a states filter: every job's state is read for the
 //     total), and the first page again with a submission before each call (the queue changes
@@ -115,30 +117,51 @@ void CreateExperiments(v1::ExperimentService::Stub& stub, const std::string& tok
   }
 }
 
-// Calls per second of `callers` threads that each run call(i) once, started together.
+// Busy CPU time of the whole machine so far, in microseconds (/proc/stat: user, nice, system,
+// irq and softirq of every process, Postgres included; not steal, which is the hypervisor's).
+double MachineBusyUs() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
+  return static_cast<double>(user + nice + system + irq + softirq) * 1e6 / sysconf(_SC_CLK_TCK);
+}
+
+// A phase's calls per second, and the machine's busy CPU time per call.
+struct Measured {
+  double per_s = 0, cpu_us = 0;
+};
+
+// `callers` threads that each run call(i) once (ops_each calls), started together.
 template <typename Fn>
-double Rate(int callers, int ops_each, Fn call) {
+Measured Rate(int callers, int ops_each, Fn call) {
   std::vector<std::thread> threads;
   std::atomic<int> ready = 0;
   absl::Time start;
+  double busy_at_start = 0;
   for (int i = 0; i < callers; ++i) {
     threads.emplace_back([&, i] {
-      if (++ready == callers) start = absl::Now();
+      if (++ready == callers) {
+        busy_at_start = MachineBusyUs();
+        start = absl::Now();
+      }
       while (ready < callers) std::this_thread::yield();
       call(i);
     });
   }
   for (std::thread& t : threads) t.join();
-  return callers * ops_each / absl::ToDoubleSeconds(absl::Now() - start);
+  const double calls = callers * ops_each;
+  return {.per_s = calls / absl::ToDoubleSeconds(absl::Now() - start),
+          .cpu_us = (MachineBusyUs() - busy_at_start) / calls};
 }
 
-double RawInsertRate(const std::string& url, int connections, int ops) {
+Measured RawInsertRate(const std::string& url, int connections, int ops) {
   std::vector<std::unique_ptr<pqxx::connection>> conns;
   for (int i = 0; i < connections; ++i) conns.push_back(std::make_unique<pqxx::connection>(url));
   return Rate(connections, ops, [&](int i) { RawInserts(*conns[i], ops); });
 }
 
-double CreateExperimentRate(const std::string& target, const std::string& token, int clients,
+Measured CreateExperimentRate(const std::string& target, const std::string& token, int clients,
                             int ops) {
   std::vector<std::unique_ptr<v1::ExperimentService::Stub>> stubs;
   for (int i = 0; i < clients; ++i) {
@@ -151,7 +174,7 @@ double CreateExperimentRate(const std::string& target, const std::string& token,
 }
 
 // The same submissions made on the JobManager directly, without gRPC: `callers` threads at once.
-double DirectRate(JobManager& jobs, const User& user, int callers, int ops) {
+Measured DirectRate(JobManager& jobs, const User& user, int callers, int ops) {
   return Rate(callers, ops, [&](int) {
     for (int i = 0; i < ops; ++i) {
       if (!jobs.CreateExperiment(kConfig, user, true).ok()) std::exit(1);
@@ -160,26 +183,39 @@ double DirectRate(JobManager& jobs, const User& user, int callers, int ops) {
 }
 
 // Rounds alternating raw, master over gRPC and master called directly, at `callers` at once;
-// prints each and the mean ratios to raw.
+// prints each (rate, and the machine's CPU per call) and the mean ratios to raw.
 void CompareRates(const std::string& raw_url, const std::string& target, const std::string& token,
                   JobManager& jobs, const User& user, int callers, int ops, int rounds) {
-  std::printf("%-6s %13s %19s %6s %14s %6s   (%d at once, %d calls each)\n", "round",
-              "raw insert/s", "CreateExperiment/s", "ratio", "direct call/s", "ratio", callers,
-              ops);
-  double raw_total = 0, master_total = 0, direct_total = 0;
+  std::printf("%-6s %13s %6s %19s %6s %6s %14s %6s %6s   (%d at once, %d calls each)\n", "round",
+              "raw insert/s", "cpu us", "CreateExperiment/s", "cpu us", "ratio", "direct call/s",
+              "cpu us", "ratio", callers, ops);
+  Measured raw_total, master_total, direct_total;
+  auto add = [](Measured& total, const Measured& m) {
+    total.per_s += m.per_s;
+    total.cpu_us += m.cpu_us;
+  };
+  auto print = [](const std::string& label, const Measured& raw, const Measured& master,
+                  const Measured& direct) {
+    std::printf("%-6s %13.0f %6.0f %19.0f %6.0f %6.2f %14.0f %6.0f %6.2f", label.c_str(),
+                raw.per_s, raw.cpu_us, master.per_s, master.cpu_us, master.per_s / raw.per_s,
+                direct.per_s, direct.cpu_us, direct.per_s / raw.per_s);
+  };
   for (int r = 0; r < rounds; ++r) {
-    const double raw_rate = RawInsertRate(raw_url, callers, ops);
-    const double master_rate = CreateExperimentRate(target, token, callers, ops);
-    const double direct_rate = DirectRate(jobs, user, callers, ops);
-    raw_total += raw_rate;
-    master_total += master_rate;
-    direct_total += direct_rate;
-    std::printf("%-6d %13.0f %19.0f %6.2f %14.0f %6.2f\n", r + 1, raw_rate, master_rate,
-                master_rate / raw_rate, direct_rate, direct_rate / raw_rate);
+    const Measured raw = RawInsertRate(raw_url, callers, ops);
+    const Measured master = CreateExperimentRate(target, token, callers, ops);
+    const Measured direct = DirectRate(jobs, user, callers, ops);
+    add(raw_total, raw);
+    add(master_total, master);
+    add(direct_total, direct);
+    print(std::to_string(r + 1), raw, master, direct);
+    std::printf("\n");
   }
-  std::printf("%-6s %13.0f %19.0f %6.2f %14.0f %6.2f   (target >= 0.5 for CreateExperiment)\n\n",
-              "mean", raw_total / rounds, master_total / rounds, master_total / raw_total,
-              direct_total / rounds, direct_total / raw_total);
+  for (Measured* m : {&raw_total, &master_total, &direct_total}) {
+    m->per_s /= rounds;
+    m->cpu_us /= rounds;
+  }
+  print("mean", raw_total, master_total, direct_total);
+  std::printf("   (target >= 0.5 for CreateExperiment)\n\n");
 }
 
 // Mean microseconds of an empty unary call (grpc.health.v1 Check) on `channel`.
@@ -197,7 +233,7 @@ double EmptyCallUs(const std::shared_ptr<grpc::Channel>& channel, int calls) {
 
 // Empty unary calls (grpc.health.v1 Check) per second of `clients` clients at once, a channel each:
 // what gRPC alone allows on this machine.
-double EmptyCallRate(const std::string& target, int clients, int ops) {
+Measured EmptyCallRate(const std::string& target, int clients, int ops) {
   std::vector<std::unique_ptr<grpc::health::v1::Health::Stub>> stubs;
   for (int i = 0; i < clients; ++i) {
     grpc::ChannelArguments own;
@@ -275,8 +311,9 @@ int Run(int argc, char** argv) {
   const User direct_admin = direct_store->FindUser("admin")->user;
   std::printf("an empty gRPC call (grpc.health.v1 Check) on this channel: %.0f us\n",
               EmptyCallUs(channel, 1000));
-  std::printf("empty gRPC calls with %d clients at once: %.0f/s\n\n", clients,
-              EmptyCallRate(target, clients, 1000));
+  const Measured empty = EmptyCallRate(target, clients, 1000);
+  std::printf("empty gRPC calls with %d clients at once: %.0f/s, %.0f us of machine CPU each\n\n",
+              clients, empty.per_s, empty.cpu_us);
   CompareRates(raw_url, target, session.token(), direct, direct_admin, 1, ops, rounds);
   CompareRates(raw_url, target, session.token(), direct, direct_admin, clients, ops, rounds);
 
