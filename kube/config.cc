@@ -252,6 +252,7 @@ absl::StatusOr<Document> Load(absl::string_view yaml, absl::string_view source,
   } catch (const YAML::Exception& e) {
     return doc.reader.Error("document", e.what());
   }
+  if (doc.root.IsNull()) doc.root = YAML::Node(YAML::NodeType::Map);  // Empty: sets nothing.
   if (!Is(doc.root, YAML::NodeType::Map)) return doc.reader.Error("document", "expected a mapping");
   return doc;
 }

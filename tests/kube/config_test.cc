@@ -144,6 +144,7 @@ TEST_F(KubeConfigTest, ErrorsNameFileAndField) {
   EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {user: u}\n"),
               HasSubstr(R"(contexts["ctx"].context.cluster: missing)"));
   EXPECT_THAT(error("current-context: [\n"), HasSubstr("kubeconfig /etc/kube.yaml: document:"));
+  EXPECT_THAT(error("[a, b]\n"), HasSubstr("kubeconfig /etc/kube.yaml: document: expected a mapping"));
   EXPECT_THAT(std::string(LoadKubeconfig("/nonexistent/kubeconfig").status().message()),
               HasSubstr("cannot read /nonexistent/kubeconfig"));
 }
@@ -194,7 +195,8 @@ TEST_F(KubeConfigTest, InCluster) {
 }
 
 // Several files, as in KUBECONFIG=a:b: the first file that sets a field or has an entry of a name
-// wins, and each file's relative paths resolve against its own directory.
+// wins (an empty file sets nothing), and each file's relative paths resolve against its own
+// directory.
 TEST_F(KubeConfigTest, FilesMergeAsKubectlMergesThem) {
   std::filesystem::create_directories(dir_ / "a");
   std::filesystem::create_directories(dir_ / "b");
@@ -213,7 +215,8 @@ clusters:
 users:
 - {name: u, user: {token: second}}
 )");
-  absl::StatusOr<Config> c = LoadKubeconfigs({a, b});
+  const std::string empty = Write("empty", "");
+  absl::StatusOr<Config> c = LoadKubeconfigs({empty, a, b});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->server, "https://b:6443");
   EXPECT_EQ(c->ca_pem, "CA OF B");
