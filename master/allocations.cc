@@ -11,6 +11,7 @@
 #include "master/auth.h"
 #include "master/experiment_config.h"
 #include "master/job_manager.h"
+#include "master/parallel.h"
 #include "master/pod_builder.h"
 #include "master/task_config.h"
 
@@ -121,8 +122,7 @@ void JobManager::LaunchLocked(Launch launch) {
 }
 
 absl::Status JobManager::StartLaunches(const std::vector<Launch>& launches) {
-  std::vector<absl::Status> created;
-  for (const Launch& launch : launches) created.push_back(CreatePods(launch.pods));
+  const std::vector<absl::Status> created = CreatePods(launches);
   absl::MutexLock lock(&mu_);
   absl::Status first;
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -192,12 +192,20 @@ void JobManager::DeletePods(const std::vector<PodRef>& pods) {
   }
 }
 
-absl::Status JobManager::CreatePods(const std::vector<nlohmann::json>& pods) {
-  for (const nlohmann::json& pod : pods) {
-    absl::Status s = pods_.CreatePod(pod);
-    if (!s.ok() && !absl::IsAlreadyExists(s)) return s;
+std::vector<absl::Status> JobManager::CreatePods(const std::vector<Launch>& launches) {
+  std::vector<std::pair<size_t, const nlohmann::json*>> pods;  // Launch index, pod.
+  for (size_t i = 0; i < launches.size(); ++i) {
+    for (const nlohmann::json& pod : launches[i].pods) pods.emplace_back(i, &pod);
   }
-  return absl::OkStatus();
+  std::vector<absl::Status> created(pods.size());
+  ForEachIndexAtOnce(pods.size(), kApiRequestsAtOnce,
+                     [&](size_t k) { created[k] = pods_.CreatePod(*pods[k].second); });
+  std::vector<absl::Status> first(launches.size());
+  for (size_t k = 0; k < pods.size(); ++k) {
+    absl::Status& s = first[pods[k].first];
+    if (s.ok() && !absl::IsAlreadyExists(created[k])) s = created[k];
+  }
+  return first;
 }
 
 absl::Status JobManager::StartedLocked(const Alloc& launched, const absl::Status& created) {

@@ -208,7 +208,8 @@ class JobManager {
   // Opens the stored run's allocation and queues it for DoQueuedPodWork.
   void LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates the pods of `launches` without the lock (against the API server each pod is a round
-  // trip, and a gang's would hold up every other call: GetJobs, pod events, kills), then takes it
+  // trip, and a gang's would hold up every other call: GetJobs, pod events, kills), several at
+  // once, then takes it
   // to finish each with StartedLocked, logging failures. The first failure, if any.
   absl::Status StartLaunches(const std::vector<Launch>& launches) ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes the pods DeleteLaterLocked queued, sets the labels RelabelLaterLocked queued, then
@@ -224,8 +225,9 @@ class JobManager {
    private:
     JobManager* manager_;
   };
-  // Creates `pods` in order, up to the first failure (AlreadyExists is none). Needs no lock.
-  absl::Status CreatePods(const std::vector<nlohmann::json>& pods);
+  // Creates the pods of every launch, kApiRequestsAtOnce at a time; for each launch, the first of
+  // its pods' failures (AlreadyExists is none) or OK. Needs no lock.
+  std::vector<absl::Status> CreatePods(const std::vector<Launch>& launches);
   struct PodRef {
     std::string ns;
     std::string name;

@@ -36,8 +36,9 @@ class KubePodClient final : public PodClient {
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
 
  private:
-  // Creates class `name` if it is one of the master's per-value classes not created yet; true
-  // when this call created it.
+  // Creates class `name` if it is one of the master's per-value classes not known to exist; true
+  // when it was not known before this call (created now, here or by a call at the same time), so
+  // the API server's admission may not see it yet.
   absl::StatusOr<bool> EnsurePriorityClass(const std::string& name);
 
   kube::Client& client_;

@@ -28,6 +28,7 @@ struct PodState {
   std::string pending_reason;      // Annotation phalanx.io/pending-reason.
 };
 
+// Called from several threads at once (the pods of a submission are created side by side).
 class PodClient {
  public:
   virtual ~PodClient() = default;

@@ -1,7 +1,11 @@
 // Experiments, auth, graceful preemption and health through the master's gRPC services
 // (service_fixture.h).
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kube/status.h"
@@ -284,8 +288,9 @@ TEST_F(ServiceTest, FailedPodDeletionIsRetriedAtTheNextTick) {
 TEST_F(ServiceTest, PodsAreCreatedWithoutTheManagerLock) {
   std::future<absl::Status> other;
   size_t queued = 0;
+  std::atomic<bool> first_taken = false;  // The gang's pods are created side by side.
   pods_.OnCreate([&](const nlohmann::json& pod) -> absl::Status {
-    if (other.valid()) return absl::OkStatus();
+    if (first_taken.exchange(true)) return absl::OkStatus();
     const std::string job = pod["metadata"]["labels"]["phalanx.io/job-id"];
     other = std::async(std::launch::async, [&, job] {
       queued = jobs_->Queue("")->size();
@@ -305,6 +310,27 @@ TEST_F(ServiceTest, PodsAreCreatedWithoutTheManagerLock) {
   EXPECT_EQ(pods_.creates(), 2);
   EXPECT_TRUE(pods_.pods().empty());
   EXPECT_TRUE(Jobs().empty());
+}
+
+// The pods of a submission are created side by side, not one round trip after another: here the
+// four pods of a gang are all in flight at once (each creation waits for the others).
+TEST_F(ServiceTest, PodsOfASubmissionAreCreatedSideBySide) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, most = 0;
+  pods_.OnCreate([&](const nlohmann::json&) {
+    std::unique_lock<std::mutex> lock(mu);
+    most = std::max(most, ++in_flight);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(2), [&] { return most == 4; });
+    --in_flight;
+    return absl::OkStatus();
+  });
+  grpc::Status s;
+  Create("resources: {slots_per_trial: 16}\n", &s);  // Four pods.
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(most, 4);
+  EXPECT_EQ(pods_.pods().size(), 4u);
 }
 
 // A resumed run's pods (here after an acknowledged preemption) are created without the manager's
@@ -331,7 +357,7 @@ TEST_F(ServiceTest, ResumedRunsPodsAreCreatedWithoutTheManagerLock) {
 // A pod the API server refuses fails the submission loudly, but the experiment is stored: the
 // gang's other pod is deleted, and the next tick starts the trial again.
 TEST_F(ServiceTest, FailedPodCreationIsReportedUndoneAndRetried) {
-  int calls = 0;
+  std::atomic<int> calls = 0;
   pods_.OnCreate([&](const nlohmann::json&) {
     return ++calls == 2 ? absl::UnavailableError("API server down") : absl::OkStatus();
   });
