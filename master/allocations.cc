@@ -18,14 +18,16 @@
 namespace phalanx::master {
 namespace {
 
-// Calls `call` on each of `items` (an API request, made without the manager's lock); those that
-// failed, with their errors. NotFound counts as done: the pod is gone.
+// Calls `call` on each of `items` (an API request, made without the manager's lock,
+// kApiRequestsAtOnce at a time); those that failed, with their errors. NotFound counts as done:
+// the pod is gone.
 template <typename T, typename Call>
 std::vector<std::pair<const T*, absl::Status>> Failures(const std::vector<T>& items, Call call) {
+  std::vector<absl::Status> done(items.size());
+  ForEachIndexAtOnce(items.size(), kApiRequestsAtOnce, [&](size_t i) { done[i] = call(items[i]); });
   std::vector<std::pair<const T*, absl::Status>> failed;
-  for (const T& item : items) {
-    absl::Status s = call(item);
-    if (!s.ok() && !absl::IsNotFound(s)) failed.emplace_back(&item, std::move(s));
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!done[i].ok() && !absl::IsNotFound(done[i])) failed.emplace_back(&items[i], done[i]);
   }
   return failed;
 }

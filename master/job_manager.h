@@ -236,8 +236,8 @@ class JobManager {
   // round trip, and a gang's would hold up every other call).
   void DeleteLaterLocked(const std::string& ns, const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes `pods` without the lock; a deletion that fails (other than NotFound) is logged and
-  // queued again by the next Tick.
+  // Deletes `pods` without the lock, several at once; a deletion that fails (other than NotFound)
+  // is logged and queued again by the next Tick.
   void DeletePods(const std::vector<PodRef>& pods) ABSL_LOCKS_EXCLUDED(mu_);
   // A pod's label phalanx.io/queue-position, to be set to its job's position.
   struct Relabel {
@@ -247,8 +247,8 @@ class JobManager {
   };
   // Queues the label of every pod of `job`'s open allocations for DoQueuedPodWork.
   void RelabelLaterLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets the labels without the lock; when one fails (other than NotFound) its job is logged and
-  // relabelled at the next Tick, from the position it has then.
+  // Sets the labels without the lock, several at once; when one fails (other than NotFound) its
+  // job is logged and relabelled at the next Tick, from the position it has then.
   void SetQueueLabels(const std::vector<Relabel>& labels) ABSL_LOCKS_EXCLUDED(mu_);
   // After an opened allocation's pods were created (`created`, possibly without the lock): logs
   // the start, or undoes the run on failure (see 2. above); deletes the pods again when the

@@ -1,5 +1,7 @@
 // Tasks, the job queue (order, moves, priority changes, pending reasons, stats) and start-up
 // recovery through the phalanx.v1 services (service_fixture.h).
+#include <atomic>
+
 #include "absl/strings/str_format.h"
 #include "tests/master/service_fixture.h"
 
@@ -120,7 +122,7 @@ TEST_F(ServiceTest, QueueLabelsAreSetWithoutTheLockAndRetried) {
   v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
   v1::Experiment b = Create("resources: {slots_per_trial: 4}\n");
   QueueReader other(*jobs_);
-  int calls = 0;
+  std::atomic<int> calls = 0;  // Pods are labelled side by side.
   pods_.OnLabel([&](const std::string&) {
     other.ReadOnce();
     return ++calls == 1 ? absl::UnavailableError("API server down") : absl::OkStatus();

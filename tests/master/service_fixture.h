@@ -4,6 +4,7 @@
 #ifndef PHALANX_TESTS_MASTER_SERVICE_FIXTURE_H_
 #define PHALANX_TESTS_MASTER_SERVICE_FIXTURE_H_
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -40,9 +41,10 @@ default_aux_resource_pool: cpu
 class QueueReader {
  public:
   explicit QueueReader(JobManager& jobs) : jobs_(jobs) {}
-  // The first call starts the read and waits for it; true when it waited for the lock.
+  // The first call starts the read and waits for it; true when it waited for the lock. Later
+  // calls, also from other threads at the same time, return false at once.
   bool ReadOnce() {
-    if (read_.valid()) return false;
+    if (started_.exchange(true)) return false;
     read_ = std::async(std::launch::async, [this] { return jobs_.Queue("")->size(); });
     waited_ = read_.wait_for(std::chrono::seconds(10)) != std::future_status::ready;
     return waited_;
@@ -56,6 +58,7 @@ class QueueReader {
 
  private:
   JobManager& jobs_;
+  std::atomic<bool> started_ = false;
   std::future<size_t> read_;
   bool waited_ = false;
 };

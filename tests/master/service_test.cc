@@ -269,7 +269,7 @@ TEST_F(ServiceTest, FailedPodDeletionIsRetriedAtTheNextTick) {
   v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");
   std::vector<std::string> events;
   jobs_->SetEventLog([&](const std::string& line) { events.push_back(line); });
-  int calls = 0;
+  std::atomic<int> calls = 0;  // A gang's pods are deleted side by side.
   pods_.OnDelete([&](const std::string&) {
     return ++calls == 1 ? absl::UnavailableError("API server down") : absl::OkStatus();
   });
@@ -313,24 +313,45 @@ TEST_F(ServiceTest, PodsAreCreatedWithoutTheManagerLock) {
 }
 
 // The pods of a submission are created side by side, not one round trip after another: here the
-// four pods of a gang are all in flight at once (each creation waits for the others).
-TEST_F(ServiceTest, PodsOfASubmissionAreCreatedSideBySide) {
-  std::mutex mu;
-  std::condition_variable cv;
-  int in_flight = 0, most = 0;
-  pods_.OnCreate([&](const nlohmann::json&) {
-    std::unique_lock<std::mutex> lock(mu);
-    most = std::max(most, ++in_flight);
-    cv.notify_all();
-    cv.wait_for(lock, std::chrono::seconds(2), [&] { return most == 4; });
-    --in_flight;
+// four pods of a gang are all in flight at once (each request waits for the others).
+// Most requests in flight at once of the calls through Enter; each waits up to 2 s for `until`.
+class InFlight {
+ public:
+  explicit InFlight(int until) : until_(until) {}
+  absl::Status Enter() {
+    std::unique_lock<std::mutex> lock(mu_);
+    most_ = std::max(most_, ++in_flight_);
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(2), [&] { return most_ == until_; });
+    --in_flight_;
     return absl::OkStatus();
-  });
+  }
+  int most() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return most_;
+  }
+
+ private:
+  const int until_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0, most_ = 0;
+};
+
+TEST_F(ServiceTest, PodsOfASubmissionAreCreatedSideBySide) {
+  InFlight creations(4);
+  pods_.OnCreate([&](const nlohmann::json&) { return creations.Enter(); });
   grpc::Status s;
-  Create("resources: {slots_per_trial: 16}\n", &s);  // Four pods.
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 16}\n", &s);  // Four pods.
   EXPECT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(most, 4);
+  EXPECT_EQ(creations.most(), 4);
   EXPECT_EQ(pods_.pods().size(), 4u);
+
+  InFlight deletions(4);  // And a killed gang's pods are deleted side by side.
+  pods_.OnDelete([&](const std::string&) { return deletions.Enter(); });
+  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  EXPECT_EQ(deletions.most(), 4);
+  EXPECT_TRUE(pods_.pods().empty());
 }
 
 // A resumed run's pods (here after an acknowledged preemption) are created without the manager's
