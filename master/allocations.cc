@@ -18,13 +18,19 @@
 namespace phalanx::master {
 namespace {
 
-// Calls `call` on each of `items` (an API request, made without the manager's lock,
-// kApiRequestsAtOnce at a time); those that failed, with their errors. NotFound counts as done:
-// the pod is gone.
+// The status of `call` on each of `items` (an API request, made without the manager's lock,
+// kApiRequestsAtOnce at a time), in their order.
 template <typename T, typename Call>
-std::vector<std::pair<const T*, absl::Status>> Failures(const std::vector<T>& items, Call call) {
+std::vector<absl::Status> CallEach(const std::vector<T>& items, Call call) {
   std::vector<absl::Status> done(items.size());
   ForEachIndexAtOnce(items.size(), kApiRequestsAtOnce, [&](size_t i) { done[i] = call(items[i]); });
+  return done;
+}
+
+// CallEach's failures, with their errors. NotFound counts as done: the pod is gone.
+template <typename T, typename Call>
+std::vector<std::pair<const T*, absl::Status>> Failures(const std::vector<T>& items, Call call) {
+  const std::vector<absl::Status> done = CallEach(items, call);
   std::vector<std::pair<const T*, absl::Status>> failed;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!done[i].ok() && !absl::IsNotFound(done[i])) failed.emplace_back(&items[i], done[i]);
@@ -199,9 +205,8 @@ std::vector<absl::Status> JobManager::CreatePods(const std::vector<Launch>& laun
   for (size_t i = 0; i < launches.size(); ++i) {
     for (const nlohmann::json& pod : launches[i].pods) pods.emplace_back(i, &pod);
   }
-  std::vector<absl::Status> created(pods.size());
-  ForEachIndexAtOnce(pods.size(), kApiRequestsAtOnce,
-                     [&](size_t k) { created[k] = pods_.CreatePod(*pods[k].second); });
+  const std::vector<absl::Status> created =
+      CallEach(pods, [this](const auto& pod) { return pods_.CreatePod(*pod.second); });
   std::vector<absl::Status> first(launches.size());
   for (size_t k = 0; k < pods.size(); ++k) {
     absl::Status& s = first[pods[k].first];

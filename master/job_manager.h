@@ -209,8 +209,8 @@ class JobManager {
   void LaunchLocked(Launch launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates the pods of `launches` without the lock (against the API server each pod is a round
   // trip, and a gang's would hold up every other call: GetJobs, pod events, kills), several at
-  // once, then takes it
-  // to finish each with StartedLocked, logging failures. The first failure, if any.
+  // once, then takes it to finish each with StartedLocked, logging failures. The first failure,
+  // if any.
   absl::Status StartLaunches(const std::vector<Launch>& launches) ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes the pods DeleteLaterLocked queued, sets the labels RelabelLaterLocked queued, then
   // StartLaunches of the runs LaunchLocked queued, until no queue holds anything. Public methods

@@ -1,4 +1,4 @@
-// Side-by-side API requests: the pods of a submission are created a few at a time, so that a
+// Side-by-side API requests: pods are created, deleted and relabelled a few at a time, so that a
 // large gang or a search of many trials costs the API server's round trip about once per batch
 // instead of once per pod.
 #ifndef PHALANX_MASTER_PARALLEL_H_
