@@ -97,7 +97,7 @@ GangPlan GangPlanner::Plan(const core::Gang& gang, const Capacity& free) const {
     if (best < 0) {
       plan.outcome = GangPlan::Outcome::kWait;
       plan.nodes.clear();
-      plan.reason = WaitReason(gang, free, "free");
+      plan.reason = WaitReason(gang, free, "free", "no node has room for one of its pods");
       return plan;
     }
     plan.nodes[m] = best;
@@ -112,7 +112,7 @@ GangPlan GangPlanner::Plan(const core::Gang& gang, const Capacity& free) const {
 }
 
 std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free,
-                                    absl::string_view what) const {
+                                    absl::string_view what, absl::string_view none) const {
   int64_t need = slots_.SlotsOf(gang.total);
   int64_t free_slots = 0;
   int fitting = 0;
@@ -123,9 +123,11 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
     ++fitting;
     free_slots += slots_.SlotsOf(free[n]);
   }
-  return absl::StrCat("needs ", slots_.Count(need), " on ", gang.members.size(),
-                      gang.members.size() == 1 ? " node" : " nodes", "; ", free_slots, " ", what,
-                      " on ", fitting, fitting == 1 ? " fitting node" : " fitting nodes");
+  const std::string needs = absl::StrCat("needs ", slots_.Count(need), " on ", gang.members.size(),
+                                         gang.members.size() == 1 ? " node; " : " nodes; ");
+  if (fitting == 0) return absl::StrCat(needs, none);
+  return absl::StrCat(needs, free_slots, " ", what, " on ", fitting,
+                      fitting == 1 ? " fitting node" : " fitting nodes");
 }
 
 core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots) {
@@ -151,19 +153,20 @@ GangPlan GangPlanner::CheckFeasible(const core::Gang& gang) const {
   for (const core::PodInfo* p : gang.members) {
     int64_t s = slots_.SlotsOf(p->requests);
     if (max > 0 && s > max) {
-      result.reason = absl::StrCat("pod ", p->name, " requests ", slots_.Count(s),
-                                   "; maxSlotsPerPod is ", max);
+      result.reason =
+          absl::StrCat("pod ", p->name, " requests ", slots_.Count(s), "; maxSlotsPerPod is ", max);
       return result;
     }
   }
   if (max > 0 && total > max && total % max != 0) {
-    result.reason = absl::StrCat(slots_.Count(total), " is not divisible by maxSlotsPerPod ",
-                                 max, ", so the gang can never be scheduled");
+    result.reason = absl::StrCat(slots_.Count(total), " is not divisible by maxSlotsPerPod ", max,
+                                 ", so the gang can never be scheduled");
     return result;
   }
   if (!FitsOnEmptyPool(gang) && !Plan(gang, allocatable_).placed()) {
-    result.reason =
-        absl::StrCat("larger than the pool: ", WaitReason(gang, allocatable_, "in the whole pool"));
+    result.reason = absl::StrCat(
+        "larger than the pool: ",
+        WaitReason(gang, allocatable_, "in the whole pool", "no node can hold one of its pods"));
     return result;
   }
   result.outcome = GangPlan::Outcome::kPlaced;

@@ -65,9 +65,10 @@ class GangPlanner {
   // A quick sufficient test: as many copies of the largest member fit on empty eligible nodes as
   // the gang has members.
   bool FitsOnEmptyPool(const core::Gang& gang) const;
-  // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes".
-  std::string WaitReason(const core::Gang& gang, const Capacity& free,
-                         absl::string_view what) const;
+  // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes" (nodes with room for one of its pods
+  // in `free`); "needs 16 GPUs on 4 nodes; <none>" when no node has.
+  std::string WaitReason(const core::Gang& gang, const Capacity& free, absl::string_view what,
+                         absl::string_view none) const;
 
   const core::ClusterSnapshot& snapshot_;
   SlotPolicy slots_;

@@ -119,9 +119,10 @@ TEST_F(PreemptionE2e, NonPreemptiblePodIsNeverAVictimOfAdmission) {
   ASSERT_TRUE(WaitUntil([&] { return Running("np"); }));
 
   Submit({.name = "wide", .pods = 2, .gpus = 4, .priority = 60, .position = 3});
-  ExpectReason("wide",
-               "needs 8 GPUs on 2 nodes; 0 free on 0 fitting nodes; no set of lower-priority "
-               "preemptible gangs frees enough");
+  ExpectReason(
+      "wide",
+      "needs 8 GPUs on 2 nodes; no node has room for one of its pods; no set of lower-priority "
+      "preemptible gangs frees enough");
   Holds(
       "nothing is marked for wide", [&] { return !AnyMarked(); }, absl::Seconds(4));
   Finish("wide");

@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(
              4,
              GangPlan::Outcome::kWait,
              {},
-             "needs 1 GPU on 1 node; 0 free on 0 fitting nodes"},
+             "needs 1 GPU on 1 node; no node has room for one of its pods"},
         // 4 pods x 4 = 16 GPUs on 3 x 4 = 12 GPUs: can never fit.
         Case{"LargerThanThePool",
              {{"a", 4}, {"b", 4}, {"c", 4}},
@@ -113,6 +113,15 @@ INSTANTIATE_TEST_SUITE_P(
              GangPlan::Outcome::kInfeasible,
              {},
              "needs 16 GPUs on 4 nodes; 12 in the whole pool on 3 fitting nodes"},
+        // One 8-GPU pod on 4-GPU nodes: no node could ever hold it.
+        Case{"PodLargerThanEveryNode",
+             {{"a", 4}, {"b", 4}},
+             {},
+             {"j", 1, 8},
+             8,
+             GangPlan::Outcome::kInfeasible,
+             {},
+             "larger than the pool: needs 8 GPUs on 1 node; no node can hold one of its pods"},
         // A pod of 8 slots with maxSlotsPerPod 4.
         Case{"PodAboveMaxSlotsPerPod",
              {{"a", 8}},

@@ -38,9 +38,10 @@ TEST(SeedScenarios, TwoSixteenGpuJobsOnSixteenGpus) {
   EXPECT_EQ(c.NodesOf("default/exp-1"), (std::vector<std::string>{"node-a", "node-b"}));
   EXPECT_FALSE(c.Running("default/exp-2"));  // nothing partial: no pod of exp-2 holds a GPU
   EXPECT_EQ(c.snapshot()->Free(0).gpu() + c.snapshot()->Free(1).gpu(), 0);
-  EXPECT_EQ(FindDecision(r, "default/exp-2")->reason,
-            "needs 16 GPUs on 2 nodes; 0 free on 0 fitting nodes; no set of lower-priority "
-            "preemptible gangs frees enough");
+  EXPECT_EQ(
+      FindDecision(r, "default/exp-2")->reason,
+      "needs 16 GPUs on 2 nodes; no node has room for one of its pods; no set of lower-priority "
+      "preemptible gangs frees enough");
   c.Finish("default/exp-1");
   r = c.Step(Options(8));
   EXPECT_EQ(VerdictOf(r, "default/exp-2"), Verdict::kAdmit);
@@ -195,9 +196,10 @@ TEST(SeedScenarios, MaxSlotsPerPodMixedNodes) {
   // A 4-slot gang now waits: 2 GPUs free, all on n4-a.
   c.Submit({.name = "late", .gpus_per_pod = 4, .created_ms = 5});
   r = c.Step(Options(4));
-  EXPECT_EQ(FindDecision(r, "default/late")->reason,
-            "needs 4 GPUs on 1 node; 0 free on 0 fitting nodes; no set of lower-priority "
-            "preemptible gangs frees enough");
+  EXPECT_EQ(
+      FindDecision(r, "default/late")->reason,
+      "needs 4 GPUs on 1 node; no node has room for one of its pods; no set of lower-priority "
+      "preemptible gangs frees enough");
 }
 
 // Slots not divisible by maxSlotsPerPod are never scheduled; they say why and block nobody.
