@@ -162,7 +162,7 @@ Measured RawInsertRate(const std::string& url, int connections, int ops) {
 }
 
 Measured CreateExperimentRate(const std::string& target, const std::string& token, int clients,
-                            int ops) {
+                              int ops) {
   std::vector<std::unique_ptr<v1::ExperimentService::Stub>> stubs;
   for (int i = 0; i < clients; ++i) {
     grpc::ChannelArguments own;  // A connection of its own, as separate clients have.
@@ -196,9 +196,9 @@ void CompareRates(const std::string& raw_url, const std::string& target, const s
   };
   auto print = [](const std::string& label, const Measured& raw, const Measured& master,
                   const Measured& direct) {
-    std::printf("%-6s %13.0f %6.0f %19.0f %6.0f %6.2f %14.0f %6.0f %6.2f", label.c_str(),
-                raw.per_s, raw.cpu_us, master.per_s, master.cpu_us, master.per_s / raw.per_s,
-                direct.per_s, direct.cpu_us, direct.per_s / raw.per_s);
+    std::printf("%-6s %13.0f %6.0f %19.0f %6.0f %6.2f %14.0f %6.0f %6.2f", label.c_str(), raw.per_s,
+                raw.cpu_us, master.per_s, master.cpu_us, master.per_s / raw.per_s, direct.per_s,
+                direct.cpu_us, direct.per_s / raw.per_s);
   };
   for (int r = 0; r < rounds; ++r) {
     const Measured raw = RawInsertRate(raw_url, callers, ops);

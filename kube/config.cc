@@ -165,8 +165,7 @@ absl::StatusOr<Entry> Named(const std::vector<Document>& docs, const char* secti
     KUBE_ASSIGN_OR_RETURN(std::optional<YAML::Node> body,
                           d.reader.Named(d.root, section, name, inner));
     if (body) {
-      return Entry{&d.reader, *std::move(body),
-                   absl::StrCat(section, "[\"", name, "\"].", inner)};
+      return Entry{&d.reader, *std::move(body), absl::StrCat(section, "[\"", name, "\"].", inner)};
     }
   }
   return MergedError(docs, section, absl::StrCat("no entry named \"", name, "\""));

@@ -336,7 +336,7 @@ class Simulator {
   ClusterState cluster_;
   int64_t next_start_order_ = 0;
   std::set<std::tuple<int32_t, int64_t, int>> partial_;  // Greedy: partially placed jobs.
-  std::map<int, std::vector<core::PodInfo>> requeued_;    // Victims' pods until they requeue.
+  std::map<int, std::vector<core::PodInfo>> requeued_;   // Victims' pods until they requeue.
   bool release_pending_ = false;
   int64_t deadlock_epoch_ = 0;
 };

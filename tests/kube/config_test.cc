@@ -144,7 +144,8 @@ TEST_F(KubeConfigTest, ErrorsNameFileAndField) {
   EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {user: u}\n"),
               HasSubstr(R"(contexts["ctx"].context.cluster: missing)"));
   EXPECT_THAT(error("current-context: [\n"), HasSubstr("kubeconfig /etc/kube.yaml: document:"));
-  EXPECT_THAT(error("[a, b]\n"), HasSubstr("kubeconfig /etc/kube.yaml: document: expected a mapping"));
+  EXPECT_THAT(error("[a, b]\n"),
+              HasSubstr("kubeconfig /etc/kube.yaml: document: expected a mapping"));
   EXPECT_THAT(std::string(LoadKubeconfig("/nonexistent/kubeconfig").status().message()),
               HasSubstr("cannot read /nonexistent/kubeconfig"));
 }
@@ -226,13 +227,14 @@ users:
   const std::string bad = Write("b/bad", "clusters: {c: {server: x}}\n");
   EXPECT_THAT(std::string(LoadKubeconfigs({a, bad}).status().message()),
               HasSubstr(absl::StrCat("kubeconfig ", bad, ": clusters: expected a list")));
-  EXPECT_THAT(std::string(LoadKubeconfigs({a, a}).status().message()),
-              HasSubstr(absl::StrCat("kubeconfig ", a, ", ", a,
-                                     R"(: clusters: no entry named "c")")));
+  EXPECT_THAT(
+      std::string(LoadKubeconfigs({a, a}).status().message()),
+      HasSubstr(absl::StrCat("kubeconfig ", a, ", ", a, R"(: clusters: no entry named "c")")));
 }
 
 TEST_F(KubeConfigTest, KubeconfigVariableSkipsMissingFilesUnlessAllAre) {
-  const std::string config = Write("config", Kubeconfig("    server: https://api:443", "    token: t"));
+  const std::string config =
+      Write("config", Kubeconfig("    server: https://api:443", "    token: t"));
   const std::string missing = (dir_ / "missing").string();
   const char* saved = std::getenv("KUBECONFIG");
   const std::string restore = saved == nullptr ? "" : saved;

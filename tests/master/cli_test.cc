@@ -68,8 +68,9 @@ TEST_F(CliTest, LoginThenManageExperimentsAndJobs) {
   EXPECT_THAT(out_, HasSubstr("(PENDING)"));
   ASSERT_EQ(Run({"job", "list"}), 0) << err_;
   EXPECT_THAT(out_, ContainsRegex("PRIORITY +SLOTS +USER +SUBMITTED \\(UTC\\) +PENDING REASON"));
-  EXPECT_THAT(out_, ContainsRegex("exp-1 +EXPERIMENT +mnist +QUEUED +[0-9]+ +0/8 +admin +"
-                                  "20[0-9][0-9]-[01][0-9]-[0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-5][0-9] "));
+  EXPECT_THAT(out_,
+              ContainsRegex("exp-1 +EXPERIMENT +mnist +QUEUED +[0-9]+ +0/8 +admin +"
+                            "20[0-9][0-9]-[01][0-9]-[0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-5][0-9] "));
   ASSERT_EQ(Run({"job", "set-priority", "exp-1", "100"}), 0) << err_;
   EXPECT_EQ(out_, "Priority of exp-1 set to 100\n");
   ASSERT_EQ(Run({"job", "stats"}), 0) << err_;
