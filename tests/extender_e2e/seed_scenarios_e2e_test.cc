@@ -33,9 +33,10 @@ TEST_F(SeedScenariosE2e, TwoSixteenGpuJobsOnSixteenGpus) {
   StartExtender(8);
   ASSERT_TRUE(WaitUntil([&] { return Running("exp-1"); }));
   EXPECT_EQ(BoundNodes("exp-1"), (Nodes{NodeName("n", 0), NodeName("n", 1)}));
-  ExpectReason("exp-2",
-               "needs 16 GPUs on 2 nodes; 0 free on 0 fitting nodes; no set of lower-priority "
-               "preemptible gangs frees enough");
+  ExpectReason(
+      "exp-2",
+      "needs 16 GPUs on 2 nodes; no node has room for one of its pods; no set of lower-priority "
+      "preemptible gangs frees enough");
   EXPECT_EQ(Queued("exp-2").state, "WAIT");
   Holds(
       "exp-2 waits gated, holding nothing", [&] { return Waiting("exp-2"); }, absl::Seconds(5));
@@ -199,9 +200,10 @@ TEST_F(SeedScenariosE2e, MaxSlotsPerPodMixedNodes) {
 
   // A 4-slot gang now waits: 2 GPUs are free, both on the first 4-GPU node.
   Submit({.name = "late", .gpus = 4, .position = 5});
-  ExpectReason("late",
-               "needs 4 GPUs on 1 node; 0 free on 0 fitting nodes; no set of lower-priority "
-               "preemptible gangs frees enough");
+  ExpectReason(
+      "late",
+      "needs 4 GPUs on 1 node; no node has room for one of its pods; no set of lower-priority "
+      "preemptible gangs frees enough");
   EXPECT_TRUE(Gated("late"));
 }
 
