@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
+#include "master/pod_spec_shape.h"
 
 namespace phalanx::master {
 namespace {
@@ -108,6 +109,7 @@ absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_
     if (absl::StatusOr<YamlMap> m = pod.Map(object); !m.ok()) return m.status();
   }
   KUBE_ASSIGN_OR_RETURN(nlohmann::json json, parent.Json(key));
+  KUBE_RETURN_IF_ERROR(CheckPodSpecShape(json, parent.FieldPath(key)));
   return json;
 }
 

@@ -172,6 +172,10 @@ INSTANTIATE_TEST_SUITE_P(
         {"PodSpecUnknownKey",
          "max_slots_per_pod: 4\ntask_container_defaults: {cpu_pod_spec: {containers: []}}\n",
          "task_container_defaults.cpu_pod_spec.containers: unknown field"},
+        {"PoolPodSpecVolumeName",
+         "max_slots_per_pod: 4\nresource_pools: [{pool_name: a, task_container_defaults: "
+         "{gpu_pod_spec: {spec: {volumes: [{secret: {secretName: s}}]}}}}]\n",
+         "resource_pools[0].task_container_defaults.gpu_pod_spec.spec.volumes[0].name: required"},
         {"StorageType", "max_slots_per_pod: 4\ncheckpoint_storage: {type: ftp}\n",
          "checkpoint_storage.type: must be shared_fs, s3, gcs or azure"},
         {"StorageBucket", "max_slots_per_pod: 4\ncheckpoint_storage: {type: s3}\n",
