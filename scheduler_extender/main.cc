@@ -92,7 +92,14 @@ int Main(int argc, char** argv) {
 
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::signal(SIGINT, [](int) { g_stop = true; });
-  informer.WaitForSync(absl::Minutes(5));
+  // No admission round before nodes and pods are both listed: a round on a cache without nodes
+  // would take every planned node as gone and preempt the gangs planned on them.
+  for (int waited_s = 1; !informer.WaitForSync(absl::Seconds(1)) && !g_stop.load(); ++waited_s) {
+    if (waited_s % 30 == 0) {
+      std::fprintf(stderr,
+                   "phalanx-extender: still waiting for the first list of nodes and pods\n");
+    }
+  }
   std::thread rounds([&] { loop.Run(g_stop); });
   while (!g_stop.load()) absl::SleepFor(absl::Milliseconds(200));
   rounds.join();
