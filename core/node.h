@@ -33,6 +33,21 @@ struct Toleration {
 // Label pairs sorted by key.
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+// A requirement of a node selector term (Kubernetes' NodeSelectorRequirement): on a node label
+// (matchExpressions), or, when `on_name`, on the node's name (matchFields on metadata.name).
+struct NodeRequirement {
+  enum class Operator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+  std::string key;
+  Operator op = Operator::kIn;
+  std::vector<std::string> values;
+  bool on_name = false;
+};
+
+// A node selector term: a node matches when every requirement holds (an empty term matches none).
+struct NodeSelectorTerm {
+  std::vector<NodeRequirement> requirements;
+};
+
 struct Node {
   std::string name;
   Resources allocatable;

@@ -41,6 +41,9 @@ struct PodInfo {
   PodPhase phase = PodPhase::kPending;
   std::vector<Toleration> tolerations;
   Labels node_selector;
+  // Required node affinity (requiredDuringSchedulingIgnoredDuringExecution): a node must match one
+  // of these terms; empty when the pod has none.
+  std::vector<NodeSelectorTerm> node_affinity;
   // Why its phalanx labels or annotations could not be read, if so. Such a pod still counts
   // against its node, is never a victim and is not admitted.
   std::string contract_error;

@@ -1,7 +1,11 @@
-// Node eligibility by Kubernetes' NodeUnschedulable, TaintToleration and NodeSelector rules.
+// Node eligibility by Kubernetes' NodeUnschedulable, TaintToleration, NodeSelector and required
+// NodeAffinity rules.
 #include "gang/eligibility.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/numbers.h"
 
 namespace phalanx::gang {
 namespace {
@@ -9,6 +13,42 @@ namespace {
 bool Tolerated(const core::PodInfo& pod, const core::Taint& taint) {
   return std::any_of(pod.tolerations.begin(), pod.tolerations.end(),
                      [&](const core::Toleration& t) { return t.Tolerates(taint); });
+}
+
+// Gt and Lt compare integers; a value that is not one matches nothing, as in Kubernetes.
+bool Compares(const std::string* have, const core::NodeRequirement& r) {
+  int64_t label = 0, bound = 0;
+  if (have == nullptr || r.values.size() != 1 || !absl::SimpleAtoi(*have, &label) ||
+      !absl::SimpleAtoi(r.values[0], &bound)) {
+    return false;
+  }
+  return r.op == core::NodeRequirement::Operator::kGt ? label > bound : label < bound;
+}
+
+bool Holds(const core::NodeRequirement& r, const core::Node& node) {
+  const std::string* have = r.on_name ? &node.name : core::FindLabel(node.labels, r.key);
+  const bool listed =
+      have != nullptr && std::find(r.values.begin(), r.values.end(), *have) != r.values.end();
+  switch (r.op) {
+    case core::NodeRequirement::Operator::kIn:
+      return listed;
+    case core::NodeRequirement::Operator::kNotIn:
+      return !listed;
+    case core::NodeRequirement::Operator::kExists:
+      return have != nullptr;
+    case core::NodeRequirement::Operator::kDoesNotExist:
+      return have == nullptr;
+    case core::NodeRequirement::Operator::kGt:
+    case core::NodeRequirement::Operator::kLt:
+      return Compares(have, r);
+  }
+  return false;
+}
+
+bool TermMatches(const core::NodeSelectorTerm& term, const core::Node& node) {
+  return !term.requirements.empty() &&
+         std::all_of(term.requirements.begin(), term.requirements.end(),
+                     [&](const core::NodeRequirement& r) { return Holds(r, node); });
 }
 
 }  // namespace
@@ -31,7 +71,9 @@ bool NodeEligible(const core::PodInfo& pod, const core::Node& node) {
     const std::string* have = core::FindLabel(node.labels, key);
     if (have == nullptr || *have != value) return false;
   }
-  return true;
+  return pod.node_affinity.empty() ||
+         std::any_of(pod.node_affinity.begin(), pod.node_affinity.end(),
+                     [&](const core::NodeSelectorTerm& t) { return TermMatches(t, node); });
 }
 
 }  // namespace phalanx::gang

@@ -1,4 +1,5 @@
-// Which nodes a pod may use at all: cordon state, taints/tolerations and nodeSelector.
+// Which nodes a pod may use at all: cordon state, taints/tolerations, nodeSelector and required
+// node affinity.
 #ifndef PHALANX_GANG_ELIGIBILITY_H_
 #define PHALANX_GANG_ELIGIBILITY_H_
 
@@ -12,8 +13,10 @@ namespace phalanx::gang {
 // NoExecute taint is tolerated.
 bool NodeAdmits(const core::PodInfo& pod, const core::Node& node);
 
-// True when `pod` may be placed on `node` by Kubernetes' rules, capacity aside: NodeAdmits, and
-// every nodeSelector pair matches a node label.
+// True when `pod` may be placed on `node` by Kubernetes' rules, capacity aside: NodeAdmits, every
+// nodeSelector pair matches a node label, and the node matches one term of the pod's required
+// node affinity (if it has any): every requirement of the term holds (In, NotIn, Exists,
+// DoesNotExist; Gt and Lt on integer label values; matchFields on the node's name).
 bool NodeEligible(const core::PodInfo& pod, const core::Node& node);
 
 }  // namespace phalanx::gang

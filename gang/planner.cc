@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gang/eligibility.h"
 
 namespace phalanx::gang {
@@ -19,6 +20,13 @@ std::string Signature(const core::PodInfo& pod) {
   for (const core::Toleration& t : pod.tolerations) {
     absl::StrAppend(&sig, t.key, ":", static_cast<int>(t.op), ":", t.value, ":", t.any_effect, ":",
                     static_cast<int>(t.effect), ";");
+  }
+  for (const core::NodeSelectorTerm& term : pod.node_affinity) {
+    absl::StrAppend(&sig, "|");
+    for (const core::NodeRequirement& r : term.requirements) {
+      absl::StrAppend(&sig, r.on_name, ":", r.key, ":", static_cast<int>(r.op), ":",
+                      absl::StrJoin(r.values, ","), ";");
+    }
   }
   return sig;
 }

@@ -73,7 +73,7 @@ class GangPlanner {
   const core::ClusterSnapshot& snapshot_;
   SlotPolicy slots_;
   Capacity allocatable_;
-  // Eligible nodes per scheduling signature (selector + tolerations), filled lazily.
+  // Eligible nodes per scheduling signature (selector, tolerations, node affinity), filled lazily.
   mutable absl::flat_hash_map<std::string, std::unique_ptr<std::vector<int>>> eligible_;
   mutable absl::flat_hash_map<absl::string_view, int> node_index_;
 };

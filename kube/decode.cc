@@ -1,6 +1,7 @@
 // Pod and Node decoding: effective requests, the phalanx pod contract, taints and tolerations.
 #include "kube/decode.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -138,6 +139,48 @@ absl::StatusOr<core::Toleration> DecodeToleration(const JsonObject& t) {
   return out;
 }
 
+absl::StatusOr<core::NodeRequirement> DecodeRequirement(const JsonObject& r, bool on_name) {
+  using Op = core::NodeRequirement::Operator;
+  static constexpr std::pair<std::string_view, Op> kOps[] = {
+      {"In", Op::kIn},         {"NotIn", Op::kNotIn},
+      {"Exists", Op::kExists}, {"DoesNotExist", Op::kDoesNotExist},
+      {"Gt", Op::kGt},         {"Lt", Op::kLt}};
+  core::NodeRequirement out{.on_name = on_name};
+  KUBE_ASSIGN_OR_RETURN(std::string_view key, r.String("key"));
+  KUBE_ASSIGN_OR_RETURN(std::string_view op, r.String("operator"));
+  KUBE_ASSIGN_OR_RETURN(out.values, r.StringArray("values"));
+  out.key = std::string(key);
+  const auto* found =
+      std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return o.first == op; });
+  if (found == std::end(kOps)) {
+    return Invalid(r.FieldPath("operator"), absl::StrCat("unknown operator \"", Sv(op), "\""));
+  }
+  out.op = found->second;
+  return out;
+}
+
+// spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.
+absl::StatusOr<std::vector<core::NodeSelectorTerm>> DecodeNodeAffinity(const JsonObject& spec) {
+  KUBE_ASSIGN_OR_RETURN(JsonObject affinity, spec.Object("affinity"));
+  KUBE_ASSIGN_OR_RETURN(JsonObject node, affinity.Object("nodeAffinity"));
+  KUBE_ASSIGN_OR_RETURN(JsonObject required,
+                        node.Object("requiredDuringSchedulingIgnoredDuringExecution"));
+  KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> terms, required.ObjectArray("nodeSelectorTerms"));
+  std::vector<core::NodeSelectorTerm> out;
+  for (const JsonObject& t : terms) {
+    core::NodeSelectorTerm& term = out.emplace_back();
+    for (const auto& [list, on_name] :
+         {std::pair{"matchExpressions", false}, {"matchFields", true}}) {
+      KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> requirements, t.ObjectArray(list));
+      for (const JsonObject& r : requirements) {
+        KUBE_ASSIGN_OR_RETURN(core::NodeRequirement req, DecodeRequirement(r, on_name));
+        term.requirements.push_back(std::move(req));
+      }
+    }
+  }
+  return out;
+}
+
 // A gang size label or annotation; 0 (min-available of CPU tasks in Determined) means 1.
 absl::StatusOr<int32_t> GangSize(const std::string* text, const std::string& field) {
   if (text == nullptr) return 1;
@@ -231,6 +274,7 @@ absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root) {
     pod.tolerations.push_back(std::move(toleration));
   }
   KUBE_ASSIGN_OR_RETURN(pod.node_selector, spec.StringMap("nodeSelector"));
+  KUBE_ASSIGN_OR_RETURN(pod.node_affinity, DecodeNodeAffinity(spec));
   KUBE_ASSIGN_OR_RETURN(core::Labels labels, meta.StringMap("labels"));
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
   if (absl::Status contract = DecodeContract(labels, annotations, pod); !contract.ok()) {

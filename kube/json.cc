@@ -94,6 +94,22 @@ absl::StatusOr<std::string_view> JsonObject::String(std::string_view key) const 
   return s;
 }
 
+absl::StatusOr<std::vector<std::string>> JsonObject::StringArray(std::string_view key) const {
+  std::vector<std::string> out;
+  std::optional<simdjson::dom::element> e = Get(key);
+  if (!e) return out;
+  simdjson::dom::array array;
+  if (e->get(array) != simdjson::SUCCESS) return WrongType(FieldPath(key), "an array");
+  for (simdjson::dom::element item : array) {
+    std::string_view s;
+    if (item.get(s) != simdjson::SUCCESS) {
+      return WrongType(absl::StrCat(FieldPath(key), "[", out.size(), "]"), "a string");
+    }
+    out.emplace_back(s);
+  }
+  return out;
+}
+
 absl::StatusOr<int64_t> JsonObject::Int(std::string_view key) const {
   std::optional<simdjson::dom::element> e = Get(key);
   if (!e) return 0;

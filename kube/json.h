@@ -57,6 +57,7 @@ class JsonObject {
   absl::StatusOr<JsonObject> Object(std::string_view key) const;
   absl::StatusOr<std::vector<JsonObject>> ObjectArray(std::string_view key) const;
   absl::StatusOr<std::string_view> String(std::string_view key) const;
+  absl::StatusOr<std::vector<std::string>> StringArray(std::string_view key) const;
   absl::StatusOr<int64_t> Int(std::string_view key) const;
   absl::StatusOr<bool> Bool(std::string_view key) const;
   // A map of strings (labels, nodeSelector, resource lists), sorted by key.

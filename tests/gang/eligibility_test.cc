@@ -1,4 +1,5 @@
-// Node eligibility: cordons, taints/tolerations (Kubernetes semantics) and nodeSelector.
+// Node eligibility: cordons, taints/tolerations (Kubernetes semantics), nodeSelector and required
+// node affinity.
 #include "gang/eligibility.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +57,62 @@ TEST(EligibilityTest, NodeSelectorMustMatchEveryPair) {
   EXPECT_FALSE(NodeEligible(pod, node));
   pod.node_selector = {{"rack", "r1"}};
   EXPECT_FALSE(NodeEligible(pod, node));
+}
+
+using Op = core::NodeRequirement::Operator;
+
+core::NodeRequirement Label(std::string key, Op op, std::vector<std::string> values = {}) {
+  return {.key = std::move(key), .op = op, .values = std::move(values)};
+}
+
+TEST(EligibilityTest, NodeAffinityOperators) {
+  core::Node node = testing::GpuNode("n1", 8);
+  node.labels = {{"gpus", "8"}, {"zone", "z1"}};
+  struct Case {
+    core::NodeRequirement requirement;
+    bool eligible;
+  };
+  const Case cases[] = {
+      {Label("zone", Op::kIn, {"z0", "z1"}), true},
+      {Label("zone", Op::kIn, {"z2"}), false},
+      {Label("rack", Op::kIn, {"r1"}), false},
+      {Label("zone", Op::kNotIn, {"z2"}), true},
+      {Label("zone", Op::kNotIn, {"z1"}), false},
+      {Label("rack", Op::kNotIn, {"r1"}), true},  // An absent label is not in any list.
+      {Label("zone", Op::kExists), true},
+      {Label("rack", Op::kExists), false},
+      {Label("rack", Op::kDoesNotExist), true},
+      {Label("zone", Op::kDoesNotExist), false},
+      {Label("gpus", Op::kGt, {"4"}), true},
+      {Label("gpus", Op::kGt, {"8"}), false},
+      {Label("gpus", Op::kLt, {"16"}), true},
+      {Label("zone", Op::kGt, {"1"}), false},  // Not an integer: matches nothing.
+      {Label("rack", Op::kLt, {"1"}), false},
+      {{.key = "metadata.name", .op = Op::kIn, .values = {"n1"}, .on_name = true}, true},
+      {{.key = "metadata.name", .op = Op::kNotIn, .values = {"n1"}, .on_name = true}, false},
+  };
+  for (const Case& c : cases) {
+    core::PodInfo pod;
+    pod.node_affinity = {core::NodeSelectorTerm{{c.requirement}}};
+    EXPECT_EQ(NodeEligible(pod, node), c.eligible)
+        << c.requirement.key << " op " << static_cast<int>(c.requirement.op);
+  }
+}
+
+TEST(EligibilityTest, NodeAffinityTermsAreOredAndRequirementsAnded) {
+  core::Node node = testing::GpuNode("n", 8);
+  node.labels = {{"zone", "z1"}};
+  core::PodInfo pod;
+  pod.node_affinity = {
+      core::NodeSelectorTerm{{Label("zone", Op::kIn, {"z1"}), Label("rack", Op::kExists)}}};
+  EXPECT_FALSE(NodeEligible(pod, node));  // The second requirement fails.
+  pod.node_affinity.push_back(core::NodeSelectorTerm{{Label("zone", Op::kExists)}});
+  EXPECT_TRUE(NodeEligible(pod, node));  // The second term matches.
+  pod.node_affinity = {core::NodeSelectorTerm{}};
+  EXPECT_FALSE(NodeEligible(pod, node));  // An empty term matches no node.
+  pod.node_affinity = {core::NodeSelectorTerm{{Label("zone", Op::kIn, {"z1"})}}};
+  pod.node_selector = {{"zone", "z2"}};
+  EXPECT_FALSE(NodeEligible(pod, node));  // Both nodeSelector and affinity must hold.
 }
 
 }  // namespace

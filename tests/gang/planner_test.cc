@@ -162,6 +162,45 @@ TEST(PlannerTest, RespectsSelectorsAndTaints) {
   EXPECT_EQ(plan.nodes, (std::vector<int>{1, 1}));  // only b matches the selector
 }
 
+// Required node affinity as a seeds' resource pool sets it (zone In [...]): the gang goes to the
+// zone's node although another fits it better; a gang in another zone, planned by the same
+// planner, is not given the first one's nodes.
+TEST(PlannerTest, RespectsRequiredNodeAffinity) {
+  core::SnapshotBuilder b;
+  const std::pair<const char*, const char*> nodes[] = {
+      {"a", "antarctica-west1"}, {"b", "antarctica-east1"}, {"c", "antarctica-east1"}};
+  for (const auto& [name, zone] : nodes) {
+    core::Node n = GpuNode(name, 8);
+    n.labels = {{"topology.kubernetes.io/zone", zone}};
+    b.UpsertNode(n);
+  }
+  core::PodInfo busy = GatedGang({.name = "busy", .gpus_per_pod = 4}).at(0);
+  busy.gated = false;
+  busy.node = "b";
+  busy.phase = core::PodPhase::kRunning;
+  b.UpsertPod(busy);  // b is the best fit for 4 GPUs.
+  auto zone = [](const char* z) {
+    return core::NodeSelectorTerm{{core::NodeRequirement{.key = "topology.kubernetes.io/zone",
+                                                         .op = core::NodeRequirement::Operator::kIn,
+                                                         .values = {z}}}};
+  };
+  for (const auto& [gang, z] :
+       {std::pair{"west", "antarctica-west1"}, {"east", "antarctica-east1"}}) {
+    for (core::PodInfo p : GatedGang({.name = gang, .pods = 1, .gpus_per_pod = 4})) {
+      p.node_affinity = {zone(z)};
+      b.UpsertPod(std::move(p));
+    }
+  }
+  auto snap = b.Build();
+  GangPlanner planner(*snap, SlotPolicy{});
+  GangPlan west = planner.Plan(*snap->FindGang("default/west"), FreeCapacity(*snap));
+  ASSERT_TRUE(west.placed());
+  EXPECT_EQ(west.nodes, (std::vector<int>{0}));
+  GangPlan east = planner.Plan(*snap->FindGang("default/east"), FreeCapacity(*snap));
+  ASSERT_TRUE(east.placed());
+  EXPECT_EQ(east.nodes, (std::vector<int>{1}));
+}
+
 // Global maxSlotsPerPod 4, resource pool a100's 8: pod sizes and divisibility follow the gang's
 // pool.
 TEST(PlannerTest, PoolMaxSlotsPerPodOverridesTheGlobalOne) {

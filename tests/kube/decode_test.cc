@@ -157,6 +157,33 @@ TEST(KubeDecodePodTest, PodLevelRequestsOverrideContainers) {
   EXPECT_EQ(pod->requests, core::Resources(3000, 1024, 0));
 }
 
+TEST(KubeDecodePodTest, RequiredNodeAffinity) {
+  simdjson::dom::parser parser;
+  absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(
+      parser,
+      MiniPod("", R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":)"
+                  R"({"nodeSelectorTerms":[)"
+                  R"({"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In",)"
+                  R"("values":["antarctica-west1","antarctica-east1"]}]},)"
+                  R"({"matchExpressions":[{"key":"gpus","operator":"Gt","values":["4"]}],)"
+                  R"("matchFields":[{"key":"metadata.name","operator":"NotIn","values":["n9"]}]})"
+                  R"(]},"preferredDuringSchedulingIgnoredDuringExecution":[]}})")));
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_EQ(pod->node_affinity.size(), 2u);
+  using Op = core::NodeRequirement::Operator;
+  const core::NodeRequirement& zone = pod->node_affinity[0].requirements.at(0);
+  EXPECT_EQ(zone.key, "topology.kubernetes.io/zone");
+  EXPECT_EQ(zone.op, Op::kIn);
+  EXPECT_THAT(zone.values, ElementsAre("antarctica-west1", "antarctica-east1"));
+  EXPECT_FALSE(zone.on_name);
+  ASSERT_EQ(pod->node_affinity[1].requirements.size(), 2u);
+  EXPECT_EQ(pod->node_affinity[1].requirements[0].op, Op::kGt);
+  const core::NodeRequirement& name = pod->node_affinity[1].requirements[1];
+  EXPECT_TRUE(name.on_name);
+  EXPECT_EQ(name.op, Op::kNotIn);
+  EXPECT_THAT(name.values, ElementsAre("n9"));
+}
+
 struct Malformed {
   std::string meta;
   std::string spec;
@@ -192,6 +219,19 @@ TEST(KubeDecodePodTest, MalformedFieldErrorsNameObjectAndField) {
                 R"(spec.tolerations[1].effect: unknown effect "Sometimes")"},
       Malformed{"", R"("nodeSelector":{"zone":1})", "",
                 R"(spec.nodeSelector["zone"]: expected a string)"},
+      Malformed{"",
+                R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":)"
+                R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"z","operator":"Near"}]}]}}})",
+                "",
+                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+                R"(nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator "Near")"},
+      Malformed{"",
+                R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":)"
+                R"({"nodeSelectorTerms":[{"matchFields":[{"key":"k","operator":"In",)"
+                R"("values":[1]}]}]}}})",
+                "",
+                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+                "nodeSelectorTerms[0].matchFields[0].values[0]: expected a string"},
       Malformed{"", "", R"("phase":"Dancing")", R"(status.phase: unknown phase "Dancing")"},
       Malformed{"", "", R"("startTime":"soon")",
                 R"(status.startTime: invalid RFC 3339 time "soon")"},
