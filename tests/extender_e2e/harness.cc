@@ -213,15 +213,23 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
     if (gang.position > 0) {
       absl::StrAppend(&labels, ",\"phalanx.io/queue-position\":\"", gang.position, "\"");
     }
-    std::string pod = absl::StrCat(
-        R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r", run, "-", i,
-        R"(","labels":{)", labels, R"(}},"spec":{"schedulerName":"phalanx","priorityClassName":")",
-        pc, R"(","schedulingGates":[{"name":"phalanx.io/admission"}],"nodeSelector":{")", kPoolKey,
-        R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
-        R"(","operator":"Equal","value":")", ns_,
-        R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
-        R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
-        R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
+    const std::string affinity =
+        gang.affinity_host.empty()
+            ? ""
+            : absl::StrCat(R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuring)",
+                           R"(Execution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":)",
+                           R"("kubernetes.io/hostname","operator":"In","values":[)",
+                           EncodeJsonString(gang.affinity_host), "]}]}]}}},");
+    std::string pod =
+        absl::StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r",
+                     run, "-", i, R"(","labels":{)", labels, R"(}},"spec":{)", affinity,
+                     R"("schedulerName":"phalanx","priorityClassName":")", pc,
+                     R"(","schedulingGates":[{"name":"phalanx.io/admission"}],"nodeSelector":{")",
+                     kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
+                     R"(","operator":"Equal","value":")", ns_,
+                     R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
+                     R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
+                     R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
     ASSERT_TRUE(CreatePod(pod));
   }
 }

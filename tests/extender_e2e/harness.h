@@ -31,6 +31,8 @@ struct GangSpec {
   int position = 0;   // phalanx.io/queue-position; 0 leaves the label out.
   bool preemptible = true;
   std::string task = "experiment";
+  // Non-empty: required node affinity kubernetes.io/hostname In [affinity_host].
+  std::string affinity_host;
 };
 
 // One gang's entry in the extender's /debug/queue.
