@@ -67,8 +67,16 @@ absl::Status JobManager::ReportCompletion(const std::string& allocation_id, bool
   PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(Alloc * a, FindAllocLocked(allocation_id));
-  // The pods exit on their own; their phases then end the allocation.
-  return SetTrialStateLocked(*a->rec.trial_id, success ? RunState::kCompleted : RunState::kError,
+  KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a->rec.trial_id));
+  // As for pod phases (UpdateFromPodsLocked): a trial that already ended (killed, say) keeps its
+  // state, and a failure while the run is being preempted is the preemption's doing (the trial
+  // resumes later). The pods exit on their own; their phases then end the allocation.
+  if (IsTerminal(trial.state) || (!success && a->rec.preempt_requested)) {
+    EventLocked(absl::StrCat(allocation_id, ": reported ", success ? "success" : "failure",
+                             "; trial ", trial.id, " stays ", RunStateName(trial.state)));
+    return absl::OkStatus();
+  }
+  return SetTrialStateLocked(trial.id, success ? RunState::kCompleted : RunState::kError,
                              success ? "" : error);
 }
 

@@ -453,6 +453,28 @@ TEST_F(ServiceTest, ReportedFailureIsKept) {
   EXPECT_EQ(trial.error(), "CUDA out of memory");
 }
 
+// Reports the trial state does not take: a failure while the run is being preempted (the
+// preemption stopped it; it resumes later) and any report once the trial has ended.
+TEST_F(ServiceTest, ReportsDuringPreemptionOrAfterTheEndLeaveTheTrial) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning, /*preempt=*/true);
+  ASSERT_TRUE(jobs_->ReportCompletion(a, /*success=*/false, "terminated").ok());
+  EXPECT_EQ(Get(exp.id()).trials(0).state(), v1::TRIAL_STATE_ACTIVE);
+
+  const v1::Experiment killed = Create("resources: {slots_per_trial: 4}\n");
+  const std::string b = Get(killed.id()).trials(0).allocation_id();
+  Play(b, core::PodPhase::kRunning);
+  v1::KillExperimentRequest kill;
+  kill.set_id(killed.id());
+  ASSERT_TRUE(
+      experiments_->KillExperiment(Ctx().get(), kill, Ignored<v1::KillExperimentResponse>()).ok());
+  ASSERT_TRUE(jobs_->ReportCompletion(b, /*success=*/false, "terminated").ok());
+  const v1::Trial trial = Get(killed.id()).trials(0);
+  EXPECT_EQ(trial.state(), v1::TRIAL_STATE_CANCELED);
+  EXPECT_EQ(trial.error(), "");
+}
+
 // Refusals that can go away are retried at the next tick: the trial starts a new run.
 TEST_F(ServiceTest, PodsRefusedForNowAreRetried) {
   absl::Status refusal;
