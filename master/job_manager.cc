@@ -157,6 +157,7 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
   {
     absl::MutexLock lock(&mu_);
     KUBE_RETURN_IF_ERROR(NumberLocked(sub.job, sub.trials));
+    submitting_.insert(sub.job.job_id);
     for (TrialRecord& t : sub.trials) {
       if (static_cast<int>(sub.launches.size()) >= cap) break;
       absl::StatusOr<Launch> launch = PrepareRunLocked(sub.job, t, parsed);
@@ -173,6 +174,7 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
   JobView view;
   {
     absl::MutexLock lock(&mu_);
+    submitting_.erase(sub.job.job_id);
     if (!stored.ok()) {
       if (absl::IsAlreadyExists(stored)) last_ids_.reset();  // Another writer numbered jobs.
       return stored;
@@ -229,6 +231,9 @@ absl::StatusOr<std::pair<std::vector<JobRecord>, int>> JobManager::ListJobs(
 
 absl::StatusOr<JobRecord> JobManager::GetActiveJobLocked(const std::string& job_id,
                                                          bool allow_paused) {
+  if (submitting_.contains(job_id)) {
+    return absl::UnavailableError(absl::StrCat(job_id, " is still being submitted; try again"));
+  }
   KUBE_ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(job_id));
   if (job.state == RunState::kActive || (allow_paused && job.state == RunState::kPaused)) {
     return job;

@@ -295,6 +295,9 @@ class JobManager {
   // Each job's open allocations, in the order they were added.
   absl::flat_hash_map<std::string, std::vector<Alloc*>> job_allocs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> dirty_jobs_ ABSL_GUARDED_BY(mu_);
+  // Jobs numbered by a submission that has not opened them yet (Submit stores them without the
+  // lock): no command may act on them before, or it would miss their runs.
+  absl::flat_hash_set<std::string> submitting_ ABSL_GUARDED_BY(mu_);
   // Jobs whose last Reconcile or submission could not start every run: Tick tries them again.
   absl::flat_hash_set<std::string> retry_jobs_ ABSL_GUARDED_BY(mu_);
   // Runs opened whose pods are not created yet, and pods to delete (DoQueuedPodWork).

@@ -6,9 +6,11 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kube/status.h"
+#include "pqxx/pqxx"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {
@@ -451,6 +453,39 @@ TEST_F(ServiceTest, ReportedFailureIsKept) {
   const v1::Trial trial = Get(exp.id()).trials(0);
   EXPECT_EQ(trial.state(), v1::TRIAL_STATE_ERROR);
   EXPECT_EQ(trial.error(), "CUDA out of memory");
+}
+
+// A command on a job whose submission is still being stored waits for nothing and changes
+// nothing: it is refused as UNAVAILABLE. (Before, a kill got through once the commit was in and
+// the submission then opened the killed job's runs and created their pods.) A lock on the jobs
+// table holds the submission in its commit.
+TEST_F(ServiceTest, CommandsOnAJobBeingSubmittedAreRefused) {
+  pqxx::connection locker(url_);
+  pqxx::work hold(locker);
+  hold.exec("LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE");  // Reads go on, inserts wait.
+  auto submit = std::async(std::launch::async, [&] {
+    const User admin = store_->FindUser("admin")->user;
+    return jobs_->CreateExperiment("resources: {slots_per_trial: 4}\n", admin, true).status();
+  });
+  pqxx::connection watcher(url_);
+  for (int i = 0; i < 500; ++i) {
+    pqxx::nontransaction q(watcher);
+    if (q.exec1("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]
+            .as<int>() > 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto kill = std::async(std::launch::async, [&] { return jobs_->Kill("exp-1"); });
+  const bool answered = kill.wait_for(std::chrono::seconds(3)) == std::future_status::ready;
+  hold.commit();  // The submission goes on.
+  const absl::Status killed = kill.get();
+  EXPECT_TRUE(answered) << "the kill waited for the submission";
+  EXPECT_TRUE(absl::IsUnavailable(killed)) << killed;
+  EXPECT_THAT(std::string(killed.message()), HasSubstr("exp-1 is still being submitted"));
+  ASSERT_TRUE(submit.get().ok());
+  EXPECT_EQ(pods_.pods().size(), 1u);
+  EXPECT_EQ(Get(1).experiment().state(), v1::EXPERIMENT_STATE_ACTIVE);
 }
 
 // Reports the trial state does not take: a failure while the run is being preempted (the
