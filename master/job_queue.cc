@@ -130,6 +130,9 @@ absl::Status JobManager::Move(const std::string& job_id, const std::string& anch
   });
   auto at = std::find_if(peers.begin(), peers.end(),
                          [&](const JobRecord* j) { return j->job_id == anchor_id; });
+  if (at == peers.end()) {
+    return absl::InternalError(absl::StrCat(anchor_id, " is active but not in the queue"));
+  }
   const JobRecord* neighbour = nullptr;
   if (ahead && at != peers.begin()) neighbour = *(at - 1);
   if (!ahead && at + 1 != peers.end()) neighbour = *(at + 1);
