@@ -436,7 +436,28 @@ void JobManager::OnPodDeleted(const std::string& ns, const std::string& name) {
   const size_t dash = name.rfind('-');
   auto it = allocs_.find(name.substr(0, dash));
   if (dash == std::string::npos || it == allocs_.end() || it->second.rec.ns != ns) return;
-  Alloc& a = it->second;
+  PodGoneLocked(it->second, name);
+  (void)ReconcileDirtyLocked();
+}
+
+void JobManager::OnPodsListed(const std::string& ns, const std::set<std::string>& listed) {
+  PodsAfterUnlock start(this);
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<std::string, std::string>> gone;  // Allocation id, pod name.
+  for (const auto& [id, a] : allocs_) {
+    if (a.rec.ns != ns) continue;
+    for (const auto& [name, pod] : a.pods) {
+      if (!listed.contains(name)) gone.emplace_back(id, name);
+    }
+  }
+  for (const auto& [id, name] : gone) {
+    // An allocation ends (and is forgotten) with its last pod.
+    if (auto it = allocs_.find(id); it != allocs_.end()) PodGoneLocked(it->second, name);
+  }
+  (void)ReconcileDirtyLocked();
+}
+
+void JobManager::PodGoneLocked(Alloc& a, const std::string& name) {
   a.pods.erase(name);
   if (a.rec.state != AllocState::kTerminating) {
     // Deleted behind the master's back: the run is lost; the trial starts again.
@@ -444,7 +465,6 @@ void JobManager::OnPodDeleted(const std::string& ns, const std::string& name) {
   } else {
     FinishIfGoneLocked(a);
   }
-  (void)ReconcileDirtyLocked();
 }
 
 }  // namespace phalanx::master

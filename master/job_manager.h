@@ -32,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,10 @@ class JobManager {
   // Kubernetes observations (from the pod watcher).
   void OnPod(const PodState& pod);
   void OnPodDeleted(const std::string& ns, const std::string& name);
+  // A list of the managed pods of `ns` (the watch's first, or a relist): every pod the manager
+  // holds there that `listed` lacks is gone, as if its deletion had been watched. (Pods deleted
+  // before the watch began, as Recover deletes them, send no event.)
+  void OnPodsListed(const std::string& ns, const std::set<std::string>& listed);
   // Preemption timeouts, then RetryLocked.
   void Tick(absl::Time now);
 
@@ -284,6 +289,8 @@ class JobManager {
   void ForgetAllocLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void EventLocked(const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pod `name` of allocation `a` is gone (OnPodDeleted, OnPodsListed).
+  void PodGoneLocked(Alloc& a, const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MasterConfig config_;
   Store& store_;

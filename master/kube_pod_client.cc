@@ -113,7 +113,6 @@ void PodWatcher::Stop() {
 }
 
 void PodWatcher::Run(const std::string& ns) {
-  std::set<std::string> known;  // Pod names seen and not deleted.
   std::string rv;
   while (!stop_) {
     if (rv.empty()) {
@@ -132,10 +131,7 @@ void PodWatcher::Run(const std::string& ns) {
         std::this_thread::sleep_for(std::chrono::seconds(2));
         continue;
       }
-      for (const std::string& name : known) {
-        if (!listed.count(name)) jobs_.OnPodDeleted(ns, name);
-      }
-      known = std::move(listed);
+      jobs_.OnPodsListed(ns, listed);
       rv = *list;
     }
     kube::WatchResult w = client_.Watch(
@@ -145,10 +141,8 @@ void PodWatcher::Run(const std::string& ns) {
           absl::StatusOr<PodState> s = DecodePodState(object);
           if (!s.ok()) return !stop_;
           if (type == kube::EventType::kDeleted) {
-            known.erase(s->name);
             jobs_.OnPodDeleted(ns, s->name);
           } else {
-            known.insert(s->name);
             jobs_.OnPod(*s);
           }
           return !stop_;

@@ -1,6 +1,7 @@
 // Tasks, the job queue (order, moves, priority changes, pending reasons, stats) and start-up
 // recovery through the phalanx.v1 services (service_fixture.h).
 #include <atomic>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "tests/master/service_fixture.h"
@@ -344,11 +345,17 @@ TEST_F(ServiceTest, RecoveryReattachesDeletesOrphansAndNeverDuplicates) {
   EXPECT_THAT(pods_.deleted(), ElementsAre("exp-999-trial-1-r1-0"));
   EXPECT_EQ(jobs_->GetJob(a.job_id())->trials[0].allocation->id, alloc);
 
-  // A gang that lost a pod meanwhile is replaced by a new run.
+  // A gang that lost a pod meanwhile is replaced by a new run. Recover deletes the rest of the
+  // old gang before the pod watch starts, so no deletion is ever watched: the watch's first list
+  // (without them) ends the old run.
   ASSERT_TRUE(pods_.DeletePod("gpu-ns", alloc + "-1").ok());
   jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);
   ASSERT_TRUE(jobs_->Recover().ok());
-  ReapDeleted();
+  EXPECT_EQ(store_->GetAllocation(alloc)->state, AllocState::kTerminating);
+  std::set<std::string> listed;
+  for (const auto& [key, pod] : pods_.pods()) listed.insert(pod["metadata"]["name"]);
+  jobs_->OnPodsListed("gpu-ns", listed);
+  EXPECT_EQ(store_->GetAllocation(alloc)->state, AllocState::kTerminated);
   const JobView view = *jobs_->GetJob(a.job_id());
   ASSERT_TRUE(view.trials[0].allocation.has_value());
   EXPECT_NE(view.trials[0].allocation->id, alloc);
