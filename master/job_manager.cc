@@ -274,12 +274,18 @@ absl::Status JobManager::Kill(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kCanceled;
-  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  if (absl::Status s = UpdateJobLocked(job); !s.ok()) {
+    // The commit's outcome may be unknown: the next tick reconciles the job as it was stored.
+    if (absl::IsUnavailable(s)) retry_jobs_.insert(job_id);
+    return s;
+  }
+  // The pods go first (they hold GPUs); stopping them is tried again at the next tick if it fails.
+  const absl::Status stopped = ReconcileLocked(job_id);
   KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
   for (const TrialRecord& t : trials) {
     if (!IsTerminal(t.state)) KUBE_RETURN_IF_ERROR(SetTrialStateLocked(t.id, RunState::kCanceled));
   }
-  return ReconcileLocked(job_id);
+  return stopped;
 }
 
 absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {

@@ -160,6 +160,8 @@ absl::Status JobManager::Recover() {
     if (job.state == RunState::kActive) active_jobs_.Put(job);
     dirty_jobs_.insert(job.job_id);
   }
+  // Open runs of jobs that ended (a kill whose pods were not all stopped) are stopped now.
+  for (const auto& [id, a] : allocs_) dirty_jobs_.insert(a.rec.job_id);
   return ReconcileDirtyLocked();
 }
 

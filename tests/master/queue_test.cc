@@ -328,6 +328,23 @@ TEST_F(ServiceTest, QueueStatesAmongSimilarIdsFiltersAndPages) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// A job stored as ended whose run was not stopped (a kill cut short by the database) has its pods
+// deleted by the next master's recovery.
+TEST_F(ServiceTest, RecoveryStopsRunsOfEndedJobs) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");
+  const std::string alloc = Get(exp.id()).trials(0).allocation_id();
+  JobRecord job = *store_->GetJob(exp.job_id());
+  job.state = RunState::kCanceled;
+  ASSERT_TRUE(store_->UpdateJob(job).ok());  // What a kill stores first.
+  ASSERT_EQ(pods_.pods().size(), 2u);
+
+  server_.reset();
+  jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);
+  ASSERT_TRUE(jobs_->Recover().ok());
+  EXPECT_TRUE(pods_.pods().empty());
+  EXPECT_EQ(store_->GetAllocation(alloc)->state, AllocState::kTerminating);
+}
+
 TEST_F(ServiceTest, RecoveryReattachesDeletesOrphansAndNeverDuplicates) {
   v1::Experiment a = Create("resources: {slots_per_trial: 8}\n");
   const std::string alloc = Get(a.id()).trials(0).allocation_id();
