@@ -1,4 +1,5 @@
-// Pod and Node decoding: effective requests, the phalanx pod contract, taints and tolerations.
+// Pod and Node decoding: effective requests, the phalanx pod contract, taints, tolerations and
+// required node affinity.
 #include "kube/decode.h"
 
 #include <algorithm>
