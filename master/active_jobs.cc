@@ -43,6 +43,11 @@ void ActiveJobs::Erase(const std::string& job_id) {
   by_id_.erase(it);
 }
 
+const JobRecord* ActiveJobs::Find(const std::string& job_id) const {
+  auto it = by_id_.find(job_id);
+  return it == by_id_.end() ? nullptr : &it->second;
+}
+
 void ActiveJobs::ForEach(std::string_view pool,
                          const std::function<bool(const JobRecord&)>& visit) const {
   auto [begin, end] =

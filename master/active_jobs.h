@@ -25,6 +25,8 @@ class ActiveJobs {
   // Adds `job`, or replaces the job of its id (and its place in the order).
   void Put(const JobRecord& job);
   void Erase(const std::string& job_id);
+  // The job of that id, or null.
+  const JobRecord* Find(const std::string& job_id) const;
 
   // Jobs of `pool` (every pool when empty) in queue order until `visit` returns false.
   void ForEach(std::string_view pool, const std::function<bool(const JobRecord&)>& visit) const;

@@ -121,6 +121,7 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
     launch.alloc.pod_names.push_back(pod["metadata"]["name"]);
   }
   launch.run = {.trial = std::move(trial), .allocation = launch.alloc.rec};
+  launch.queue_position = job.queue_position;
   return launch;
 }
 
@@ -137,6 +138,11 @@ absl::Status JobManager::StartLaunches(const std::vector<Launch>& launches) {
     absl::Status s = StartedLocked(launches[i].alloc, created[i]);
     if (!s.ok()) EventLocked(std::string(s.message()));
     first.Update(s);
+    // A queue move made while the pods were being created relabelled only the pods that existed.
+    const JobRecord* job = active_jobs_.Find(launches[i].alloc.rec.job_id);
+    if (s.ok() && job != nullptr && job->queue_position != launches[i].queue_position) {
+      RelabelLaterLocked(*job);
+    }
   }
   return first;
 }

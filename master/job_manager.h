@@ -195,6 +195,7 @@ class JobManager {
     StartedRun run;
     Alloc alloc;
     std::vector<nlohmann::json> pods;
+    double queue_position = 0;  // The job's, as labelled on `pods`.
   };
   struct Submission {
     JobRecord job;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
+#include "master/pod_builder.h"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {
@@ -326,6 +327,34 @@ TEST_F(ServiceTest, QueueStatesAmongSimilarIdsFiltersAndPages) {
   req.set_states(0, v1::JOB_STATE_UNSPECIFIED);
   EXPECT_EQ(queue_->GetJobs(Ctx().get(), req, &resp).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// A move made while the moved job's pods are being created reaches those pods too (the move's own
+// relabel finds no pod yet).
+TEST_F(ServiceTest, MoveDuringPodCreationRelabelsThePods) {
+  Create("resources: {slots_per_trial: 4}\n");
+  std::atomic<bool> moved = false;
+  absl::Status move;
+  pods_.OnCreate([&](const nlohmann::json& pod) {
+    if (pod["metadata"]["labels"][std::string(kube::kJobIdLabel)] == "exp-2" &&
+        !moved.exchange(true)) {
+      move = jobs_->Move("exp-2", "exp-1", /*ahead=*/true);
+    }
+    return absl::OkStatus();
+  });
+  Create("resources: {slots_per_trial: 4}\n");
+  ASSERT_TRUE(moved);
+  ASSERT_TRUE(move.ok()) << move;
+  const double position = store_->GetJob("exp-2")->queue_position;
+  EXPECT_LT(position, store_->GetJob("exp-1")->queue_position);
+  int pods = 0;
+  for (const auto& [key, pod] : pods_.pods()) {
+    const nlohmann::json& labels = pod["metadata"]["labels"];
+    if (labels[std::string(kube::kJobIdLabel)] != "exp-2") continue;
+    ++pods;
+    EXPECT_EQ(labels[std::string(kube::kQueuePositionLabel)], FormatQueuePosition(position));
+  }
+  EXPECT_EQ(pods, 1);
 }
 
 // A job stored as ended whose run was not stopped (a kill cut short by the database) has its pods
