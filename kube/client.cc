@@ -260,7 +260,11 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(request.body.size()));
   }
-  if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
+  if (!config_.ca_pem.empty()) {  // The cluster's CA alone: not also the system's CA file or dir.
+    curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
+    curl_easy_setopt(curl, CURLOPT_CAINFO, nullptr);
+    curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr);
+  }
   if (!config_.client_cert_pem.empty()) {
     curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
     curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);

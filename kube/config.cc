@@ -86,12 +86,18 @@ class Reader {
       if (!absl::Base64Unescape(*data, &pem)) {
         return Error(absl::StrCat(path, ".", data_key), "invalid base64");
       }
+      if (absl::StripAsciiWhitespace(pem).empty()) {
+        return Error(absl::StrCat(path, ".", data_key), "empty");
+      }
       return pem;
     }
     auto file = Scalar(parent, path, key.c_str());
     if (!file.ok() || file->empty()) return file;
     absl::StatusOr<std::string> pem = ReadFile(Resolve(*file));
     if (!pem.ok()) return Error(absl::StrCat(path, ".", key), pem.status().message());
+    if (absl::StripAsciiWhitespace(*pem).empty()) {
+      return Error(absl::StrCat(path, ".", key), absl::StrCat(Resolve(*file), " is empty"));
+    }
     return pem;
   }
 
@@ -265,6 +271,10 @@ absl::StatusOr<Document> LoadFile(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": a directory"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
@@ -314,6 +324,10 @@ absl::StatusOr<Config> InClusterConfig(absl::string_view sa_dir) {
       return absl::FailedPreconditionError(
           absl::StrCat("in-cluster config: ", s->status().message()));
     }
+  }
+  if (absl::StripAsciiWhitespace(*ca).empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("in-cluster config: ", sa_dir, "/ca.crt is empty"));
   }
   config.ca_pem = *std::move(ca);
   absl::StatusOr<std::string> ns = ReadFile(absl::StrCat(sa_dir, "/namespace"));

@@ -131,6 +131,16 @@ TEST_F(KubeConfigTest, ErrorsNameFileAndField) {
   EXPECT_THAT(
       error(Kubeconfig(ok_cluster + "\n    certificate-authority: missing.crt", "    token: t")),
       HasSubstr(R"(clusters["c"].cluster.certificate-authority: cannot read /etc/missing.crt)"));
+  // A directory or an empty file as the CA would leave only the system's CAs trusted.
+  EXPECT_THAT(
+      error(Kubeconfig(ok_cluster + "\n    certificate-authority: /tmp", "    token: t")),
+      HasSubstr(R"(clusters["c"].cluster.certificate-authority: cannot read /tmp: a directory)"));
+  EXPECT_THAT(
+      error(Kubeconfig(ok_cluster + "\n    certificate-authority: /dev/null", "    token: t")),
+      HasSubstr(R"(clusters["c"].cluster.certificate-authority: /dev/null is empty)"));
+  EXPECT_THAT(
+      error(Kubeconfig(ok_cluster + "\n    certificate-authority-data: IAo=", "    token: t")),
+      HasSubstr(R"(clusters["c"].cluster.certificate-authority-data: empty)"));
   EXPECT_THAT(
       error(Kubeconfig(ok_cluster, "    client-certificate-data: Q0VSVA==")),
       HasSubstr(R"(users["u"].user: client-certificate and client-key must be given together)"));
