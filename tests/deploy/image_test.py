@@ -186,7 +186,9 @@ class RuntimeLibraries(unittest.TestCase):
     def test_every_library_comes_from_an_image_package(self):
         for binary in image_binaries():
             with self.subTest(binary):
-                problems = [self.problem(binary, *library) for library in libraries(binary)]
+                found = list(libraries(binary))
+                self.assertTrue(found, f"ldd listed no library of {binary}: nothing was checked")
+                problems = [self.problem(binary, *library) for library in found]
                 problems = [problem for problem in problems if problem]
                 if problems:
                     self.fail("\n" + "\n".join(problems))

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace phalanx::extender {
@@ -108,18 +112,28 @@ TEST(ConfigTest, CpuSlotsNeedCpusPerSlot) {
   EXPECT_TRUE(LoadConfig({"--slot-type=gpu"}).ok());
 }
 
-TEST(ConfigTest, HelpListsEveryKey) {
+// --help lists the keys from the settings table; the README documents each of them.
+TEST(ConfigTest, HelpListsEveryKeyAndTheReadmeDocumentsThem) {
   EXPECT_TRUE(WantsHelp({"--help"}));
   EXPECT_TRUE(WantsHelp({"--config", "extender.yaml", "-h"}));
   EXPECT_FALSE(WantsHelp({"--config", "extender.yaml"}));
   const std::string usage = Usage();
   EXPECT_EQ(usage.rfind("usage: phalanx-extender", 0), 0u) << usage;
-  for (const char* key : {"listen", "tls_cert_file", "tls_key_file", "max_body_bytes", "kubeconfig",
-                          "bind", "preemption", "backfill", "reservation_ttl_ms", "resync_ms",
-                          "best_fit_candidates", "slot_type", "slot_resource", "cpus_per_slot",
-                          "max_slots_per_pod", "pool_max_slots_per_pod", "status_listen"}) {
-    EXPECT_NE(usage.find(absl::StrCat("\n  ", key, " ")), std::string::npos) << key;
+  std::ifstream in(PHALANX_README);
+  std::stringstream readme;
+  readme << in.rdbuf();
+  std::vector<std::string> keys;
+  std::istringstream lines(usage.substr(usage.find("\nkeys:\n") + 7));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  ", 0) != 0) continue;
+    const std::string key = line.substr(2, line.find(' ', 2) - 2);
+    keys.push_back(key);
+    EXPECT_NE(readme.str().find(absl::StrCat("`", key, "`")), std::string::npos)
+        << key << " is not in README.md";
+    ExtenderConfig c;
+    EXPECT_FALSE(absl::StrContains(ApplySetting(key, "", c).message(), "unknown setting")) << key;
   }
+  EXPECT_GE(keys.size(), 17u) << usage;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // phalanx-master end to end on the real cluster, through gRPC, with the real phalanx-extender and
 // kube-scheduler: the seeds' seven-step priority example (victims checkpoint through
 // AllocationService before their pods go, then resume from that checkpoint).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -85,13 +86,10 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
   ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(dist3.job_id()).size() == 1; }));
   Settle();
   ShowQueue("6. priority-2 4-slot experiment: backfills onto the idle 4 GPUs");
-  for (const v1::Job& j : Jobs()) {
-    if (j.job_id() == dist3.job_id()) {
-      EXPECT_EQ(j.state(), v1::JOB_STATE_SCHEDULED_BACKFILLED);
-    } else if (j.job_id() == dist2.job_id()) {
-      EXPECT_EQ(j.state(), v1::JOB_STATE_QUEUED);
-    }
-  }
+  std::map<std::string, v1::JobState> states;
+  for (const v1::Job& j : Jobs()) states[j.job_id()] = j.state();
+  EXPECT_EQ(states[dist3.job_id()], v1::JOB_STATE_SCHEDULED_BACKFILLED);
+  EXPECT_EQ(states[dist2.job_id()], v1::JOB_STATE_QUEUED);
 
   KillTask(notebook.id());
   const std::vector<std::string> dist3_victims = CheckpointVictims(dist3.job_id(), 1);

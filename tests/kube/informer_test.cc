@@ -138,6 +138,7 @@ TEST(KubeInformerTest, ObjectsThatStopDecodingKeepTheirLastGoodVersion) {
 }
 
 TEST(KubeInformerTest, WatchEventsUpdateTheSnapshotAndVersion) {
+  std::atomic<bool> go = false;  // The watch's events wait until the synced version is read.
   ScriptedServer server([&](const ScriptedRequest& r) {
     const bool watch = absl::StrContains(r.target, "watch=true");
     if (absl::StartsWith(r.target, "/api/v1/nodes")) {
@@ -148,6 +149,7 @@ TEST(KubeInformerTest, WatchEventsUpdateTheSnapshotAndVersion) {
     if (!absl::StrContains(r.target, "resourceVersion=1&")) {
       return ScriptedResponse{200, {}, absl::Seconds(30)};
     }
+    Eventually([&] { return go.load(); });
     return ScriptedResponse{
         200,
         {absl::StrCat(R"({"type":"ADDED","object":)", Pod("p", "2", "a"), "}\n"),
@@ -161,6 +163,7 @@ TEST(KubeInformerTest, WatchEventsUpdateTheSnapshotAndVersion) {
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(absl::Seconds(10)));
   uint64_t seen = informer.version();
+  go = true;
   ASSERT_TRUE(Eventually([&] { return informer.counters().events == 4; }));
   EXPECT_GT(informer.WaitForChange(seen, absl::Seconds(1)), seen);
   std::shared_ptr<const core::ClusterSnapshot> s = informer.Snapshot();

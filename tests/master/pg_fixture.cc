@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -52,6 +54,19 @@ std::string FreshDatabaseUrl() {
     return "";
   }
   return url.substr(0, url.rfind('/') + 1) + name;
+}
+
+bool WaitForALockWaiter(const std::string& url) {
+  pqxx::connection watcher(url);
+  for (int i = 0; i < 1000; ++i) {
+    pqxx::nontransaction q(watcher);
+    if (q.exec1("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]
+            .as<int>() > 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 PrivatePostgres::PrivatePostgres() {

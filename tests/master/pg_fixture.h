@@ -12,6 +12,9 @@ namespace phalanx::master::testing {
 // PHALANX_TEST_PG_DIR is unset or the server is down.
 std::string FreshDatabaseUrl();
 
+// Waits up to 10 s until a session on the server of `url` waits for a lock; false if none did.
+bool WaitForALockWaiter(const std::string& url);
+
 // A private server in a temp directory: Up() on construction, Down() on destruction.
 class PrivatePostgres {
  public:

@@ -85,7 +85,7 @@ TEST_F(ServiceTest, TasksAreGivenTheCheckpointStorage) {
   ASSERT_EQ(pods_.pods().size(), 1u);
   const nlohmann::json pod = pods_.pods().begin()->second;
   nlohmann::json want = {{"name", "PHALANX_CHECKPOINT_STORAGE"},
-                         {"value", config_.checkpoint_storage.dump()}};
+                         {"value", R"({"host_path":"/tmp/checkpoints","type":"shared_fs"})"}};
   const nlohmann::json& env = pod["spec"]["containers"][0]["env"];
   EXPECT_NE(std::find(env.begin(), env.end(), want), env.end()) << env.dump();
   EXPECT_EQ(pod["spec"]["volumes"][0]["hostPath"]["path"], "/tmp/checkpoints");
@@ -162,12 +162,15 @@ TEST_F(ServiceTest, QueueOrderMovesAndPriority) {
       queue_->UpdateJobQueue(Ctx().get(), move, Ignored<v1::UpdateJobQueueResponse>()).ok());
   std::vector<v1::Job> jobs = Jobs();
   EXPECT_THAT(Ids(jobs), ElementsAre(c.job_id(), b.job_id(), a.job_id()));
+  int b_pods = 0;
   for (const auto& [key, pod] : pods_.pods()) {  // The pods carry the new position.
     if (pod["metadata"]["labels"]["phalanx.io/job-id"] == b.job_id()) {
+      ++b_pods;
       EXPECT_EQ(pod["metadata"]["labels"]["phalanx.io/queue-position"],
                 absl::StrFormat("%.6f", jobs[1].queue_position()));
     }
   }
+  EXPECT_EQ(b_pods, 1);
   u->set_ahead_of(c.job_id());  // Another priority: refused.
   grpc::Status s = queue_->UpdateJobQueue(Ctx().get(), move, Ignored<v1::UpdateJobQueueResponse>());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
@@ -183,11 +186,14 @@ TEST_F(ServiceTest, QueueOrderMovesAndPriority) {
           .ok());
   ReapDeleted();
   EXPECT_EQ(pods_.creates(), before + 1);
+  int a_pods = 0;
   for (const auto& [key, pod] : pods_.pods()) {
     if (pod["metadata"]["labels"]["phalanx.io/job-id"] == a.job_id()) {
+      ++a_pods;
       EXPECT_EQ(pod["spec"]["priorityClassName"], "phalanx-high-priority");
     }
   }
+  EXPECT_EQ(a_pods, 1);
   EXPECT_EQ(Jobs()[0].priority(), 100);
 }
 

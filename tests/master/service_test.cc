@@ -467,15 +467,7 @@ TEST_F(ServiceTest, CommandsOnAJobBeingSubmittedAreRefused) {
     const User admin = store_->FindUser("admin")->user;
     return jobs_->CreateExperiment("resources: {slots_per_trial: 4}\n", admin, true).status();
   });
-  pqxx::connection watcher(url_);
-  for (int i = 0; i < 500; ++i) {
-    pqxx::nontransaction q(watcher);
-    if (q.exec1("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]
-            .as<int>() > 0) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ASSERT_TRUE(testing::WaitForALockWaiter(url_)) << "the submission never reached its commit";
   auto kill = std::async(std::launch::async, [&] { return jobs_->Kill("exp-1"); });
   const bool answered = kill.wait_for(std::chrono::seconds(3)) == std::future_status::ready;
   hold.commit();  // The submission goes on.
