@@ -35,6 +35,17 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
   return s;
 }
 
+namespace {
+
+// metadata.name of `pod`, "" when absent: what is known of a pod that does not decode.
+std::string PodName(simdjson::dom::element pod) {
+  std::string_view name;
+  if (pod["metadata"]["name"].get(name) != simdjson::SUCCESS) return "";
+  return std::string(name);
+}
+
+}  // namespace
+
 absl::StatusOr<bool> KubePodClient::EnsurePriorityClass(const std::string& name) {
   std::optional<int> value = PriorityOfClass(name);
   if (!absl::StartsWith(name, kPriorityClassPrefix) || !value) return false;
@@ -86,13 +97,17 @@ absl::Status KubePodClient::SetPodLabel(const std::string& ns, const std::string
 
 absl::StatusOr<std::vector<PodState>> KubePodClient::ListPods(const std::string& ns) {
   std::vector<PodState> out;
-  absl::StatusOr<std::string> rv =
-      client_.ListAll(kube::kPods, ns, {.label_selector = ManagedPodSelector()},
-                      [&](simdjson::dom::element item) -> absl::Status {
-                        KUBE_ASSIGN_OR_RETURN(PodState s, DecodePodState(item));
-                        out.push_back(std::move(s));
-                        return absl::OkStatus();
-                      });
+  absl::StatusOr<std::string> rv = client_.ListAll(
+      kube::kPods, ns, {.label_selector = ManagedPodSelector()},
+      [&](simdjson::dom::element item) -> absl::Status {
+        absl::StatusOr<PodState> s = DecodePodState(item);
+        if (!s.ok()) {
+          return absl::Status(s.status().code(), absl::StrCat("pod ", ns, "/", PodName(item), ": ",
+                                                              s.status().message()));
+        }
+        out.push_back(*std::move(s));
+        return absl::OkStatus();
+      });
   if (!rv.ok()) return rv.status();
   return out;
 }
@@ -121,10 +136,8 @@ void PodWatcher::Run(const std::string& ns) {
           client_.ListAll(kube::kPods, ns, {.label_selector = ManagedPodSelector()},
                           [&](simdjson::dom::element item) {
                             absl::StatusOr<PodState> s = DecodePodState(item);
-                            if (s.ok()) {
-                              listed.insert(s->name);
-                              jobs_.OnPod(*s);
-                            }
+                            if (s.ok()) jobs_.OnPod(*s);
+                            listed.insert(s.ok() ? s->name : PodName(item));  // Not gone.
                             return absl::OkStatus();
                           });
       if (!list.ok()) {
@@ -134,22 +147,27 @@ void PodWatcher::Run(const std::string& ns) {
       jobs_.OnPodsListed(ns, listed);
       rv = *list;
     }
+    int events = 0;
+    const auto watch_start = std::chrono::steady_clock::now();
     kube::WatchResult w = client_.Watch(
         kube::kPods, ns,
         {.label_selector = ManagedPodSelector(), .resource_version = rv, .stop = &stop_},
         [&](kube::EventType type, simdjson::dom::element object) {
+          ++events;
           absl::StatusOr<PodState> s = DecodePodState(object);
-          if (!s.ok()) return !stop_;
           if (type == kube::EventType::kDeleted) {
-            jobs_.OnPodDeleted(ns, s->name);
-          } else {
+            jobs_.OnPodDeleted(ns, s.ok() ? s->name : PodName(object));
+          } else if (s.ok()) {
             jobs_.OnPod(*s);
           }
           return !stop_;
         });
     rv = w.status.ok() ? w.resource_version : "";
-    if (!w.status.ok() && !kube::IsGone(w.status))
+    const bool at_once = events == 0 && std::chrono::steady_clock::now() - watch_start <
+                                            std::chrono::seconds(1);  // A server ending watches.
+    if ((!w.status.ok() && !kube::IsGone(w.status)) || (at_once && !stop_)) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
   }
 }
 

@@ -137,6 +137,30 @@ TEST(KubeInformerTest, ObjectsThatStopDecodingKeepTheirLastGoodVersion) {
   EXPECT_EQ(c.pods, 1);
 }
 
+// A server that ends every watch at once, with no event, is not watched again in a tight loop.
+TEST(KubeInformerTest, WatchesThatEndAtOnceAreBackedOff) {
+  std::atomic<int> node_watches{0};
+  ScriptedServer server([&](const ScriptedRequest& r) {
+    const bool watch = absl::StrContains(r.target, "watch=true");
+    if (absl::StartsWith(r.target, "/api/v1/nodes")) {
+      if (!watch) return ScriptedResponse{200, {List("1", Node("a", "1"))}};
+      ++node_watches;
+      return ScriptedResponse{200, {}};
+    }
+    if (!watch) return ScriptedResponse{200, {List("1", "")}};
+    return ScriptedResponse{200, {}, absl::Seconds(30)};
+  });
+  Client client(Config{.server = server.url()});
+  Informer informer(client);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(1500));
+  informer.Stop();
+  // 100 ms doubling: about 5 watches in 1.5 s; without the back-off, hundreds.
+  EXPECT_GE(node_watches.load(), 2);
+  EXPECT_LE(node_watches.load(), 10);
+}
+
 TEST(KubeInformerTest, WatchEventsUpdateTheSnapshotAndVersion) {
   std::atomic<bool> go = false;  // The watch's events wait until the synced version is read.
   ScriptedServer server([&](const ScriptedRequest& r) {

@@ -10,7 +10,9 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kube/status.h"
+#include "master/kube_pod_client.h"
 #include "pqxx/pqxx"
+#include "tests/kube/scripted_server.h"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {
@@ -637,6 +639,38 @@ TEST_F(ServiceTest, HealthAnswersForTheServerAndEachService) {
   ASSERT_TRUE(watch->Read(&resp));
   EXPECT_EQ(resp.status(), HealthCheckResponse::SERVING);
   watch_ctx.TryCancel();
+}
+
+// A pod the watch lists but cannot decode (here a CPU request past int64 in millicores) is not
+// taken for gone: its run goes on.
+TEST_F(ServiceTest, PodWatcherKeepsListedPodsItCannotDecode) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string run = Get(exp.id()).trials(0).allocation_id();
+  Play(run, core::PodPhase::kRunning);
+  ASSERT_EQ(pods_.pods().size(), 1u);
+  nlohmann::json pod = pods_.pods().begin()->second;
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "10000000000000000";
+  std::atomic<int> watches = 0;
+  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
+    if (r.target.find("watch=true") == std::string::npos) {
+      return phalanx::testing::ScriptedResponse{
+          200,
+          {absl::StrCat(R"({"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[)",
+                        pod.dump(), "]}")}};
+    }
+    ++watches;
+    return phalanx::testing::ScriptedResponse{200, {}, absl::Seconds(30)};
+  });
+  kube::Client client(kube::Config{.server = server.url()});
+  PodWatcher watcher(client, *jobs_, {"gpu-ns"});
+  watcher.Start();
+  for (int i = 0; i < 500 && watches == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  watcher.Stop();
+  ASSERT_GT(watches.load(), 0) << "the watcher never listed";
+  EXPECT_TRUE(pods_.deleted().empty());
+  EXPECT_EQ(Get(exp.id()).trials(0).allocation_id(), run);
 }
 
 }  // namespace
