@@ -97,6 +97,9 @@ grpc::Status AuthServiceImpl::CreateUser(grpc::ServerContext* ctx, const v1::Cre
   if (req->username().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "username: required");
   }
+  if (req->password().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "password: required");
+  }
   absl::StatusOr<User> user =
       store_.CreateUser(req->username(), HashPassword(req->password()), req->admin());
   if (!user.ok()) return ToGrpcStatus(user.status());

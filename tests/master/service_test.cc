@@ -41,6 +41,11 @@ TEST_F(ServiceTest, LoginAndUsers) {
   ASSERT_TRUE(auth_->CreateUser(Ctx().get(), req, &resp).ok());
   EXPECT_EQ(auth_->CreateUser(Ctx().get(), req, &resp).error_code(),
             grpc::StatusCode::ALREADY_EXISTS);
+  v1::CreateUserRequest no_password;
+  no_password.set_username("bob");
+  const grpc::Status refused = auth_->CreateUser(Ctx().get(), no_password, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error_message(), "password: required");
   const std::string alice = Login("alice", "secret");
   v1::CurrentUserResponse me;
   ASSERT_TRUE(auth_->CurrentUser(Ctx(alice).get(), {}, &me).ok());
