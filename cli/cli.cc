@@ -75,7 +75,8 @@ absl::StatusOr<MasterAddress> ParseMaster(const std::string& source, const std::
   return master;
 }
 
-// A channel to the master; TLS with https://, --tls or --ca.
+// A channel to the master; TLS with https://, --tls or --ca. nullptr, the error printed, when an
+// option is bad.
 std::shared_ptr<grpc::Channel> Connect(const Args& args, std::ostream& err) {
   const std::optional<std::string> flag = args.Option("master");
   const std::string source = flag ? "--master" : "PHALANX_MASTER";
@@ -116,19 +117,28 @@ absl::Status SaveToken(const std::string& path, const std::string& token) {
                              absl::StrCat("cannot write the token to ", path));
 }
 
+// A context with the deadline every call has.
+std::unique_ptr<grpc::ClientContext> NewContext() {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  return ctx;
+}
+
 int Login(const Session& s, const Args& args) {
   constexpr char kLoginUsage[] = "usage: phalanx login USER [--password P]";
   if (args.Has("help")) return s.Help(kLoginUsage);
   if (int rc = s.CheckOptions(args, {"password"})) return rc;
-  if (args.positional.size() != 2) return s.Usage(kLoginUsage);
+  if (int rc = s.ExpectPositionals(args, 2, kLoginUsage)) return rc;
   v1::LoginRequest req;
   req.set_username(args.positional[1]);
   req.set_password(args.Option("password").value_or(Env("PHALANX_PASSWORD", "")));
+  auto stub = s.Stub<v1::AuthService>();
+  if (stub == nullptr) return 2;
   v1::LoginResponse resp;
-  grpc::ClientContext ctx;
-  if (int rc = s.Check(v1::AuthService::NewStub(s.channel)->Login(&ctx, req, &resp))) return rc;
+  if (int rc = s.Check(stub->Login(NewContext().get(), req, &resp))) return rc;
   if (absl::Status saved = SaveToken(s.token_file, resp.token()); !saved.ok()) {
-    return s.Usage(std::string(saved.message()));
+    s.err << "phalanx: " << saved.message() << "\n";
+    return 1;
   }
   s.out << "Logged in as " << resp.user().username() << (resp.user().admin() ? " (admin)" : "")
         << "\n";
@@ -139,29 +149,37 @@ int CreateUser(const Session& s, const Args& args) {
   constexpr char kUserUsage[] = "usage: phalanx user create NAME [--password P] [--admin]";
   if (args.Has("help")) return s.Help(kUserUsage);
   if (int rc = s.CheckOptions(args, {"password", "admin"})) return rc;
-  if (args.positional.size() != 3 || args.positional[1] != "create") return s.Usage(kUserUsage);
+  if (args.positional.size() < 2 || args.positional[1] != "create") return s.Usage(kUserUsage);
+  if (int rc = s.ExpectPositionals(args, 3, kUserUsage)) return rc;
+  const std::string password = args.Option("password").value_or(Env("PHALANX_PASSWORD", ""));
+  if (password.empty()) {
+    return s.Usage("user create: no password; give --password P or set $PHALANX_PASSWORD");
+  }
   v1::CreateUserRequest req;
   req.set_username(args.positional[2]);
-  req.set_password(args.Option("password").value_or(""));
+  req.set_password(password);
   req.set_admin(args.Has("admin"));
+  auto stub = s.Stub<v1::AuthService>();
+  if (stub == nullptr) return 2;
   v1::CreateUserResponse resp;
-  if (int rc =
-          s.Check(v1::AuthService::NewStub(s.channel)->CreateUser(s.Context().get(), req, &resp))) {
-    return rc;
-  }
+  if (int rc = s.Check(stub->CreateUser(s.Context().get(), req, &resp))) return rc;
   s.out << "Created user " << resp.user().username() << " (id " << resp.user().id() << ")\n";
   return 0;
 }
 
 }  // namespace
 
+std::shared_ptr<grpc::Channel> Session::Channel() const {
+  if (channel == nullptr) channel = Connect(args, err);
+  return channel;
+}
+
 std::unique_ptr<grpc::ClientContext> Session::Context() const {
-  auto ctx = std::make_unique<grpc::ClientContext>();
+  std::unique_ptr<grpc::ClientContext> ctx = NewContext();
   std::string token;
   if (ReadWholeFile(token_file, token) && !token.empty()) {
     ctx->AddMetadata("authorization", "Bearer " + token);
   }
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   return ctx;
 }
 
@@ -206,6 +224,14 @@ int Session::ReadPage(const Args& args, int& offset, int& limit) const {
   return 0;
 }
 
+int Session::ExpectPositionals(const Args& args, size_t n, const std::string& usage) const {
+  if (args.positional.size() < n) return Usage(usage);
+  if (args.positional.size() > n) {
+    return Usage(absl::StrCat("extra argument \"", args.positional[n], "\"\n", usage));
+  }
+  return 0;
+}
+
 void Session::PrintCount(int shown, const v1::Pagination& page, const std::string& noun) const {
   out << shown << " of " << page.total() << " " << noun << "(s)";
   if (page.offset() > 0 && shown > 0) out << ", from #" << page.offset() + 1;
@@ -231,6 +257,15 @@ void PrintTable(std::ostream& out, const std::vector<std::string>& header,
   for (const auto& row : rows) line(row);
 }
 
+std::string EnumName(const google::protobuf::EnumDescriptor* type, int value,
+                     absl::string_view prefix) {
+  if (const google::protobuf::EnumValueDescriptor* v = type->FindValueByNumber(value)) {
+    return std::string(absl::StripPrefix(v->name(), prefix));
+  }
+  const absl::string_view words = absl::StripSuffix(prefix, "_");
+  return absl::StrCat(words.substr(words.rfind('_') + 1), "_", value);
+}
+
 bool ReadWholeFile(const std::string& path, std::string& out) {
   std::ifstream in(path);
   if (!in) return false;
@@ -250,10 +285,7 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     (args.Has("help") ? out : err) << kUsage;
     return args.Has("help") ? 0 : 2;
   }
-  std::shared_ptr<grpc::Channel> channel = Connect(args, err);
-  if (channel == nullptr) return 2;
-  const Session s{channel, Env("PHALANX_TOKEN_FILE", Env("HOME", ".") + "/.phalanx-token"), out,
-                  err};
+  const Session s{args, Env("PHALANX_TOKEN_FILE", Env("HOME", ".") + "/.phalanx-token"), out, err};
   const std::string& command = args.positional[0];
   if (command == "login") return Login(s, args);
   if (command == "user") return CreateUser(s, args);

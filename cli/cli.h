@@ -10,10 +10,12 @@
 //     cmd|notebook|shell|tensorboard start [--config FILE] [-- ENTRYPOINT...]
 //         | list [--limit N] [--offset N] | kill ID | set-priority ID P
 //     trial preemption|checkpoint|ack|complete ALLOCATION ...
-// --help or -h prints the usage (of the command, when one is given). An option the command does
-// not take is an error. The master defaults to $PHALANX_MASTER, else localhost:8080; https://,
-// --tls or --ca connect with TLS. The password defaults to $PHALANX_PASSWORD, else "". Exit codes:
-// 0 ok, 1 the master refused, 2 bad usage.
+// --help or -h prints the usage (of the command, when one is given). An option or argument the
+// command does not take is an error. The master defaults to $PHALANX_MASTER, else localhost:8080;
+// https://, --tls or --ca connect with TLS; --help and usage errors connect to nothing. The
+// password defaults to $PHALANX_PASSWORD, else "" for login; user create needs one.
+// Exit codes: 0 ok, 1 the master refused (or login could not save the token), 2 bad usage,
+// 3 trial preemption: continue (it exits 0 on preempt).
 #ifndef PHALANX_CLI_CLI_H_
 #define PHALANX_CLI_CLI_H_
 

@@ -23,17 +23,20 @@ std::set<std::string> OptionsOf(const std::string& verb) {
 }
 
 std::string StateName(v1::ExperimentState s) {
-  return v1::ExperimentState_Name(s).substr(sizeof("EXPERIMENT_STATE_") - 1);
+  return EnumName(v1::ExperimentState_descriptor(), s, "EXPERIMENT_STATE_");
 }
 
-int Create(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) {
+int Create(const Session& s, const Args& args) {
+  if (int rc = s.ExpectPositionals(args, 3, kUsage)) return rc;
   v1::CreateExperimentRequest req;
-  if (args.positional.size() != 3 || !ReadWholeFile(args.positional[2], *req.mutable_config())) {
-    return s.Usage(args.positional.size() == 3 ? "cannot read " + args.positional[2] : kUsage);
+  if (!ReadWholeFile(args.positional[2], *req.mutable_config())) {
+    return s.Usage("cannot read " + args.positional[2]);
   }
   req.set_activate(!args.Has("paused"));
+  auto stub = s.Stub<v1::ExperimentService>();
+  if (stub == nullptr) return 2;
   v1::CreateExperimentResponse resp;
-  if (int rc = s.Check(stub.CreateExperiment(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->CreateExperiment(s.Context().get(), req, &resp))) return rc;
   const v1::Experiment& e = resp.experiment();
   s.out << "Created experiment " << e.id() << " (" << e.name() << "): " << e.num_trials()
         << " trial(s) of " << e.slots_per_trial() << " slot(s) in pool " << e.resource_pool()
@@ -41,7 +44,8 @@ int Create(const Session& s, v1::ExperimentService::Stub& stub, const Args& args
   return 0;
 }
 
-int List(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) {
+int List(const Session& s, const Args& args) {
+  if (int rc = s.ExpectPositionals(args, 2, kUsage)) return rc;
   v1::ListExperimentsRequest req;
   if (std::optional<std::string> state = args.Option("state")) {
     v1::ExperimentState st;
@@ -54,8 +58,10 @@ int List(const Session& s, v1::ExperimentService::Stub& stub, const Args& args) 
   if (int rc = s.ReadPage(args, offset, limit)) return rc;
   req.set_offset(offset);
   req.set_limit(limit);
+  auto stub = s.Stub<v1::ExperimentService>();
+  if (stub == nullptr) return 2;
   v1::ListExperimentsResponse resp;
-  if (int rc = s.Check(stub.ListExperiments(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->ListExperiments(s.Context().get(), req, &resp))) return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::Experiment& e : resp.experiments()) {
     rows.push_back({std::to_string(e.id()), e.name(), StateName(e.state()), e.resource_pool(),
@@ -82,11 +88,11 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
     std::string alloc = t.allocation_id().empty()
                             ? "-"
                             : absl::StrCat(t.allocation_id(), " (",
-                                           v1::AllocationState_Name(t.allocation_state())
-                                               .substr(sizeof("ALLOCATION_STATE_") - 1),
+                                           EnumName(v1::AllocationState_descriptor(),
+                                                    t.allocation_state(), "ALLOCATION_STATE_"),
                                            ")");
     rows.push_back({std::to_string(t.id()),
-                    v1::TrialState_Name(t.state()).substr(sizeof("TRIAL_STATE_") - 1),
+                    EnumName(v1::TrialState_descriptor(), t.state(), "TRIAL_STATE_"),
                     t.hparams_json(), std::to_string(t.runs()),
                     t.latest_checkpoint().empty() ? "-" : t.latest_checkpoint(), alloc});
   }
@@ -106,11 +112,8 @@ int ScheduledTrials(const Session& s, const std::string& job_id) {
   v1::GetExperimentRequest req;
   req.set_id(id);
   v1::GetExperimentResponse resp;
-  if (!v1::ExperimentService::NewStub(s.channel)
-           ->GetExperiment(s.Context().get(), req, &resp)
-           .ok()) {
-    return 0;
-  }
+  auto stub = s.Stub<v1::ExperimentService>();
+  if (stub == nullptr || !stub->GetExperiment(s.Context().get(), req, &resp).ok()) return 0;
   return static_cast<int>(
       std::count_if(resp.trials().begin(), resp.trials().end(), [](const v1::Trial& t) {
         return t.allocation_state() == v1::ALLOCATION_STATE_SCHEDULED ||
@@ -119,11 +122,7 @@ int ScheduledTrials(const Session& s, const std::string& job_id) {
       }));
 }
 
-int SetPriority(const Session& s, v1::ExperimentService::Stub& stub, int64_t id, const Args& args) {
-  int priority = 0;
-  if (args.positional.size() != 4 || !absl::SimpleAtoi(args.positional[3], &priority)) {
-    return s.Usage("usage: phalanx experiment set-priority ID PRIORITY");
-  }
+int SetPriority(const Session& s, v1::ExperimentService::Stub& stub, int64_t id, int priority) {
   v1::SetExperimentPriorityRequest req;
   req.set_id(id);
   req.set_priority(priority);
@@ -133,7 +132,7 @@ int SetPriority(const Session& s, v1::ExperimentService::Stub& stub, int64_t id,
   return 0;
 }
 
-// pause, activate, kill.
+// pause, activate or kill.
 int Act(const Session& s, v1::ExperimentService::Stub& stub, const std::string& verb, int64_t id) {
   grpc::Status status;
   if (verb == "pause") {
@@ -146,13 +145,11 @@ int Act(const Session& s, v1::ExperimentService::Stub& stub, const std::string& 
     req.set_id(id);
     v1::ActivateExperimentResponse resp;
     status = stub.ActivateExperiment(s.Context().get(), req, &resp);
-  } else if (verb == "kill") {
+  } else {
     v1::KillExperimentRequest req;
     req.set_id(id);
     v1::KillExperimentResponse resp;
     status = stub.KillExperiment(s.Context().get(), req, &resp);
-  } else {
-    return s.Usage(kUsage);
   }
   if (int rc = s.Check(status)) return rc;
   s.out << "Experiment " << id << ": " << verb << " done\n";
@@ -166,15 +163,24 @@ int RunExperimentCommand(const Session& s, const Args& args) {
   if (args.positional.size() < 2) return s.Usage(kUsage);
   const std::string& verb = args.positional[1];
   if (int rc = s.CheckOptions(args, OptionsOf(verb))) return rc;
-  auto stub = v1::ExperimentService::NewStub(s.channel);
-  if (verb == "create") return Create(s, *stub, args);
-  if (verb == "list") return List(s, *stub, args);
-  int64_t id = 0;
-  if (args.positional.size() < 3 || !absl::SimpleAtoi(args.positional[2], &id)) {
+  if (verb == "create") return Create(s, args);
+  if (verb == "list") return List(s, args);
+  const bool set_priority = verb == "set-priority";
+  if (!set_priority && verb != "describe" && verb != "pause" && verb != "activate" &&
+      verb != "kill") {
     return s.Usage(kUsage);
   }
+  if (int rc = s.ExpectPositionals(args, set_priority ? 4 : 3, kUsage)) return rc;
+  int64_t id = 0;
+  if (int rc = s.ReadNumber("experiment id", args.positional[2], id)) return rc;
+  int priority = 0;
+  if (set_priority) {
+    if (int rc = s.ReadNumber("priority", args.positional[3], priority)) return rc;
+  }
+  auto stub = s.Stub<v1::ExperimentService>();
+  if (stub == nullptr) return 2;
   if (verb == "describe") return Describe(s, *stub, id);
-  if (verb == "set-priority") return SetPriority(s, *stub, id, args);
+  if (set_priority) return SetPriority(s, *stub, id, priority);
   return Act(s, *stub, verb, id);
 }
 

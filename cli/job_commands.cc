@@ -1,6 +1,5 @@
 // phalanx job list|move|set-priority|set-pool|stats, and the task commands
 // (cmd|notebook|shell|tensorboard start|list|kill|set-priority).
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -29,24 +28,24 @@ std::set<std::string> TaskOptions(const std::string& verb) {
   return {};
 }
 
-std::string Suffix(const std::string& enum_name, const std::string& prefix) {
-  return enum_name.substr(prefix.size());
-}
-
-int ListJobs(const Session& s, v1::JobService::Stub& stub, const Args& args) {
+int ListJobs(const Session& s, const Args& args) {
+  if (int rc = s.ExpectPositionals(args, 2, kJobUsage)) return rc;
   v1::GetJobsRequest req;
   req.set_resource_pool(args.Option("pool").value_or(""));
   int offset = 0, limit = 0;
   if (int rc = s.ReadPage(args, offset, limit)) return rc;
   req.set_offset(offset);
   req.set_limit(limit);
+  auto stub = s.Stub<v1::JobService>();
+  if (stub == nullptr) return 2;
   v1::GetJobsResponse resp;
-  if (int rc = s.Check(stub.GetJobs(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->GetJobs(s.Context().get(), req, &resp))) return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::Job& j : resp.jobs()) {
-    rows.push_back({j.resource_pool(), std::to_string(j.position()), j.job_id(),
-                    Suffix(v1::TaskType_Name(j.type()), "TASK_TYPE_"), j.name(),
-                    Suffix(v1::JobState_Name(j.state()), "JOB_STATE_"),
+    // position is 0-based; # counts from 1, as the count under the table does.
+    rows.push_back({j.resource_pool(), std::to_string(j.position() + 1), j.job_id(),
+                    EnumName(v1::TaskType_descriptor(), j.type(), "TASK_TYPE_"), j.name(),
+                    EnumName(v1::JobState_descriptor(), j.state(), "JOB_STATE_"),
                     std::to_string(j.priority()),
                     absl::StrCat(j.allocated_slots(), "/", j.requested_slots()), j.username(),
                     absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(j.submit_time_ms()),
@@ -61,9 +60,12 @@ int ListJobs(const Session& s, v1::JobService::Stub& stub, const Args& args) {
   return 0;
 }
 
-int Stats(const Session& s, v1::JobService::Stub& stub) {
+int Stats(const Session& s, const Args& args) {
+  if (int rc = s.ExpectPositionals(args, 2, kJobUsage)) return rc;
+  auto stub = s.Stub<v1::JobService>();
+  if (stub == nullptr) return 2;
   v1::GetJobQueueStatsResponse resp;
-  if (int rc = s.Check(stub.GetJobQueueStats(s.Context().get(), {}, &resp))) return rc;
+  if (int rc = s.Check(stub->GetJobQueueStats(s.Context().get(), {}, &resp))) return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::QueueStats& q : resp.results()) {
     rows.push_back({q.resource_pool(), std::to_string(q.queued_count()),
@@ -74,27 +76,39 @@ int Stats(const Session& s, v1::JobService::Stub& stub) {
   return 0;
 }
 
-int Update(const Session& s, v1::JobService::Stub& stub, const Args& args) {
+// move, set-priority or set-pool.
+int Update(const Session& s, const Args& args) {
   const std::string& verb = args.positional[1];
-  if (args.positional.size() < 3) return s.Usage(kJobUsage);
   v1::UpdateJobQueueRequest req;
   v1::QueueControl* u = req.add_updates();
-  u->set_job_id(args.positional[2]);
   int priority = 0;
-  if (verb == "move" && args.Option("ahead-of")) {
-    u->set_ahead_of(*args.Option("ahead-of"));
-  } else if (verb == "move" && args.Option("behind-of")) {
-    u->set_behind_of(*args.Option("behind-of"));
-  } else if (verb == "set-priority" && args.positional.size() == 4 &&
-             absl::SimpleAtoi(args.positional[3], &priority)) {
+  if (verb == "move") {
+    if (int rc = s.ExpectPositionals(args, 3, kJobUsage)) return rc;
+    const std::optional<std::string> ahead = args.Option("ahead-of");
+    const std::optional<std::string> behind = args.Option("behind-of");
+    if (ahead && behind) return s.Usage("job move: give --ahead-of or --behind-of, not both");
+    if (ahead) {
+      u->set_ahead_of(*ahead);
+    } else if (behind) {
+      u->set_behind_of(*behind);
+    } else {
+      return s.Usage(kJobUsage);
+    }
+  } else if (verb == "set-priority") {
+    if (int rc = s.ExpectPositionals(args, 4, kJobUsage)) return rc;
+    if (int rc = s.ReadNumber("priority", args.positional[3], priority)) return rc;
     u->set_priority(priority);
-  } else if (verb == "set-pool" && args.positional.size() == 4) {
+  } else if (verb == "set-pool") {
+    if (int rc = s.ExpectPositionals(args, 4, kJobUsage)) return rc;
     u->set_resource_pool(args.positional[3]);
   } else {
     return s.Usage(kJobUsage);
   }
+  u->set_job_id(args.positional[2]);
+  auto stub = s.Stub<v1::JobService>();
+  if (stub == nullptr) return 2;
   v1::UpdateJobQueueResponse resp;
-  if (int rc = s.Check(stub.UpdateJobQueue(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->UpdateJobQueue(s.Context().get(), req, &resp))) return rc;
   if (verb == "set-priority") {
     PrintPrioritySet(s, u->job_id(), priority);
   } else {
@@ -110,8 +124,7 @@ v1::TaskType TypeOf(const std::string& kind) {
   return v1::TASK_TYPE_TENSORBOARD;
 }
 
-int StartTask(const Session& s, v1::TaskService::Stub& stub, const std::string& kind,
-              const Args& args) {
+int StartTask(const Session& s, const std::string& kind, const Args& args) {
   v1::LaunchTaskRequest req;
   req.set_type(TypeOf(kind));
   if (std::optional<std::string> file = args.Option("config");
@@ -124,30 +137,35 @@ int StartTask(const Session& s, v1::TaskService::Stub& stub, const std::string& 
                                 absl::StrJoin(words, " ")));
   }
   for (const std::string& word : args.rest) req.add_entrypoint(word);
+  auto stub = s.Stub<v1::TaskService>();
+  if (stub == nullptr) return 2;
   v1::LaunchTaskResponse resp;
-  if (int rc = s.Check(stub.LaunchTask(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->LaunchTask(s.Context().get(), req, &resp))) return rc;
   s.out << "Started " << kind << " " << resp.task().id() << " (" << resp.task().slots()
         << " slot(s) in pool " << resp.task().resource_pool() << ")\n";
   return 0;
 }
 
-int ListTasks(const Session& s, v1::TaskService::Stub& stub, const std::string& kind,
-              const Args& args) {
+int ListTasks(const Session& s, const std::string& kind, const Args& args,
+              const std::string& usage) {
+  if (int rc = s.ExpectPositionals(args, 2, usage)) return rc;
   v1::ListTasksRequest req;
   req.set_type(TypeOf(kind));
   int offset = 0, limit = 0;
   if (int rc = s.ReadPage(args, offset, limit)) return rc;
   req.set_offset(offset);
   req.set_limit(limit);
+  auto stub = s.Stub<v1::TaskService>();
+  if (stub == nullptr) return 2;
   v1::ListTasksResponse resp;
-  if (int rc = s.Check(stub.ListTasks(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->ListTasks(s.Context().get(), req, &resp))) return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::Task& t : resp.tasks()) {
     rows.push_back(
-        {t.id(), t.name(), Suffix(v1::TaskState_Name(t.state()), "TASK_STATE_"),
-         t.allocation_id().empty()
-             ? "-"
-             : Suffix(v1::AllocationState_Name(t.allocation_state()), "ALLOCATION_STATE_"),
+        {t.id(), t.name(), EnumName(v1::TaskState_descriptor(), t.state(), "TASK_STATE_"),
+         t.allocation_id().empty() ? "-"
+                                   : EnumName(v1::AllocationState_descriptor(),
+                                              t.allocation_state(), "ALLOCATION_STATE_"),
          t.resource_pool(), std::to_string(t.slots()), std::to_string(t.priority()), t.username()});
   }
   PrintTable(s.out, {"ID", "NAME", "STATE", "ALLOCATION", "POOL", "SLOTS", "PRIORITY", "USER"},
@@ -163,10 +181,9 @@ int RunJobCommand(const Session& s, const Args& args) {
   if (args.positional.size() < 2) return s.Usage(kJobUsage);
   const std::string& verb = args.positional[1];
   if (int rc = s.CheckOptions(args, JobOptions(verb))) return rc;
-  auto stub = v1::JobService::NewStub(s.channel);
-  if (verb == "list") return ListJobs(s, *stub, args);
-  if (verb == "stats") return Stats(s, *stub);
-  return Update(s, *stub, args);
+  if (verb == "list") return ListJobs(s, args);
+  if (verb == "stats") return Stats(s, args);
+  return Update(s, args);
 }
 
 int RunTaskCommand(const Session& s, const std::string& kind, const Args& args) {
@@ -178,27 +195,30 @@ int RunTaskCommand(const Session& s, const std::string& kind, const Args& args) 
   if (args.positional.size() < 2) return s.Usage(usage);
   const std::string& verb = args.positional[1];
   if (int rc = s.CheckOptions(args, TaskOptions(verb))) return rc;
-  auto stub = v1::TaskService::NewStub(s.channel);
-  if (verb == "start") return StartTask(s, *stub, kind, args);
-  if (verb == "list") return ListTasks(s, *stub, kind, args);
-  if (args.positional.size() < 3) return s.Usage(usage);
+  if (verb == "start") return StartTask(s, kind, args);
+  if (verb == "list") return ListTasks(s, kind, args, usage);
+  const bool set_priority = verb == "set-priority";
+  if (!set_priority && verb != "kill") return s.Usage(usage);
+  if (int rc = s.ExpectPositionals(args, set_priority ? 4 : 3, usage)) return rc;
   const std::string& id = args.positional[2];
-  grpc::Status status;
   int priority = 0;
-  if (verb == "kill") {
-    v1::KillTaskRequest req;
-    req.set_id(id);
-    v1::KillTaskResponse resp;
-    status = stub->KillTask(s.Context().get(), req, &resp);
-  } else if (verb == "set-priority" && args.positional.size() == 4 &&
-             absl::SimpleAtoi(args.positional[3], &priority)) {
+  if (set_priority) {
+    if (int rc = s.ReadNumber("priority", args.positional[3], priority)) return rc;
+  }
+  auto stub = s.Stub<v1::TaskService>();
+  if (stub == nullptr) return 2;
+  grpc::Status status;
+  if (set_priority) {
     v1::SetTaskPriorityRequest req;
     req.set_id(id);
     req.set_priority(priority);
     v1::SetTaskPriorityResponse resp;
     status = stub->SetTaskPriority(s.Context().get(), req, &resp);
   } else {
-    return s.Usage(usage);
+    v1::KillTaskRequest req;
+    req.set_id(id);
+    v1::KillTaskResponse resp;
+    status = stub->KillTask(s.Context().get(), req, &resp);
   }
   if (int rc = s.Check(status)) return rc;
   s.out << kind << " " << id << ": " << verb << " done\n";

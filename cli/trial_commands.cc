@@ -13,7 +13,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: phalanx trial preemption ALLOCATION [--wait SECONDS] | checkpoint ALLOCATION UUID "
-    "[--steps N] | ack ALLOCATION | complete ALLOCATION [--error MESSAGE]";
+    "[--steps N] | ack ALLOCATION | complete ALLOCATION [--error MESSAGE]\n"
+    "preemption prints preempt (exit 0) or continue (exit 3).";
 
 // The options of each verb, the global ones aside.
 std::set<std::string> OptionsOf(const std::string& verb) {
@@ -35,7 +36,7 @@ std::unique_ptr<grpc::ClientContext> TrialContext(const Session& s) {
 }
 
 // Prints "preempt" (exit 0) or "continue" (exit 3, after waiting --wait seconds, default 1).
-int Preemption(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
+int Preemption(const Session& s, const Args& args) {
   v1::WatchPreemptionRequest req;
   req.set_allocation_id(args.positional[2]);
   int wait = 1;
@@ -44,14 +45,15 @@ int Preemption(const Session& s, v1::AllocationService::Stub& stub, const Args& 
     return s.Usage("--wait: seconds from 1 to 50");
   }
   req.set_timeout_seconds(wait);
+  auto stub = s.Stub<v1::AllocationService>();
+  if (stub == nullptr) return 2;
   v1::WatchPreemptionResponse resp;
-  if (int rc = s.Check(stub.WatchPreemption(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->WatchPreemption(TrialContext(s).get(), req, &resp))) return rc;
   s.out << (resp.preempt() ? "preempt" : "continue") << "\n";
   return resp.preempt() ? 0 : 3;
 }
 
-int Checkpoint(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
-  if (args.positional.size() != 4) return s.Usage(kUsage);
+int Checkpoint(const Session& s, const Args& args) {
   v1::ReportCheckpointRequest req;
   req.set_allocation_id(args.positional[2]);
   req.set_uuid(args.positional[3]);
@@ -60,29 +62,35 @@ int Checkpoint(const Session& s, v1::AllocationService::Stub& stub, const Args& 
     return s.Usage("--steps: expected a number");
   }
   req.set_steps_completed(steps);
+  auto stub = s.Stub<v1::AllocationService>();
+  if (stub == nullptr) return 2;
   v1::ReportCheckpointResponse resp;
-  if (int rc = s.Check(stub.ReportCheckpoint(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->ReportCheckpoint(TrialContext(s).get(), req, &resp))) return rc;
   s.out << "Checkpoint " << req.uuid() << " of " << req.allocation_id() << " recorded\n";
   return 0;
 }
 
-int Ack(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
+int Ack(const Session& s, const Args& args) {
   v1::AckPreemptionRequest req;
   req.set_allocation_id(args.positional[2]);
+  auto stub = s.Stub<v1::AllocationService>();
+  if (stub == nullptr) return 2;
   v1::AckPreemptionResponse resp;
-  if (int rc = s.Check(stub.AckPreemption(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->AckPreemption(TrialContext(s).get(), req, &resp))) return rc;
   s.out << req.allocation_id() << " acknowledged preemption: its pods are deleted\n";
   return 0;
 }
 
-int Complete(const Session& s, v1::AllocationService::Stub& stub, const Args& args) {
+int Complete(const Session& s, const Args& args) {
   v1::ReportCompletionRequest req;
   req.set_allocation_id(args.positional[2]);
   const std::optional<std::string> error = args.Option("error");
   req.set_success(!error.has_value());
   req.set_error(error.value_or(""));
+  auto stub = s.Stub<v1::AllocationService>();
+  if (stub == nullptr) return 2;
   v1::ReportCompletionResponse resp;
-  if (int rc = s.Check(stub.ReportCompletion(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(stub->ReportCompletion(TrialContext(s).get(), req, &resp))) return rc;
   s.out << req.allocation_id() << (error ? " reported failure" : " reported success") << "\n";
   return 0;
 }
@@ -91,16 +99,17 @@ int Complete(const Session& s, v1::AllocationService::Stub& stub, const Args& ar
 
 int RunTrialCommand(const Session& s, const Args& args) {
   if (args.Has("help")) return s.Help(kUsage);
-  if (args.positional.size() < 3) return s.Usage(kUsage);
+  if (args.positional.size() < 2) return s.Usage(kUsage);
   const std::string& verb = args.positional[1];
   if (int rc = s.CheckOptions(args, OptionsOf(verb))) return rc;
-  auto stub = v1::AllocationService::NewStub(s.channel);
-  if (verb == "checkpoint") return Checkpoint(s, *stub, args);
-  if (args.positional.size() != 3) return s.Usage(kUsage);
-  if (verb == "preemption") return Preemption(s, *stub, args);
-  if (verb == "ack") return Ack(s, *stub, args);
-  if (verb == "complete") return Complete(s, *stub, args);
-  return s.Usage(kUsage);
+  if (verb != "preemption" && verb != "checkpoint" && verb != "ack" && verb != "complete") {
+    return s.Usage(kUsage);
+  }
+  if (int rc = s.ExpectPositionals(args, verb == "checkpoint" ? 4 : 3, kUsage)) return rc;
+  if (verb == "preemption") return Preemption(s, args);
+  if (verb == "checkpoint") return Checkpoint(s, args);
+  if (verb == "ack") return Ack(s, args);
+  return Complete(s, args);
 }
 
 }  // namespace phalanx::cli

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -47,6 +48,80 @@ class CliTest : public ServiceTest {
   }
 
   std::string dir_, out_, err_;
+};
+
+// A server of `services` on a free local port, standing in for the master at `address`.
+std::unique_ptr<grpc::Server> FakeMaster(const std::vector<grpc::Service*>& services,
+                                         std::string& address) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  address = absl::StrCat("127.0.0.1:", port);
+  return server;
+}
+
+// A newer master's answers: enum values this CLI does not know.
+constexpr int kNewValue = 17;
+
+class NewerExperiments : public v1::ExperimentService::Service {
+  grpc::Status GetExperiment(grpc::ServerContext*, const v1::GetExperimentRequest* req,
+                             v1::GetExperimentResponse* resp) override {
+    Fill(*resp->mutable_experiment());
+    v1::Trial* trial = resp->add_trials();
+    trial->set_id(1);
+    trial->set_state(static_cast<v1::TrialState>(kNewValue));
+    trial->set_allocation_id("exp-1-trial-1-r1");
+    trial->set_allocation_state(static_cast<v1::AllocationState>(kNewValue));
+    return grpc::Status::OK;
+  }
+  grpc::Status ListExperiments(grpc::ServerContext*, const v1::ListExperimentsRequest*,
+                               v1::ListExperimentsResponse* resp) override {
+    Fill(*resp->add_experiments());
+    return grpc::Status::OK;
+  }
+  static void Fill(v1::Experiment& e) {
+    e.set_id(1);
+    e.set_name("mnist");
+    e.set_state(static_cast<v1::ExperimentState>(kNewValue));
+  }
+};
+
+class NewerJobs : public v1::JobService::Service {
+  grpc::Status GetJobs(grpc::ServerContext*, const v1::GetJobsRequest*,
+                       v1::GetJobsResponse* resp) override {
+    v1::Job* job = resp->add_jobs();
+    job->set_job_id("exp-1");
+    job->set_type(static_cast<v1::TaskType>(kNewValue));
+    job->set_state(static_cast<v1::JobState>(kNewValue));
+    return grpc::Status::OK;
+  }
+};
+
+class NewerTasks : public v1::TaskService::Service {
+  grpc::Status ListTasks(grpc::ServerContext*, const v1::ListTasksRequest*,
+                         v1::ListTasksResponse* resp) override {
+    v1::Task* task = resp->add_tasks();
+    task->set_id("cmd-1");
+    task->set_state(static_cast<v1::TaskState>(kNewValue));
+    task->set_allocation_id("cmd-1-r1");
+    task->set_allocation_state(static_cast<v1::AllocationState>(kNewValue));
+    return grpc::Status::OK;
+  }
+};
+
+// Logs anyone in, noting the deadline of the call.
+class DeadlineRecordingAuth : public v1::AuthService::Service {
+ public:
+  grpc::Status Login(grpc::ServerContext* ctx, const v1::LoginRequest*,
+                     v1::LoginResponse* resp) override {
+    deadline = ctx->deadline();
+    resp->set_token("token");
+    resp->mutable_user()->set_username("admin");
+    return grpc::Status::OK;
+  }
+  std::chrono::system_clock::time_point deadline;
 };
 
 TEST_F(CliTest, LoginThenManageExperimentsAndJobs) {
@@ -169,7 +244,7 @@ TEST_F(CliTest, LoginSavesTheTokenPrivately) {
 
   const std::string missing = dir_ + "/no-such-dir/token";
   setenv("PHALANX_TOKEN_FILE", missing.c_str(), 1);
-  EXPECT_EQ(Run({"login", "admin", "--password", "pw"}), 2);
+  EXPECT_EQ(Run({"login", "admin", "--password", "pw"}), 1);
   EXPECT_THAT(err_, HasSubstr("cannot write the token to " + missing + ": "));
   EXPECT_THAT(out_, Not(HasSubstr("Logged in")));
 }
@@ -227,7 +302,135 @@ TEST_F(CliTest, UnknownOptionsAreRefusedAndHelpPrintsUsage) {
     EXPECT_EQ(Run({command, "--help"}), 0) << command << ": " << err_;
     EXPECT_THAT(out_, HasSubstr("usage: phalanx " + std::string(command))) << command;
   }
+  EXPECT_THAT(out_, HasSubstr("preemption prints preempt (exit 0) or continue (exit 3)"));
   EXPECT_TRUE(err_.empty()) << err_;
+}
+
+// --help and usage errors connect to nothing: a bad --master or --ca is reported only by a command
+// that calls the master.
+TEST_F(CliTest, HelpAndUsageErrorsNeedNoMaster) {
+  EXPECT_EQ(Run({"--ca", dir_ + "/no-ca.pem", "job", "list", "-h"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("usage: phalanx job list"));
+  setenv("PHALANX_MASTER", "grpc://nowhere", 1);
+  EXPECT_EQ(Run({"experiment", "--help"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("usage: phalanx experiment create FILE"));
+  EXPECT_EQ(Run({"experiment", "kill"}), 2);
+  EXPECT_THAT(err_, HasSubstr("usage: phalanx experiment"));
+  EXPECT_THAT(err_, Not(HasSubstr("PHALANX_MASTER")));
+  EXPECT_EQ(Run({"frobnicate"}), 2);
+  EXPECT_THAT(err_, HasSubstr("unknown command \"frobnicate\""));
+  EXPECT_EQ(Run({"experiment", "list"}), 2);
+  EXPECT_THAT(err_, HasSubstr("PHALANX_MASTER: expected HOST:PORT"));
+}
+
+// Every command takes exactly its arguments: one more is an error naming it, and nothing is done.
+TEST_F(CliTest, ExtraArgumentsAreRefused) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  EXPECT_EQ(Run({"experiment", "kill", std::to_string(exp.id()), "2"}), 2);
+  EXPECT_THAT(err_, HasSubstr("extra argument \"2\"\nusage: phalanx experiment"));
+  EXPECT_EQ(Get(exp.id()).experiment().state(), v1::EXPERIMENT_STATE_ACTIVE);
+  const std::string file = File("e.yaml", "resources: {slots_per_trial: 4}\n");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"login", "admin", "x", "--password", "pw"},
+           {"user", "create", "bob", "x", "--password", "pw"},
+           {"experiment", "create", file, "x"},
+           {"experiment", "list", "x"},
+           {"experiment", "describe", "1", "x"},
+           {"experiment", "set-priority", "1", "5", "x"},
+           {"job", "list", "x"},
+           {"job", "stats", "x"},
+           {"job", "move", "exp-1", "x", "--ahead-of", "exp-2"},
+           {"job", "set-priority", "exp-1", "5", "x"},
+           {"job", "set-pool", "exp-1", "cpu", "x"},
+           {"cmd", "list", "x"},
+           {"cmd", "kill", "cmd-1", "x"},
+           {"cmd", "set-priority", "cmd-1", "5", "x"},
+           {"trial", "ack", "a", "x"},
+           {"trial", "checkpoint", "a", "uuid", "x"},
+       }) {
+    EXPECT_EQ(Run(args), 2) << args[0] << " " << args[1];
+    EXPECT_THAT(err_, HasSubstr("extra argument \"x\"")) << args[0] << " " << args[1];
+  }
+  EXPECT_EQ(Get(exp.id()).experiment().priority(), exp.priority());
+  ASSERT_EQ(Run({"experiment", "list"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("1 of 1 experiment(s)"));
+}
+
+// A number that is not one is an error naming the argument.
+TEST_F(CliTest, ArgumentsThatAreNotNumbersAreNamed) {
+  EXPECT_EQ(Run({"experiment", "describe", "abc"}), 2);
+  EXPECT_THAT(err_, HasSubstr("experiment id \"abc\": expected a number"));
+  EXPECT_EQ(Run({"experiment", "set-priority", "1", "high"}), 2);
+  EXPECT_THAT(err_, HasSubstr("priority \"high\": expected a number"));
+  EXPECT_EQ(Run({"job", "set-priority", "exp-1", "high"}), 2);
+  EXPECT_THAT(err_, HasSubstr("priority \"high\": expected a number"));
+  EXPECT_EQ(Run({"cmd", "set-priority", "cmd-1", "1.5"}), 2);
+  EXPECT_THAT(err_, HasSubstr("priority \"1.5\": expected a number"));
+}
+
+// user create takes the password from --password, else $PHALANX_PASSWORD, and refuses to go
+// without one.
+TEST_F(CliTest, UserCreateNeedsAPassword) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  unsetenv("PHALANX_PASSWORD");
+  EXPECT_EQ(Run({"user", "create", "bob"}), 2);
+  EXPECT_THAT(err_, HasSubstr("give --password P or set $PHALANX_PASSWORD"));
+  EXPECT_EQ(Run({"user", "create", "bob", "--password="}), 2);
+  setenv("PHALANX_PASSWORD", "from-env", 1);
+  ASSERT_EQ(Run({"user", "create", "bob"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("Created user bob"));
+  ASSERT_EQ(Run({"user", "create", "carol", "--password", "from-flag"}), 0) << err_;
+  unsetenv("PHALANX_PASSWORD");
+  EXPECT_EQ(Run({"login", "bob", "--password", "from-env"}), 0) << err_;
+  EXPECT_EQ(Run({"login", "carol", "--password", "from-flag"}), 0) << err_;
+}
+
+// login's call has a deadline, as every other call has.
+TEST_F(CliTest, LoginHasADeadline) {
+  DeadlineRecordingAuth auth;
+  std::string address;
+  const std::unique_ptr<grpc::Server> fake = FakeMaster({&auth}, address);
+  const auto before = std::chrono::system_clock::now();
+  ASSERT_EQ(Run({"--master", address, "login", "admin", "--password", "pw"}), 0) << err_;
+  EXPECT_GT(auth.deadline, before + std::chrono::seconds(50));
+  EXPECT_LT(auth.deadline, before + std::chrono::seconds(70));
+}
+
+// A newer master's enum values show as numbers.
+TEST_F(CliTest, UnknownEnumValuesShowAsNumbers) {
+  NewerExperiments experiments;
+  NewerJobs jobs;
+  NewerTasks tasks;
+  std::string address;
+  const std::unique_ptr<grpc::Server> fake = FakeMaster({&experiments, &jobs, &tasks}, address);
+  setenv("PHALANX_MASTER", address.c_str(), 1);
+  ASSERT_EQ(Run({"experiment", "describe", "1"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("state STATE_17,"));
+  EXPECT_THAT(out_, ContainsRegex("1 +STATE_17 .*exp-1-trial-1-r1 \\(STATE_17\\)"));
+  ASSERT_EQ(Run({"experiment", "list"}), 0) << err_;
+  EXPECT_THAT(out_, ContainsRegex("mnist +STATE_17 "));
+  ASSERT_EQ(Run({"job", "list"}), 0) << err_;
+  EXPECT_THAT(out_, ContainsRegex("exp-1 +TYPE_17 +STATE_17 "));
+  ASSERT_EQ(Run({"cmd", "list"}), 0) << err_;
+  EXPECT_THAT(out_, ContainsRegex("cmd-1 +STATE_17 +STATE_17 "));
+}
+
+// job list numbers each pool's queue from 1; a move names one anchor, not two.
+TEST_F(CliTest, JobListCountsFromOneAndMoveTakesOneAnchor) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  Create("resources: {slots_per_trial: 4}\n");
+  Create("resources: {slots_per_trial: 4}\n");
+  ASSERT_EQ(Run({"job", "list"}), 0) << err_;
+  EXPECT_THAT(out_, ContainsRegex("gpu +1 +exp-1 "));
+  EXPECT_THAT(out_, ContainsRegex("gpu +2 +exp-2 "));
+  EXPECT_EQ(Run({"job", "move", "exp-2", "--ahead-of", "exp-1", "--behind-of", "exp-1"}), 2);
+  EXPECT_THAT(err_, HasSubstr("job move: give --ahead-of or --behind-of, not both"));
+  ASSERT_EQ(Run({"job", "list"}), 0) << err_;
+  EXPECT_THAT(out_, ContainsRegex("gpu +1 +exp-1 "));
+  ASSERT_EQ(Run({"job", "move", "exp-2", "--ahead-of", "exp-1"}), 0) << err_;
+  ASSERT_EQ(Run({"job", "list"}), 0) << err_;
+  EXPECT_THAT(out_, ContainsRegex("gpu +1 +exp-2 "));
 }
 
 // Listings take --limit and --offset and say how many there are in all.
