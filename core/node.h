@@ -28,6 +28,7 @@ struct Toleration {
   TaintEffect effect = TaintEffect::kNoSchedule;
 
   bool Tolerates(const Taint& t) const;
+  bool operator==(const Toleration&) const = default;
 };
 
 // Label pairs sorted by key.
@@ -39,13 +40,15 @@ struct NodeRequirement {
   enum class Operator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
   std::string key;
   Operator op = Operator::kIn;
-  std::vector<std::string> values;
+  std::vector<std::string> values;  // Sorted: In and NotIn look a value up by binary search.
   bool on_name = false;
+  bool operator==(const NodeRequirement&) const = default;
 };
 
 // A node selector term: a node matches when every requirement holds (an empty term matches none).
 struct NodeSelectorTerm {
   std::vector<NodeRequirement> requirements;
+  bool operator==(const NodeSelectorTerm&) const = default;
 };
 
 struct Node {

@@ -100,9 +100,14 @@ Resources Resources::Min(const Resources& a, const Resources& b) {
 }
 
 bool Resources::FitsIn(const Resources& avail) const {
-  if (milli_cpu_ > avail.milli_cpu_ || memory_ > avail.memory_ || gpu_ > avail.gpu_) return false;
+  // As kube-scheduler's NodeResourcesFit: a resource not requested fits even where overcommitted.
+  auto exceeds = [](int64_t need, int64_t have) { return need > 0 && need > have; };
+  if (exceeds(milli_cpu_, avail.milli_cpu_) || exceeds(memory_, avail.memory_) ||
+      exceeds(gpu_, avail.gpu_)) {
+    return false;
+  }
   for (const Scalar& s : scalars_) {
-    if (s.value > avail.Get(s.name)) return false;
+    if (exceeds(s.value, avail.Get(s.name))) return false;
   }
   return true;
 }

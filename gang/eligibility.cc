@@ -28,7 +28,7 @@ bool Compares(const std::string* have, const core::NodeRequirement& r) {
 bool Holds(const core::NodeRequirement& r, const core::Node& node) {
   const std::string* have = r.on_name ? &node.name : core::FindLabel(node.labels, r.key);
   const bool listed =
-      have != nullptr && std::find(r.values.begin(), r.values.end(), *have) != r.values.end();
+      have != nullptr && std::binary_search(r.values.begin(), r.values.end(), *have);
   switch (r.op) {
     case core::NodeRequirement::Operator::kIn:
       return listed;

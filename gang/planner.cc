@@ -2,6 +2,7 @@
 #include "gang/planner.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <tuple>
 
@@ -31,12 +32,31 @@ std::string Signature(const core::PodInfo& pod) {
   return sig;
 }
 
-// Member indexes, largest slot request first, then by pod name (members are name-sorted).
-std::vector<int> PlacementOrder(const core::Gang& gang, const SlotPolicy& slots) {
+bool SameEligibility(const core::PodInfo& a, const core::PodInfo& b) {
+  return a.node_selector == b.node_selector && a.tolerations == b.tolerations &&
+         a.node_affinity == b.node_affinity;
+}
+
+bool AllAlike(const core::Gang& gang) {
+  return std::all_of(gang.members.begin(), gang.members.end(), [&](const core::PodInfo* p) {
+    return SameEligibility(*p, *gang.members.front());
+  });
+}
+
+// Member indexes, largest slot request first, then (in a mixed gang) the one with fewer eligible
+// nodes, then by pod name (members are name-sorted).
+std::vector<int> PlacementOrder(const core::Gang& gang, const SlotPolicy& slots,
+                                const std::function<size_t(const core::PodInfo&)>& eligible) {
   std::vector<int> order(gang.members.size());
   std::iota(order.begin(), order.end(), 0);
+  std::vector<size_t> choices(gang.members.size(), 0);
+  if (!AllAlike(gang)) {
+    for (size_t m = 0; m < choices.size(); ++m) choices[m] = eligible(*gang.members[m]);
+  }
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return slots.SlotsOf(gang.members[a]->requests) > slots.SlotsOf(gang.members[b]->requests);
+    const int64_t sa = slots.SlotsOf(gang.members[a]->requests);
+    const int64_t sb = slots.SlotsOf(gang.members[b]->requests);
+    return sa != sb ? sa > sb : choices[a] < choices[b];
   });
   return order;
 }
@@ -59,33 +79,57 @@ Capacity AllocatableCapacity(const core::ClusterSnapshot& snapshot) {
 GangPlanner::GangPlanner(const core::ClusterSnapshot& snapshot, const SlotPolicy& slots)
     : snapshot_(snapshot), slots_(slots), allocatable_(AllocatableCapacity(snapshot)) {}
 
-const std::vector<int>& GangPlanner::EligibleNodes(const core::Gang& gang) const {
-  static const std::vector<int> kNone;
-  if (gang.members.empty()) return kNone;
-  const core::PodInfo& pod = *gang.members.front();
-  std::unique_ptr<std::vector<int>>& slot = eligible_[Signature(pod)];
+const std::vector<int>& GangPlanner::EligibleFor(
+    const std::string& signature, const std::vector<const core::PodInfo*>& pods) const {
+  std::unique_ptr<std::vector<int>>& slot = eligible_[signature];
   if (slot == nullptr) {
     slot = std::make_unique<std::vector<int>>();
     for (int i = 0; i < snapshot_.node_count(); ++i) {
-      if (NodeEligible(pod, snapshot_.node(i))) slot->push_back(i);
+      if (std::any_of(pods.begin(), pods.end(), [&](const core::PodInfo* p) {
+            return NodeEligible(*p, snapshot_.node(i));
+          })) {
+        slot->push_back(i);
+      }
     }
   }
   return *slot;
 }
 
-GangPlan GangPlanner::Plan(const core::Gang& gang, const Capacity& free) const {
+const std::vector<int>& GangPlanner::EligibleNodes(const core::PodInfo& pod) const {
+  return EligibleFor(Signature(pod), {&pod});
+}
+
+const std::vector<int>& GangPlanner::EligibleNodes(const core::Gang& gang) const {
+  static const std::vector<int> kNone;
+  if (gang.members.empty()) return kNone;
+  if (AllAlike(gang)) return EligibleNodes(*gang.members.front());
+  std::string signature = "mixed";
+  for (const core::PodInfo* p : gang.members) absl::StrAppend(&signature, "#", Signature(*p));
+  return EligibleFor(signature, gang.members);
+}
+
+GangPlan GangPlanner::Plan(const core::Gang& gang, const Capacity& free,
+                           const std::vector<bool>* closed) const {
   GangPlan plan;
-  const std::vector<int>& eligible = EligibleNodes(gang);
   plan.nodes.assign(gang.members.size(), -1);
+  const core::PodInfo* looked_up = nullptr;  // The member `eligible` was looked up for.
+  const std::vector<int>* eligible = nullptr;
   // Capacity this plan has taken so far on the nodes it touched.
   std::vector<int> taken_at(free.size(), -1);
   std::vector<core::Resources> taken;
-  for (int m : PlacementOrder(gang, slots_)) {
-    const core::Resources& req = gang.members[m]->requests;
+  auto count = [this](const core::PodInfo& p) { return EligibleNodes(p).size(); };
+  for (int m : PlacementOrder(gang, slots_, count)) {
+    const core::PodInfo& member = *gang.members[m];
+    if (looked_up == nullptr || !SameEligibility(*looked_up, member)) {
+      looked_up = &member;
+      eligible = &EligibleNodes(member);
+    }
+    const core::Resources& req = member.requests;
     const int64_t req_slots = slots_.SlotsOf(req);
     int best = -1;
     std::tuple<int64_t, int64_t, int64_t> best_key;
-    for (int n : eligible) {
+    for (int n : *eligible) {
+      if (closed != nullptr && (*closed)[n]) continue;
       const core::Resources& f = free[n];
       if (!req.FitsIn(f)) continue;
       std::tuple<int64_t, int64_t, int64_t> key;
@@ -147,9 +191,15 @@ core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots) {
 }
 
 bool GangPlanner::FitsOnEmptyPool(const core::Gang& gang) const {
-  core::Resources unit = LargestMember(gang, slots_);
+  if (gang.members.empty()) return true;
+  const core::PodInfo& first = *gang.members.front();
+  if (!AllAlike(gang) ||
+      std::any_of(gang.members.begin(), gang.members.end(),
+                  [&](const core::PodInfo* p) { return p->requests != first.requests; })) {
+    return false;
+  }
   int64_t copies = 0;
-  for (int n : EligibleNodes(gang)) copies += unit.CopiesThatFit(allocatable_[n]);
+  for (int n : EligibleNodes(first)) copies += first.requests.CopiesThatFit(allocatable_[n]);
   return copies >= static_cast<int64_t>(gang.members.size());
 }
 

@@ -1,11 +1,13 @@
 // All-or-nothing gang placement onto free capacity, with slot packing.
 //
-// Algorithm: members are placed largest slot request first (ties: pod name). Each member goes to
-// the eligible node where it fits and leaves the fewest free slots, then the fewest free
-// millicores, then the least free memory; the node name (index order) breaks the last tie. This
-// best-fit packs 1-slot pods onto partially used nodes, gives maxSlotsPerPod-sized pods nodes whole
-// (two 4-slot pods share one 8-GPU node before a second node is opened), and leaves large empty
-// nodes for large gangs. If any member finds no node, the gang gets no node at all.
+// Algorithm: members are placed largest slot request first (ties: in a gang of mixed pods, the one
+// eligible on fewer nodes; then pod name). Each member goes to
+// a node eligible for it (its own selector, tolerations and affinity) where it fits and leaves the
+// fewest free slots, then the fewest free millicores, then the least free memory; the node name
+// (index order) breaks the last tie. This best-fit packs 1-slot pods onto partially used nodes,
+// gives maxSlotsPerPod-sized pods nodes whole (two 4-slot pods share one 8-GPU node before a second
+// node is opened), and leaves large empty nodes for large gangs. If any member finds no node, the
+// gang gets no node at all.
 #ifndef PHALANX_GANG_PLANNER_H_
 #define PHALANX_GANG_PLANNER_H_
 
@@ -45,13 +47,18 @@ class GangPlanner {
  public:
   GangPlanner(const core::ClusterSnapshot& snapshot, const SlotPolicy& slots);
 
-  // Places every member of `gang` onto `free`, or none. Never reports kInfeasible.
-  GangPlan Plan(const core::Gang& gang, const Capacity& free) const;
+  // Places every member of `gang` onto `free`, or none, on no node `closed` marks (per node
+  // index; nullptr: none closed). Never reports kInfeasible.
+  GangPlan Plan(const core::Gang& gang, const Capacity& free,
+                const std::vector<bool>* closed = nullptr) const;
   // kInfeasible with a reason when `gang` can never run on this cluster (slots against
   // maxSlotsPerPod, or too large for the whole pool), else kWait for a gang not yet complete,
   // else kPlaced with no nodes.
   GangPlan CheckFeasible(const core::Gang& gang) const;
-  // Eligible node indexes of the gang (by its first member's selector and tolerations), ascending.
+  // Node indexes eligible for `pod` (selector, tolerations, node affinity), ascending.
+  const std::vector<int>& EligibleNodes(const core::PodInfo& pod) const;
+  // Node indexes eligible for some member of `gang`, ascending; the same vector for gangs whose
+  // members' eligibility is alike.
   const std::vector<int>& EligibleNodes(const core::Gang& gang) const;
   // Index of the node called `name`, or -1 (a hash look-up, built on first use).
   int NodeIndex(absl::string_view name) const;
@@ -62,9 +69,11 @@ class GangPlanner {
   const SlotPolicy& slots() const { return slots_; }
 
  private:
-  // A quick sufficient test: as many copies of the largest member fit on empty eligible nodes as
-  // the gang has members.
+  // A quick sufficient test for a gang of like members (same requests and eligibility): as many
+  // copies of one fit on empty eligible nodes as the gang has members. False for other gangs.
   bool FitsOnEmptyPool(const core::Gang& gang) const;
+  const std::vector<int>& EligibleFor(const std::string& signature,
+                                      const std::vector<const core::PodInfo*>& pods) const;
   // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes" (nodes with room for one of its pods
   // in `free`); "needs 16 GPUs on 4 nodes; <none>" when no node has.
   std::string WaitReason(const core::Gang& gang, const Capacity& free, absl::string_view what,
@@ -73,7 +82,8 @@ class GangPlanner {
   const core::ClusterSnapshot& snapshot_;
   SlotPolicy slots_;
   Capacity allocatable_;
-  // Eligible nodes per scheduling signature (selector, tolerations, node affinity), filled lazily.
+  // Eligible nodes per scheduling signature (selector, tolerations, node affinity; for a mixed
+  // gang, its members' signatures joined), filled lazily.
   mutable absl::flat_hash_map<std::string, std::unique_ptr<std::vector<int>>> eligible_;
   mutable absl::flat_hash_map<absl::string_view, int> node_index_;
 };

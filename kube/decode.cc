@@ -150,6 +150,7 @@ absl::StatusOr<core::NodeRequirement> DecodeRequirement(const JsonObject& r, boo
   KUBE_ASSIGN_OR_RETURN(std::string_view key, r.String("key"));
   KUBE_ASSIGN_OR_RETURN(std::string_view op, r.String("operator"));
   KUBE_ASSIGN_OR_RETURN(out.values, r.StringArray("values"));
+  std::sort(out.values.begin(), out.values.end());
   out.key = std::string(key);
   const auto* found =
       std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return o.first == op; });

@@ -92,10 +92,19 @@ class Round {
       if (opt_.backfill) Hold(g);
       return d;
     }
-    if (const Block* b = Blocking(g, plan)) {
+    const Block* b = Blocking(g, plan);
+    if (b != nullptr && cap.empty()) {  // Off the nodes of the gangs ahead it may not pass.
+      GangPlan around = PlanAround(g);
+      if (around.placed()) {
+        plan = std::move(around);
+        b = Blocking(g, plan);
+      }
+    }
+    if (b != nullptr) {
       d.reason = absl::StrCat("waiting behind ", b->first, " (priority ", b->priority,
                               "), which needs the capacity it would use");
-      return d;  // Blocked by order, not capacity: the gang ahead already guards these nodes.
+      AddBlock(g);  // Blocked by order: work behind it may not pass it either.
+      return d;
     }
     Commit(g, plan, cap, victims, d);
     return d;
@@ -183,10 +192,26 @@ class Round {
       bool overlaps =
           std::any_of(plan.nodes.begin(), plan.nodes.end(), [&](int n) { return b.mask[n]; });
       if (!overlaps) continue;
-      if (!opt_.backfill || (g.priority < b.priority && !g.preemptible)) return &b;
+      if (!Passes(g, b)) return &b;
       if (backfill_ahead_ == nullptr) backfill_ahead_ = &b;
     }
     return nullptr;
+  }
+
+  // Plans `g` on `open` off the nodes of every waiting gang it may not pass.
+  GangPlan PlanAround(const Gang& g) const {
+    std::vector<bool> closed(snap_.node_count(), false);
+    for (const Block& b : blocks_) {
+      if (Passes(g, b)) continue;
+      for (size_t n = 0; n < closed.size(); ++n) closed[n] = closed[n] || b.mask[n];
+    }
+    return planner_.Plan(g, open_, &closed);
+  }
+
+  // Whether `g` may use nodes waiting gang `b` may use: with backfill, when it has b's priority (it
+  // keeps off b's drain hold) or b could take them back (preemption on, g preemptible and lower).
+  bool Passes(const Gang& g, const Block& b) const {
+    return opt_.backfill && (g.priority >= b.priority || (opt_.preemption && g.preemptible));
   }
 
   void AddBlock(const Gang& g) {
@@ -225,10 +250,11 @@ class Round {
     failed_.clear();
   }
 
-  // What planning depends on: the eligible nodes, the expected size and every member's requests.
+  // What planning depends on: the eligible nodes, the pool (its maxSlotsPerPod), the expected size
+  // and every member's requests.
   std::string ShapeKey(const Gang& g) const {
-    std::string key =
-        absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|", g.expected_size);
+    std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|",
+                                   g.pool, "|", g.expected_size);
     for (const core::PodInfo* p : g.members) absl::StrAppend(&key, "|", p->requests.ToString());
     return key;
   }

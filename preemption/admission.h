@@ -5,8 +5,7 @@
 // the decisions made so far this round, and `open` = `free` less the nodes that gangs of G's
 // priority waiting ahead of G hold as they drain (holds.h; only with backfill on):
 //   1. Incomplete gangs wait; gangs that can never fit, or with a pod whose phalanx labels cannot
-//   be
-//      read, are infeasible and block nobody.
+//      be read, are infeasible and block nobody.
 //   2. Capacity G may count on = open + capacity of victims already marked for G in earlier rounds.
 //      A G with such victims is planned on that larger capacity first, so that it keeps to the
 //      nodes its victims free (the ones reserved for it) whichever of their pods exits first; the
@@ -15,10 +14,11 @@
 //      and preemption is on, victims are chosen (victims.h) and marked: PREEMPT.
 //   3. A plan is allowed only if, for every gang B that waits ahead of G and may use one of the
 //      plan's nodes, backfill is on and either B has G's priority (G stays off B's hold, step 2)
-//      or B could later reclaim G (G preemptible, priority < B's). Such a plan on free capacity is
-//      BACKFILL, otherwise ADMIT; a plan that is not allowed, or no plan, is WAIT; a gang that
-//      found no plan joins the waiting gangs that block later work and, with backfill on, holds
-//      nodes as they drain.
+//      or B could later reclaim G (preemption on, G preemptible). Such a plan on free capacity is
+//      BACKFILL, otherwise ADMIT. A plan on free capacity that is not allowed is made again off
+//      the nodes of the gangs G may not pass; if that fails too, G waits. A gang that waits joins
+//      the waiting gangs that block later work and, if it found no plan and backfill is on,
+//      holds nodes as they drain.
 //   4. Every plan reserves its capacity: free = min(free, capacity G counted on - plan).
 // So a blocked head is never passed by lower-priority work it could not take back, nor delayed by
 // work of its own priority, and capacity freed for a preemptor is held for it until its victims

@@ -64,7 +64,7 @@ std::vector<StrandedGang> StrandedGangs(const core::ClusterSnapshot& snap) {
       } else if (!gang::NodeAdmits(*p, snap.node(*i))) {
         found.try_emplace(g.key, absl::StrCat("node ", p->placement, " no longer takes pod ",
                                               p->name, " (cordoned or tainted)"));
-      } else if (!core::Resources().FitsIn(snap.Free(*i))) {
+      } else if (!snap.Free(*i).IsNonNegative()) {
         overbooked.insert(*i);
       }
     }

@@ -179,7 +179,7 @@ std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
     }
     choice.victims.push_back(c->gang);
   }
-  choice.plan = planner.Plan(preemptor, with_victims);
+  choice.plan = planner.Plan(preemptor, with_victims, closed);
   if (!choice.plan.placed()) return std::nullopt;
   return choice;
 }

@@ -25,6 +25,20 @@ core::Gang GangWith(const core::ClusterSnapshot& snap, const core::PodInfo& pod)
   return core::SummarizeGang(pod.GangKey(), std::move(pods));
 }
 
+// `pod` allowed only on `nodes`: a node name requirement added to each of its affinity terms (an
+// empty term, which matches no node, stays empty).
+core::PodInfo ConfinedTo(const core::PodInfo& pod, const std::vector<std::string>& nodes) {
+  core::NodeRequirement on{.key = "metadata.name", .values = nodes, .on_name = true};
+  std::sort(on.values.begin(), on.values.end());
+  core::PodInfo out = pod;
+  if (out.node_affinity.empty()) out.node_affinity.emplace_back();
+  for (core::NodeSelectorTerm& term : out.node_affinity) {
+    if (term.requirements.empty() && !pod.node_affinity.empty()) continue;
+    term.requirements.push_back(on);
+  }
+  return out;
+}
+
 // Why `need` does not fit in `free`. One message per resource, as kube-scheduler's own
 // "Insufficient nvidia.com/gpu": it counts failed nodes by message, and a constant costs no
 // formatting per node.
@@ -104,10 +118,13 @@ const std::string* NodeReasons::Find(absl::string_view node) const {
 }
 
 std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
-                               int64_t now_ms, std::string* reason) const {
+                               const std::vector<std::string>& offered, int64_t now_ms,
+                               std::string* reason) const {
   const std::string key = pod.GangKey();
-  if (std::optional<std::string> node = book_->NodeFor(key, pod.uid, now_ms)) return *node;
-  core::Gang gang = GangWith(snap, pod);
+  std::optional<std::string> seat = book_->NodeFor(key, pod.uid, now_ms);
+  if (seat && std::find(offered.begin(), offered.end(), *seat) != offered.end()) return *seat;
+  const core::PodInfo confined = ConfinedTo(pod, offered);
+  core::Gang gang = GangWith(snap, confined);
   if (static_cast<int32_t>(gang.members.size()) < gang.expected_size) {
     *reason = absl::StrCat("gang ", key, " incomplete: ", gang.members.size(), " of ",
                            gang.expected_size, " pods exist");
@@ -138,7 +155,7 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
   std::string target = pod.placement;
   std::string reason;
   if (target.empty() && IsGangMember(pod)) {
-    target = ReserveGang(snap, pod, now_ms, &reason);
+    target = ReserveGang(snap, pod, nodes, now_ms, &reason);
     if (target.empty()) {
       for (const std::string& n : nodes) out.unresolvable.Add(n, reason);
       return out;

@@ -34,6 +34,10 @@ TEST(ResourcesTest, FitsAndCopies) {
   EXPECT_FALSE(fpga.FitsIn(node));  // the node has none
   EXPECT_EQ(fpga.CopiesThatFit(node), 0);
   EXPECT_FALSE((node - Resources(9000, 0, 0)).IsNonNegative());
+  // A resource not requested fits where the node is overcommitted (its free amount negative).
+  const Resources overcommitted = node - Resources(0, 0, 9);
+  EXPECT_TRUE(Resources(1000, 8, 0).FitsIn(overcommitted));
+  EXPECT_FALSE(Resources(1000, 8, 1).FitsIn(overcommitted));
   EXPECT_EQ(Resources::Min(Resources(1, 5, 3), Resources(2, 4, 3)), Resources(1, 4, 3));
 }
 

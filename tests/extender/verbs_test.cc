@@ -84,6 +84,27 @@ TEST_F(ForeignGangTest, ReservedWholeAtFilterTime) {
   EXPECT_EQ(later.failed.Find("gpu-node-01"), nullptr);  // It fits: nothing to diagnose.
 }
 
+// A member is seated only on a node kube-scheduler offered it (its own filters passed there): the
+// first member's best fit (01) is not offered; a later member's seat that is not among its
+// offered nodes has the gang planned again with it on one that is.
+TEST_F(ForeignGangTest, SeatsAreOnOfferedNodes) {
+  const std::vector<std::string> not_01 = {"gpu-node-02", "gpu-node-03"};
+  FilterOutcome first = verbs.Filter(*snap, m0, not_01, 0);
+  EXPECT_EQ(first.passed, (std::vector<std::string>{"gpu-node-03"}));
+  EXPECT_EQ(*book.NodeFor("ml/ext", "ext-1", 0), "gpu-node-01");
+  const std::vector<std::string> only_03 = {"gpu-node-03"};
+  FilterOutcome second = verbs.Filter(*snap, m1, only_03, 10);
+  EXPECT_EQ(second.passed, (std::vector<std::string>{"gpu-node-03"}));
+  EXPECT_EQ(*book.NodeFor("ml/ext", "ext-0", 10), "gpu-node-01");  // The gang is planned anew.
+  // Offered nowhere it fits: refused, with the gang's reason.
+  FilterOutcome none = verbs.Filter(*snap, m0, {"gpu-node-02"}, 20);
+  EXPECT_TRUE(none.passed.empty());
+  ASSERT_NE(none.unresolvable.Find("gpu-node-02"), nullptr);
+  EXPECT_NE(none.unresolvable.Find("gpu-node-02")->find("cannot be placed whole"),
+            std::string::npos)
+      << *none.unresolvable.Find("gpu-node-02");
+}
+
 TEST_F(ForeignGangTest, ASeatStopsCountingOnceItsPodIsBound) {
   ASSERT_EQ(verbs.Filter(*snap, m0, kNodes, 0).passed.size(), 1u);
   const std::string node = *book.NodeFor("ml/ext", "ext-1", 0);

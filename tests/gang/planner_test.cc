@@ -239,6 +239,48 @@ TEST(PlannerTest, PoolMaxSlotsPerPodOverridesTheGlobalOne) {
   }
 }
 
+// Each member is placed by its own eligibility: an MPI-style gang's CPU launcher (no GPU
+// toleration) goes to the untainted CPU node, its workers to the tainted GPU nodes.
+TEST(PlannerTest, MembersAreEligibleByTheirOwnSpec) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("cpu", 0));
+  for (const char* name : {"g1", "g2"}) {
+    core::Node n = GpuNode(name, 8);
+    n.taints = {core::Taint{"nvidia.com/gpu", "", core::TaintEffect::kNoSchedule}};
+    b.UpsertNode(n);
+  }
+  std::vector<core::PodInfo> pods = GatedGang({.name = "mpi", .pods = 3, .gpus_per_pod = 4});
+  pods[0].requests = core::Resources(1000, 0, 0);  // The launcher.
+  for (size_t i = 1; i < pods.size(); ++i) {
+    pods[i].tolerations = {{.key = "nvidia.com/gpu", .op = core::Toleration::Operator::kExists}};
+  }
+  for (core::PodInfo& p : pods) b.UpsertPod(std::move(p));
+  auto snap = b.Build();
+  GangPlanner planner(*snap, SlotPolicy{});
+  const core::Gang g = *snap->FindGang("default/mpi");
+  EXPECT_TRUE(planner.CheckFeasible(g).placed()) << planner.CheckFeasible(g).reason;
+  GangPlan plan = planner.Plan(g, FreeCapacity(*snap));
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  EXPECT_EQ(plan.nodes, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(planner.EligibleNodes(g), (std::vector<int>{0, 1, 2}));
+  std::vector<bool> closed = {false, true, false};  // g1 closed: both workers go to g2.
+  EXPECT_EQ(planner.Plan(g, FreeCapacity(*snap), &closed).nodes, (std::vector<int>{0, 2, 2}));
+}
+
+// A gang of unlike pods is infeasible when no plan fits the empty pool, although as many copies of
+// its largest (by slots) member fit: its CPU-heavy launcher fits no node.
+TEST(PlannerTest, AMixedGangLargerThanThePoolIsInfeasible) {
+  core::SnapshotBuilder b;
+  for (const char* name : {"a", "b"}) b.UpsertNode(GpuNode(name, 8));
+  std::vector<core::PodInfo> pods = GatedGang({.name = "mix", .pods = 3, .gpus_per_pod = 4});
+  pods[0].requests = core::Resources(100'000, 0, 0);
+  for (core::PodInfo& p : pods) b.UpsertPod(std::move(p));
+  auto snap = b.Build();
+  GangPlanner planner(*snap, SlotPolicy{});
+  GangPlan plan = planner.CheckFeasible(*snap->FindGang("default/mix"));
+  EXPECT_EQ(plan.outcome, GangPlan::Outcome::kInfeasible) << plan.reason;
+}
+
 TEST(PlannerTest, CpuSlots) {
   core::SnapshotBuilder b;
   b.UpsertNode(GpuNode("a", 0));  // 64 CPUs

@@ -174,7 +174,7 @@ TEST(KubeDecodePodTest, RequiredNodeAffinity) {
   const core::NodeRequirement& zone = pod->node_affinity[0].requirements.at(0);
   EXPECT_EQ(zone.key, "topology.kubernetes.io/zone");
   EXPECT_EQ(zone.op, Op::kIn);
-  EXPECT_THAT(zone.values, ElementsAre("antarctica-west1", "antarctica-east1"));
+  EXPECT_THAT(zone.values, ElementsAre("antarctica-east1", "antarctica-west1"));  // Sorted.
   EXPECT_FALSE(zone.on_name);
   ASSERT_EQ(pod->node_affinity[1].requirements.size(), 2u);
   EXPECT_EQ(pod->node_affinity[1].requirements[0].op, Op::kGt);

@@ -177,6 +177,82 @@ TEST(AdmissionTest, BackfillOffMeansStrictOrder) {
   EXPECT_EQ(FindDecision(r, "default/small")->verdict, Verdict::kBackfill);
 }
 
+// Strict order (backfill off): a gang whose best fit is on the nodes of a gang waiting ahead is
+// planned again off them; one that still finds none waits, and work behind it does not pass it.
+TEST(AdmissionTest, BackfillOffAGangBlockedByOrderIsPlannedAroundOrBlocksWorkBehindIt) {
+  for (const bool room_on_b : {true, false}) {
+    SCOPED_TRACE(room_on_b ? "6 free on b" : "3 free on b");
+    core::SnapshotBuilder b;
+    core::Node a = GpuNode("a", 8);
+    a.labels = {{"pool", "a"}};
+    b.UpsertNode(a);
+    b.UpsertNode(GpuNode("b", 8));
+    b.UpsertPod(RunningOn("on-a", 4, 99, "a"));
+    b.UpsertPod(RunningOn("on-b", room_on_b ? 2 : 5, 99, "b"));
+    core::PodInfo head = testing::GatedGang({.name = "head", .gpus_per_pod = 8})[0];
+    head.node_selector = {{"pool", "a"}};  // Waits for all of a.
+    b.UpsertPod(head);
+    b.UpsertPod(testing::GatedGang({.name = "g", .gpus_per_pod = 4, .created_ms = 1})[0]);
+    b.UpsertPod(
+        testing::GatedGang({.name = "low", .gpus_per_pod = 2, .priority = 10, .created_ms = 2})[0]);
+    AdmissionOptions strict;
+    strict.backfill = false;
+    RoundResult r = RunAdmissionRound(*b.Build(), strict);
+    EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
+    const GangDecision* g = FindDecision(r, "default/g");  // Its best fit, a, is the head's.
+    const GangDecision* low = FindDecision(r, "default/low");
+    if (room_on_b) {
+      EXPECT_EQ(g->verdict, Verdict::kAdmit) << g->reason;
+      ASSERT_EQ(g->plan.size(), 1u);
+      EXPECT_EQ(g->plan[0].node, "b");
+      EXPECT_EQ(low->verdict, Verdict::kAdmit) << low->reason;  // On b: the head cannot use it.
+    } else {
+      EXPECT_EQ(g->verdict, Verdict::kWait);
+      EXPECT_EQ(low->verdict, Verdict::kWait) << "passed g on b, which g may use";
+      EXPECT_EQ(low->reason,
+                "waiting behind default/g (priority 50), which needs the capacity it would use");
+    }
+  }
+}
+
+// Feasibility is remembered per shape within a round; a pool's own maxSlotsPerPod is part of it.
+TEST(AdmissionTest, LikeGangsOfPoolsWithOtherMaxSlotsPerPodAreJudgedApart) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertNode(GpuNode("b", 8));
+  core::PodInfo big = testing::GatedGang({.name = "in-big", .gpus_per_pod = 8})[0];
+  big.pool = "big";
+  core::PodInfo small =
+      testing::GatedGang({.name = "in-small", .gpus_per_pod = 8, .created_ms = 1})[0];
+  small.pool = "small";
+  b.UpsertPod(big);
+  b.UpsertPod(small);
+  AdmissionOptions opts;
+  opts.slots.max_slots_per_pod = 8;
+  opts.slots.pool_max_slots_per_pod = {{"small", 4}};
+  RoundResult r = RunAdmissionRound(*b.Build(), opts);
+  EXPECT_EQ(FindDecision(r, "default/in-big")->verdict, Verdict::kAdmit);
+  EXPECT_EQ(FindDecision(r, "default/in-small")->verdict, Verdict::kInfeasible);
+}
+
+// Without preemption a blocked head could never take back what lower work takes on its nodes:
+// backfill may not pass it there, preemptible or not.
+TEST(AdmissionTest, WithoutPreemptionLowerWorkDoesNotPassABlockedHead) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 8));
+  c.Submit({.name = "running", .gpus_per_pod = 4});
+  c.Step({});
+  c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
+  c.Submit({.name = "trial", .gpus_per_pod = 4, .priority = 10, .created_ms = 2});
+  AdmissionOptions no_preemption;
+  no_preemption.preemption = false;
+  RoundResult r = c.Step(no_preemption);
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
+  EXPECT_EQ(FindDecision(r, "default/trial")->verdict, Verdict::kWait);
+  r = c.Step({});  // With preemption the head could reclaim it: backfill.
+  EXPECT_EQ(FindDecision(r, "default/trial")->verdict, Verdict::kBackfill);
+}
+
 TEST(AdmissionTest, WorkOnNodesTheHeadCannotUseIsNotBackfill) {
   core::SnapshotBuilder b;
   core::Node a = GpuNode("a", 4);
