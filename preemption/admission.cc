@@ -271,12 +271,14 @@ class Round {
   }
 
   // Victim search is monotone within a level too: a gang of the same shape and no higher priority
-  // than one that failed, fails.
+  // than one that failed, fails; unless victims already marked for it free capacity for it alone.
   bool KnownToFail(const Gang& g) const {
+    if (incoming_.contains(g.key)) return false;
     auto it = failed_.find(ShapeKey(g));
     return it != failed_.end() && g.priority <= it->second;
   }
   void RecordFailure(const Gang& g) {
+    if (incoming_.contains(g.key)) return;
     int32_t& p = failed_.try_emplace(ShapeKey(g), g.priority).first->second;
     p = std::max(p, g.priority);
   }
