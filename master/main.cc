@@ -70,18 +70,28 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const DbConfig& db) {
 
 constexpr char kUsage[] =
     "usage: phalanx-master --config master.yaml [--listen HOST:PORT] "
-    "[--metrics-listen HOST:PORT]\n";
+    "[--metrics-listen HOST:PORT]\n"
+    "       phalanx-master --config master.yaml --check-config  (validates it and exits; the\n"
+    "       files it names are read at start)\n";
 
-bool WantsHelp(int argc, char** argv) {
+bool HasArg(int argc, char** argv, const std::string& want) {
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") return true;
+    if (argv[i] == want) return true;
   }
   return false;
 }
 
+int CheckConfig(const std::string& path) {
+  absl::StatusOr<std::string> text = kube::ReadFile(path);
+  absl::StatusOr<MasterConfig> config =
+      text.ok() ? ParseMasterConfig(*text) : absl::StatusOr<MasterConfig>(text.status());
+  if (!config.ok()) return Fail(absl::StrCat("invalid config ", path), config.status());
+  std::printf("phalanx-master: %s is valid\n", path.c_str());
+  return 0;
+}
+
 int Run(int argc, char** argv) {
-  if (WantsHelp(argc, argv)) {
+  if (HasArg(argc, argv, "--help") || HasArg(argc, argv, "-h")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
@@ -90,6 +100,7 @@ int Run(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  if (HasArg(argc, argv, "--check-config")) return CheckConfig(path);
   const std::string listen = Flag(argc, argv, "listen");
   absl::StatusOr<MasterConfig> config = LoadMasterConfig(path);
   if (!config.ok()) return Fail("invalid config", config.status());

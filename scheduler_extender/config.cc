@@ -217,7 +217,9 @@ bool WantsHelp(const std::vector<std::string>& args) {
 
 std::string Usage() {
   std::string out =
-      "usage: phalanx-extender [--config FILE] [--KEY=VALUE | --KEY VALUE ...] | --help\n"
+      "usage: phalanx-extender [--config FILE] [--KEY=VALUE | --KEY VALUE ...] [--check-config] |\n"
+      "       --help\n"
+      "--check-config validates the configuration and exits.\n"
       "--config FILE is a YAML mapping of the keys below; each key is also a flag, with dashes\n"
       "for underscores (--max-slots-per-pod=4), and flags override the file.\n\nkeys:\n";
   for (const auto& [key, setting] : Settings()) {

@@ -29,13 +29,18 @@ int Fail(const absl::Status& st) {
 }
 
 int Main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> args(argv + 1, argv + argc);
   if (WantsHelp(args)) {
     std::fputs(Usage().c_str(), stdout);
     return 0;
   }
+  const bool check_only = std::erase(args, "--check-config") > 0;
   absl::StatusOr<ExtenderConfig> config = LoadConfig(args);
   if (!config.ok()) return Fail(config.status());
+  if (check_only) {
+    std::puts("phalanx-extender: the configuration is valid");
+    return 0;
+  }
   absl::StatusOr<kube::Config> kc =
       config->kubeconfig.empty() ? kube::DefaultConfig() : kube::LoadKubeconfig(config->kubeconfig);
   if (!kc.ok()) return Fail(kc.status());

@@ -11,7 +11,7 @@ import urllib.parse
 from pathlib import Path
 
 from deploylib import (CHART, REQUIRED, SCHEDULER_CONFIG, Rendered, combinations, helm_run,
-                       parse_yaml)
+                       parse_yaml, phalanx_binaries, run)
 
 COMBINATIONS = combinations()
 PRIORITY_CLASSES = {"phalanx-system-priority": 1000000, "phalanx-high-priority": 100,
@@ -24,6 +24,27 @@ class Lint(unittest.TestCase):
             with self.subTest(name):
                 out = helm_run("lint", "--strict", CHART, values=values).stdout
                 self.assertIn("0 chart(s) failed", out)
+
+
+class RenderedConfigsLoad(unittest.TestCase):
+    """The master.yaml and extender.yaml the chart renders, for every combination, pass the real
+    binaries' --check-config."""
+
+    def test_every_combination(self):
+        binaries = phalanx_binaries()
+        checked = 0
+        for name, values in COMBINATIONS.items():
+            r = Rendered(values)
+            for component, key, binary in (("master", "master.yaml", "phalanx-master"),
+                                           ("scheduler", "extender.yaml", "phalanx-extender")):
+                if r.find("ConfigMap", f"{r.fullname}-{component}") is None:
+                    continue  # defaultScheduler: default deploys no scheduler.
+                with self.subTest(f"{name}: {key}"), tempfile.TemporaryDirectory() as d:
+                    path = Path(d) / key
+                    path.write_text(r.config_text(component, key))
+                    run([binaries[binary], "--config", path, "--check-config"])
+                    checked += 1
+        self.assertGreater(checked, len(COMBINATIONS))
 
 
 class Defaults(unittest.TestCase):
@@ -85,7 +106,7 @@ class Defaults(unittest.TestCase):
     def test_master_pod_reads_the_config_map(self):
         master = self.r.get("Deployment", f"{self.r.fullname}-master")["spec"]["template"]["spec"]
         c = self.r.container("master", "phalanx-master")
-        self.assertEqual(c["image"], "phalanx/phalanx-master:0.1.0")
+        self.assertEqual(c["image"], "phalanx-master:0.1.0")
         self.assertEqual(c["args"], ["--config", "/etc/phalanx/config/master.yaml"])
         self.assertEqual(c["ports"][0]["containerPort"], 8080)
         mount = next(m for m in c["volumeMounts"] if m["mountPath"] == "/etc/phalanx/config")
@@ -96,12 +117,15 @@ class Defaults(unittest.TestCase):
         self.assertNotIn("imagePullSecrets", master)
 
     def test_scheduler_pod_runs_kube_scheduler_and_extender_sidecar(self):
-        pod = self.r.get("Deployment", f"{self.r.fullname}-scheduler")["spec"]["template"]["spec"]
+        deployment = self.r.get("Deployment", f"{self.r.fullname}-scheduler")
+        # One extender at a time, also during an upgrade: each runs its own admission loop.
+        self.assertEqual(deployment["spec"]["strategy"], {"type": "Recreate"})
+        pod = deployment["spec"]["template"]["spec"]
         self.assertEqual([c["name"] for c in pod["containers"]], ["kube-scheduler", "phalanx-extender"])
         ks = self.r.container("scheduler", "kube-scheduler")
         self.assertIn("--config=/etc/phalanx-scheduler/kube-scheduler-config.yaml", ks["command"])
         ext = self.r.container("scheduler", "phalanx-extender")
-        self.assertEqual(ext["image"], "phalanx/phalanx-extender:0.1.0")
+        self.assertEqual(ext["image"], "phalanx-extender:0.1.0")
         self.assertEqual(ext["args"], ["--config", "/etc/phalanx-scheduler/extender.yaml"])
         self.assertEqual(pod["volumes"][0]["configMap"]["name"], f"{self.r.fullname}-scheduler")
         self.assertEqual(pod["serviceAccountName"], f"{self.r.fullname}-scheduler")

@@ -18,6 +18,20 @@ SCHEDULER_CONFIG = REPO / "deploy" / "scheduler" / "kube-scheduler-config.yaml"
 REQUIRED = {"maxSlotsPerPod": 8}
 
 
+def phalanx_binaries():
+    """{name: path} of the built binaries in $PHALANX_BINARIES (paths separated by ';', set by
+    ctest); fails when it is unset or a binary is missing."""
+    value = os.environ.get("PHALANX_BINARIES", "")
+    binaries = [path for path in value.split(";") if path]
+    if not binaries:
+        raise AssertionError("PHALANX_BINARIES is not set: give the paths of phalanx-master and "
+                             "phalanx-extender, separated by ';' (ctest sets it)")
+    for binary in binaries:
+        if not os.path.isfile(binary):
+            raise AssertionError(f"{binary} does not exist: build it first (ninja -C build)")
+    return {Path(binary).name: binary for binary in binaries}
+
+
 def run(cmd, check=True, env=None, stdin=None):
     """Runs cmd, capturing text output; with check, a failure raises with both streams shown."""
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, input=stdin)

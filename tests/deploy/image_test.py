@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks, without a Docker engine, that the images of deploy/docker/Dockerfile hold every shared
-library their binaries load. For each binary of $PHALANX_IMAGE_BINARIES (paths separated by ';', set
+library their binaries load. For each binary of $PHALANX_BINARIES (paths separated by ';', set
 by ctest), each library `ldd` resolves on this host (Debian 12, like the image) must belong, per
 `dpkg -S`, to a package the runtime stage will have: one its `apt-get install` names, one of
 debian:12-slim (approximated as this host's installed Priority: required packages plus apt), or one
@@ -16,6 +16,8 @@ import shlex
 import subprocess
 import unittest
 from pathlib import Path
+
+from deploylib import phalanx_binaries
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE_NAME = "deploy/docker/Dockerfile"
@@ -153,19 +155,6 @@ def owners(path):
     return set()
 
 
-def image_binaries():
-    """The binary paths of $PHALANX_IMAGE_BINARIES; fails when unset or a binary is missing."""
-    value = os.environ.get("PHALANX_IMAGE_BINARIES", "")
-    binaries = [path for path in value.split(";") if path]
-    if not binaries:
-        raise AssertionError("PHALANX_IMAGE_BINARIES is not set: give the paths of phalanx-master "
-                             "and phalanx-extender, separated by ';' (ctest sets it)")
-    for binary in binaries:
-        if not os.path.isfile(binary):
-            raise AssertionError(f"{binary} does not exist: build it first (ninja -C build)")
-    return binaries
-
-
 class RuntimeLibraries(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -184,7 +173,7 @@ class RuntimeLibraries(unittest.TestCase):
                                       f"{DOCKERFILE_NAME}, so apt-get install would fail")
 
     def test_every_library_comes_from_an_image_package(self):
-        for binary in image_binaries():
+        for binary in phalanx_binaries().values():
             with self.subTest(binary):
                 found = list(libraries(binary))
                 self.assertTrue(found, f"ldd listed no library of {binary}: nothing was checked")

@@ -17,7 +17,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// What deploy/helm/phalanx/templates/master-config.yaml renders (toYaml sorts keys).
+// A master.yaml in the form deploy/helm/phalanx/templates/master-config.yaml renders (toYaml sorts
+// keys); tests/deploy/chart_test.py (RenderedConfigsLoad) feeds the chart's real renderings to
+// phalanx-master --check-config.
 constexpr char kChartConfig[] = R"(
 auth:
   default_password: secret
@@ -59,7 +61,7 @@ tls:
   key: /etc/phalanx/tls/tls.key
 )";
 
-TEST(MasterConfigTest, LoadsTheChartsRendering) {
+TEST(MasterConfigTest, LoadsAConfigInTheChartsForm) {
   absl::StatusOr<MasterConfig> c = ParseMasterConfig(kChartConfig);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->port, 8080);
