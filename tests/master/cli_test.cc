@@ -301,9 +301,9 @@ TEST_F(CliTest, UnknownOptionsAreRefusedAndHelpPrintsUsage) {
   for (const char* command : {"login", "user", "cmd", "trial"}) {
     EXPECT_EQ(Run({command, "--help"}), 0) << command << ": " << err_;
     EXPECT_THAT(out_, HasSubstr("usage: phalanx " + std::string(command))) << command;
+    EXPECT_TRUE(err_.empty()) << command << ": " << err_;  // Help goes to stdout only.
   }
   EXPECT_THAT(out_, HasSubstr("preemption prints preempt (exit 0) or continue (exit 3)"));
-  EXPECT_TRUE(err_.empty()) << err_;
 }
 
 // --help and usage errors connect to nothing: a bad --master or --ca is reported only by a command
