@@ -179,7 +179,7 @@ class RequiredValues(unittest.TestCase):
     def test_schema_rejects_misspelled_keys_and_unknown_choices(self):
         self.assertFails({**REQUIRED, "maxSlotPerPod": 8}, "additional properties 'maxSlotPerPod' not allowed")
         self.assertFails({**REQUIRED, "slotType": "tpu"}, "slotType")
-        self.assertFails({**REQUIRED, "defaultScheduler": "coscheduler"}, "defaultScheduler")
+        self.assertFails({**REQUIRED, "defaultScheduler": "volcano"}, "defaultScheduler")
 
 
 class ExternalDb(unittest.TestCase):
@@ -291,6 +291,15 @@ class DefaultScheduler(unittest.TestCase):
 
     def test_default_scheduler_deploys_no_scheduler(self):
         r = Rendered({**REQUIRED, "defaultScheduler": "default"})
+        self.assertEqual(r.config_file("master", "master.yaml")["default_scheduler"], "default")
+        self.assertNoScheduler(r)
+
+    def test_determineds_values_are_understood(self):
+        for value in ("coscheduler", "preemption"):
+            r = Rendered({**REQUIRED, "defaultScheduler": value})
+            self.assertEqual(r.config_file("master", "master.yaml")["default_scheduler"], "phalanx", value)
+            r.get("Deployment", f"{r.fullname}-scheduler")
+        r = Rendered({**REQUIRED, "defaultScheduler": ""})
         self.assertEqual(r.config_file("master", "master.yaml")["default_scheduler"], "default")
         self.assertNoScheduler(r)
 

@@ -49,9 +49,16 @@ imagePullSecrets:
 {{- end }}
 {{- end -}}
 
+{{- /* The scheduler of task pods: phalanx, also for Determined's values coscheduler and preemption
+      (both gang scheduling, the latter with priority preemption, which phalanx does together);
+      default for default and for an empty value (Determined's "the default Kubernetes scheduler"). */ -}}
+{{- define "phalanx.scheduler" -}}
+{{- if has .Values.defaultScheduler (list "phalanx" "coscheduler" "preemption") }}phalanx{{ else }}default{{ end -}}
+{{- end -}}
+
 {{- /* Non-empty when the chart runs its own phalanx scheduler (kube-scheduler + extender). */ -}}
 {{- define "phalanx.deployScheduler" -}}
-{{- if and (eq .Values.defaultScheduler "phalanx") .Values.deployScheduler }}true{{ end -}}
+{{- if and (eq (include "phalanx.scheduler" .) "phalanx") .Values.deployScheduler }}true{{ end -}}
 {{- end -}}
 
 {{- define "phalanx.dbHost" -}}
