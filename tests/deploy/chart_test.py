@@ -4,6 +4,7 @@
 the rendered objects and on the master.yaml / extender.yaml / KubeSchedulerConfiguration they carry.
 Run one class with `chart_test.py ClassName` (ctest registers one test per class)."""
 
+import json
 import tarfile
 import tempfile
 import unittest
@@ -37,7 +38,7 @@ class RenderedConfigsLoad(unittest.TestCase):
             r = Rendered(values)
             for component, key, binary in (("master", "master.yaml", "phalanx-master"),
                                            ("scheduler", "extender.yaml", "phalanx-extender")):
-                if r.find("ConfigMap", f"{r.fullname}-{component}") is None:
+                if r.config_object(component) is None:
                     continue  # defaultScheduler: default deploys no scheduler.
                 with self.subTest(f"{name}: {key}"), tempfile.TemporaryDirectory() as d:
                     path = Path(d) / key
@@ -56,7 +57,7 @@ class Defaults(unittest.TestCase):
 
     def test_what_gets_installed(self):
         r, n = self.r, self.r.fullname
-        for kind, name in [("Deployment", f"{n}-master"), ("ConfigMap", f"{n}-master"),
+        for kind, name in [("Deployment", f"{n}-master"), ("Secret", f"{n}-master"),
                            ("Service", f"{n}-master"), ("ServiceAccount", f"{n}-master"),
                            ("Deployment", f"{n}-db"), ("PersistentVolumeClaim", f"{n}-db"),
                            ("Service", f"{n}-db"), ("Deployment", f"{n}-scheduler"),
@@ -103,7 +104,18 @@ class Defaults(unittest.TestCase):
                          {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
                           "max_slots_per_pod": 8})
 
-    def test_master_pod_reads_the_config_map(self):
+    def test_passwords_are_only_in_the_secret(self):
+        r = Rendered({**REQUIRED, "db": {"password": "s3cret-db"}, "defaultPassword": "s3cret-pw"})
+        for o in r.objects:
+            if o["kind"] != "Secret":
+                self.assertNotIn("s3cret", json.dumps(o), f"{o['kind']}/{o['metadata']['name']}")
+        env = {e["name"]: e for e in r.container("db", "postgres")["env"]}
+        self.assertEqual(env["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"],
+                         {"name": f"{r.fullname}-master", "key": "db-password"})
+        self.assertEqual(r.get("Secret", f"{r.fullname}-master")["stringData"]["db-password"], "s3cret-db")
+        self.assertEqual(r.config_file("master", "master.yaml")["db"]["password"], "s3cret-db")
+
+    def test_master_pod_reads_its_config_from_the_secret(self):
         master = self.r.get("Deployment", f"{self.r.fullname}-master")["spec"]["template"]["spec"]
         c = self.r.container("master", "phalanx-master")
         self.assertEqual(c["image"], "phalanx-master:0.1.0")
@@ -111,7 +123,8 @@ class Defaults(unittest.TestCase):
         self.assertEqual(c["ports"][0]["containerPort"], 8080)
         mount = next(m for m in c["volumeMounts"] if m["mountPath"] == "/etc/phalanx/config")
         volume = next(v for v in master["volumes"] if v["name"] == mount["name"])
-        self.assertEqual(volume["configMap"]["name"], f"{self.r.fullname}-master")
+        self.assertEqual(volume["secret"]["secretName"], f"{self.r.fullname}-master")
+        self.assertEqual(volume["secret"]["items"], [{"key": "master.yaml", "path": "master.yaml"}])
         self.assertEqual(master["serviceAccountName"], f"{self.r.fullname}-master")
         self.assertEqual(master["priorityClassName"], "phalanx-system-priority")
         self.assertNotIn("imagePullSecrets", master)

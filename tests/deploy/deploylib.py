@@ -98,7 +98,8 @@ def parse_yaml(text):
 
 
 class Rendered:
-    """A rendered chart: its objects by kind and name, and the config files inside its ConfigMaps."""
+    """A rendered chart: its objects by kind and name, and the config files inside its Secret and
+    ConfigMaps."""
 
     def __init__(self, values, release="t", namespace="phalanx-test", extra=()):
         self.release, self.namespace = release, namespace
@@ -125,11 +126,21 @@ class Rendered:
         return obj
 
     def config_file(self, component, key):
-        """A file of component's ConfigMap (master: master.yaml; scheduler: extender.yaml, ...), parsed."""
+        """A file of component's config (master: master.yaml; scheduler: extender.yaml, ...), parsed."""
         return parse_yaml(self.config_text(component, key))
 
     def config_text(self, component, key):
-        return self.get("ConfigMap", f"{self.fullname}-{component}")["data"][key]
+        return self.config_object(component)[key]
+
+    def config_object(self, component):
+        """The files of component's config: the master's Secret (stringData), else its ConfigMap
+        (data); None when the chart renders neither."""
+        name = f"{self.fullname}-{component}"
+        secret = self.find("Secret", name)
+        if secret is not None:
+            return secret["stringData"]
+        config_map = self.find("ConfigMap", name)
+        return None if config_map is None else config_map["data"]
 
     def container(self, component, name):
         pod = self.get("Deployment", f"{self.fullname}-{component}")["spec"]["template"]["spec"]
