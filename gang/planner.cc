@@ -137,9 +137,10 @@ GangPlan GangPlanner::Plan(const core::Gang& gang, const Capacity& free,
         key = {slots_.SlotsOf(f) - req_slots, f.milli_cpu() - req.milli_cpu(),
                f.memory() - req.memory()};
       } else {
-        core::Resources left = f - taken[taken_at[n]] - req;
-        if (!left.IsNonNegative()) continue;
-        key = {slots_.SlotsOf(left), left.milli_cpu(), left.memory()};
+        const core::Resources avail = f - taken[taken_at[n]];
+        if (!req.FitsIn(avail)) continue;
+        key = {slots_.SlotsOf(avail) - req_slots, avail.milli_cpu() - req.milli_cpu(),
+               avail.memory() - req.memory()};
       }
       if (best < 0 || key < best_key) {
         best = n;
@@ -188,6 +189,13 @@ core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots) {
     if (slots.SlotsOf(p->requests) >= slots.SlotsOf(unit)) unit = p->requests;
   }
   return unit;
+}
+
+int64_t CopiesNeeded(const core::Gang& gang, const SlotPolicy& slots) {
+  const int64_t taking =
+      std::count_if(gang.members.begin(), gang.members.end(),
+                    [&](const core::PodInfo* p) { return slots.SlotsOf(p->requests) > 0; });
+  return taking > 0 ? taking : static_cast<int64_t>(gang.members.size());
 }
 
 bool GangPlanner::FitsOnEmptyPool(const core::Gang& gang) const {

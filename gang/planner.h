@@ -42,6 +42,9 @@ struct GangPlan {
 
 // The member with the most slots (the last of equals), as the unit for counting copies.
 core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots);
+// How many copies of LargestMember a gang needs room for: its members that take slots (a CPU
+// launcher beside GPU workers takes none), or all of them when none does.
+int64_t CopiesNeeded(const core::Gang& gang, const SlotPolicy& slots);
 
 class GangPlanner {
  public:

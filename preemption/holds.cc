@@ -30,7 +30,7 @@ std::vector<int> DrainHolds::Hold(const core::Gang& g, const gang::Capacity& fre
                                   gang::Capacity& open) {
   if (drain_.empty()) drain_ = gang::AllocatableCapacity(planner_.snapshot());
   const core::Resources unit = gang::LargestMember(g, planner_.slots());
-  int64_t needed = static_cast<int64_t>(g.members.size());
+  int64_t needed = gang::CopiesNeeded(g, planner_.slots());
   std::vector<std::pair<int, int64_t>> taken;  // (node, copies)
   for (int n : Order(g, free)) {
     int64_t copies = std::min(needed, unit.CopiesThatFit(drain_[n]));

@@ -138,7 +138,7 @@ std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
   stays.first.push_back(static_cast<int>(stays.all.size()));
 
   FitCounter fits(unit, cap, eligible);
-  const int64_t need = static_cast<int64_t>(preemptor.members.size());
+  const int64_t need = gang::CopiesNeeded(preemptor, slots);
   std::vector<const Candidate*> chosen;
   std::vector<bool> taken(cands.size(), false);
   for (int n : NodeOrder(stays, cands, unit, cap)) {

@@ -215,6 +215,28 @@ TEST(AdmissionTest, BackfillOffAGangBlockedByOrderIsPlannedAroundOrBlocksWorkBeh
   }
 }
 
+// A gang of a CPU launcher and GPU workers preempts for its workers: its launcher takes no slot, so
+// room for the workers alone is what victims must free (the launcher's node has room).
+TEST(AdmissionTest, AGangWithACpuLauncherPreemptsForItsWorkers) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("cpu", 0));
+  core::Node gpu = GpuNode("gpu", 8);
+  gpu.taints = {core::Taint{"nvidia.com/gpu", "", core::TaintEffect::kNoSchedule}};
+  b.UpsertNode(gpu);
+  b.UpsertPod(RunningOn("low", 8, 10, "gpu"));
+  std::vector<core::PodInfo> mpi =
+      testing::GatedGang({.name = "mpi", .pods = 3, .gpus_per_pod = 4, .priority = 90});
+  mpi[0].requests = core::Resources(1000, 0, 0);
+  for (size_t i = 1; i < mpi.size(); ++i) {
+    mpi[i].tolerations = {{.key = "nvidia.com/gpu", .op = core::Toleration::Operator::kExists}};
+  }
+  for (core::PodInfo& p : mpi) b.UpsertPod(std::move(p));
+  RoundResult r = RunAdmissionRound(*b.Build(), {});
+  const GangDecision* d = FindDecision(r, "default/mpi");
+  EXPECT_EQ(d->verdict, Verdict::kPreempt) << d->reason;
+  EXPECT_EQ(d->victims, std::vector<std::string>{"default/low"});
+}
+
 // Feasibility is remembered per shape within a round; a pool's own maxSlotsPerPod is part of it.
 TEST(AdmissionTest, LikeGangsOfPoolsWithOtherMaxSlotsPerPodAreJudgedApart) {
   core::SnapshotBuilder b;
