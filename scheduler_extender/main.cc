@@ -68,12 +68,15 @@ int Main(int argc, char** argv) {
                                     return informer.WaitForChange(v, absl::Milliseconds(ms));
                                   },
                               .now_ms = NowMs});
-  ServerDeps deps{.verbs = &verbs,
-                  .metrics = &metrics,
-                  .snapshot = [&] { return informer.Snapshot(); },
-                  .ready = [&] { return informer.HasSynced(); },
-                  .debug_queue = [&] { return loop.DebugQueueJson(); },
-                  .now_ms = NowMs};
+  ServerDeps deps{
+      .verbs = &verbs,
+      .metrics = &metrics,
+      .snapshot = [&] { return informer.Snapshot(); },
+      .await_cache =
+          [&](int64_t ms) { informer.WaitForChange(informer.version(), absl::Milliseconds(ms)); },
+      .ready = [&] { return informer.HasSynced(); },
+      .debug_queue = [&] { return loop.DebugQueueJson(); },
+      .now_ms = NowMs};
   if (config->bind) {
     deps.bind = [&](const BindArgs& b) {
       return client.Bind(b.pod_namespace, b.pod_name, b.node, b.pod_uid);

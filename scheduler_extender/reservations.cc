@@ -23,6 +23,20 @@ std::optional<std::string> ReservationBook::NodeFor(const std::string& gang,
   return std::nullopt;
 }
 
+bool ReservationBook::MoveSeat(const std::string& gang, const std::string& pod_uid,
+                               const std::string& node, int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  ExpireLocked(now_ms);
+  auto it = gangs_.find(gang);
+  if (it == gangs_.end()) return false;
+  for (Seat& s : it->second.seats) {
+    if (s.pod_uid != pod_uid) continue;
+    s.node = node;
+    return true;
+  }
+  return false;
+}
+
 absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNode(
     const core::ClusterSnapshot& snap, int64_t now_ms, const std::string& except_gang) {
   absl::MutexLock lock(&mu_);

@@ -29,6 +29,9 @@ class ReservationBook {
 
   // Reserves `seats` for `gang` until `expires_ms`, replacing an earlier reservation of it.
   void Reserve(const std::string& gang, std::vector<Seat> seats, int64_t expires_ms);
+  // Moves the live seat of `pod_uid` of `gang` to `node`; false when it has none.
+  bool MoveSeat(const std::string& gang, const std::string& pod_uid, const std::string& node,
+                int64_t now_ms);
   // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms`.
   std::optional<std::string> NodeFor(const std::string& gang, const std::string& pod_uid,
                                      int64_t now_ms);

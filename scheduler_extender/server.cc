@@ -11,6 +11,16 @@
 namespace phalanx::extender {
 namespace {
 
+// Whether `snap` has every pod of `victims`.
+bool KnowsVictims(const core::ClusterSnapshot& snap, const VictimMap& victims) {
+  for (const auto& [node, v] : victims) {
+    for (const std::string& uid : v.uids) {
+      if (snap.FindPod(uid) == nullptr) return false;
+    }
+  }
+  return true;
+}
+
 // Runs `handler`, then records the request in the metrics.
 template <typename Handler>
 auto Timed(Metrics* metrics, std::string verb, Handler handler) {
@@ -88,8 +98,14 @@ void ExtenderServer::VerbRoutes(http::Server& s) {
           Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
             absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);
             if (!args.ok()) return BadRequest(res, args.status());
-            SetJson(res, EncodePreemptResult(
-                             verbs->Preempt(*deps_.snapshot(), args->pod, args->victims)));
+            std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
+            // An unknown victim drops its node: first give the cache up to 2 s to see it.
+            for (int i = 0; i < 20 && deps_.await_cache && !KnowsVictims(*snap, args->victims);
+                 ++i) {
+              deps_.await_cache(100);
+              snap = deps_.snapshot();
+            }
+            SetJson(res, EncodePreemptResult(verbs->Preempt(*snap, args->pod, args->victims)));
           }));
   s.Route("POST", "/bind", Timed(deps_.metrics, "bind", [this](const auto& req, auto& res) {
             absl::StatusOr<BindArgs> args = ParseBindArgs(req.body);

@@ -43,6 +43,9 @@ struct ServerDeps {
   Verbs* verbs = nullptr;
   Metrics* metrics = nullptr;
   std::function<std::shared_ptr<const core::ClusterSnapshot>()> snapshot;
+  // Blocks until the cache changes or `ms` pass (unset: returns at once). Preempt waits so for
+  // victims kube-scheduler names that the cache has not seen yet.
+  std::function<void(int64_t ms)> await_cache;
   std::function<bool()> ready;
   std::function<std::string()> debug_queue;  // JSON
   std::function<absl::Status(const BindArgs&)> bind;

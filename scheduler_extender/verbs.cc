@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "gang/eligibility.h"
 #include "gang/planner.h"
 
 namespace phalanx::extender {
@@ -43,9 +44,15 @@ core::PodInfo ConfinedTo(const core::PodInfo& pod, const std::vector<std::string
 // "Insufficient nvidia.com/gpu": it counts failed nodes by message, and a constant costs no
 // formatting per node.
 absl::string_view Shortfall(const core::Resources& need, const core::Resources& free) {
-  if (need.gpu() > free.gpu()) return "insufficient nvidia.com/gpu after reservations";
-  if (need.milli_cpu() > free.milli_cpu()) return "insufficient cpu after reservations";
-  if (need.memory() > free.memory()) return "insufficient memory after reservations";
+  if (need.gpu() > 0 && need.gpu() > free.gpu()) {
+    return "insufficient nvidia.com/gpu after reservations";
+  }
+  if (need.milli_cpu() > 0 && need.milli_cpu() > free.milli_cpu()) {
+    return "insufficient cpu after reservations";
+  }
+  if (need.memory() > 0 && need.memory() > free.memory()) {
+    return "insufficient memory after reservations";
+  }
   return "insufficient resources after reservations";
 }
 
@@ -121,8 +128,15 @@ std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::Po
                                const std::vector<std::string>& offered, int64_t now_ms,
                                std::string* reason) const {
   const std::string key = pod.GangKey();
-  std::optional<std::string> seat = book_->NodeFor(key, pod.uid, now_ms);
-  if (seat && std::find(offered.begin(), offered.end(), *seat) != offered.end()) return *seat;
+  if (std::optional<std::string> seat = book_->NodeFor(key, pod.uid, now_ms)) {
+    if (std::find(offered.begin(), offered.end(), *seat) != offered.end()) return *seat;
+    // Not offered (kube-scheduler's own filters, or its sample of the nodes): this member alone
+    // moves to an offered node with room beside every live seat; the gang's other seats stay, as
+    // their pods may be binding already. With no such node it keeps its seat and waits.
+    const std::string moved = OfferedSeat(snap, pod, offered, now_ms);
+    if (moved.empty() || !book_->MoveSeat(key, pod.uid, moved, now_ms)) return *seat;
+    return moved;
+  }
   const core::PodInfo confined = ConfinedTo(pod, offered);
   core::Gang gang = GangWith(snap, confined);
   if (static_cast<int32_t>(gang.members.size()) < gang.expected_size) {
@@ -147,6 +161,27 @@ std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::Po
   }
   book_->Reserve(key, std::move(seats), now_ms + ttl_ms_);
   return mine;
+}
+
+std::string Verbs::OfferedSeat(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                               const std::vector<std::string>& offered, int64_t now_ms) const {
+  const Reserved reserved = book_->ByNode(snap, now_ms, "");
+  const std::vector<int> index = snap.NodeIndices(offered);
+  core::Resources scratch;
+  std::string best;
+  int64_t best_left = 0;
+  for (size_t k = 0; k < offered.size(); ++k) {
+    if (index[k] < 0 || !gang::NodeEligible(pod, snap.node(index[k]))) continue;
+    const core::Resources& free =
+        FreeAfterReservations(snap, index[k], offered[k], reserved, scratch);
+    if (!pod.requests.FitsIn(free)) continue;
+    const int64_t left = slots_.SlotsOf(free) - slots_.SlotsOf(pod.requests);
+    if (best.empty() || left < best_left) {
+      best = offered[k];
+      best_left = left;
+    }
+  }
+  return best;
 }
 
 FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodInfo& pod,

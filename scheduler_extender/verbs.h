@@ -1,8 +1,8 @@
 // The extender verbs' decisions for one pod, over the cached snapshot:
 // - Filter: a pod with a placement passes only on its planned node; an ungated gang member
 //   without one gets a filter-time all-or-nothing reservation for its whole gang, its own seat on
-//   a node kube-scheduler offered (its filters passed there; the gang is planned again when a
-//   member's seat is not among the nodes offered to it); any other pod
+//   a node kube-scheduler offered (its filters passed there); a member whose seat is not among the
+//   nodes offered to it moves alone to an offered node with room, or keeps its seat; any other pod
 //   passes where free capacity minus reservations fits its requests and the node is a best fit:
 //   among fitting nodes only those leaving the fewest slots free pass, the first
 //   `best_fit_candidates` of them in kube-scheduler's order (0 keeps every fitting node). The other
@@ -87,6 +87,10 @@ class Verbs {
   std::string ReserveGang(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                           const std::vector<std::string>& offered, int64_t now_ms,
                           std::string* reason) const;
+
+  // The offered node eligible for `pod` where it fits best beside every live seat, or "".
+  std::string OfferedSeat(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
+                          const std::vector<std::string>& offered, int64_t now_ms) const;
 
   gang::SlotPolicy slots_;
   int64_t ttl_ms_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -209,6 +210,38 @@ TEST_F(ServerTest, PreemptWithFullVictimPods) {
   absl::StatusOr<testing::HttpReply> r = Post("/preempt", Testdata("preempt_full_pods.json"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, kPreempt);
+}
+
+// Victims the cache has not seen yet (kube-scheduler's cache may be ahead of it): preempt waits
+// for the cache instead of dropping their node.
+TEST_F(ServerTest, PreemptWaitsForTheCacheToSeeItsVictims) {
+  std::mutex mu;
+  std::shared_ptr<const core::ClusterSnapshot> current = core::SnapshotBuilder().Build();
+  int waits = 0;
+  ServerDeps deps{.verbs = &verbs_,
+                  .metrics = &metrics_,
+                  .snapshot =
+                      [&] {
+                        std::lock_guard<std::mutex> lock(mu);
+                        return current;
+                      },
+                  .await_cache =
+                      [&](int64_t) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        ++waits;
+                        current = snap_;  // The cache catches up.
+                      },
+                  .ready = [] { return true; },
+                  .debug_queue = [] { return std::string("{}"); },
+                  .now_ms = [] { return int64_t{1000}; }};
+  ExtenderServer server(ServerOptions{.host = "127.0.0.1", .port = 0}, deps);
+  ASSERT_TRUE(server.Start().ok());
+  absl::StatusOr<testing::HttpReply> r =
+      NewClient(server.port())->Post("/preempt", Testdata("preempt_meta.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, kPreempt);
+  EXPECT_EQ(waits, 1);
+  server.Stop();
 }
 
 TEST_F(ServerTest, Bind) {

@@ -84,20 +84,37 @@ TEST_F(ForeignGangTest, ReservedWholeAtFilterTime) {
   EXPECT_EQ(later.failed.Find("gpu-node-01"), nullptr);  // It fits: nothing to diagnose.
 }
 
-// A member is seated only on a node kube-scheduler offered it (its own filters passed there): the
-// first member's best fit (01) is not offered; a later member's seat that is not among its
-// offered nodes has the gang planned again with it on one that is.
-TEST_F(ForeignGangTest, SeatsAreOnOfferedNodes) {
-  const std::vector<std::string> not_01 = {"gpu-node-02", "gpu-node-03"};
-  FilterOutcome first = verbs.Filter(*snap, m0, not_01, 0);
-  EXPECT_EQ(first.passed, (std::vector<std::string>{"gpu-node-03"}));
-  EXPECT_EQ(*book.NodeFor("ml/ext", "ext-1", 0), "gpu-node-01");
-  const std::vector<std::string> only_03 = {"gpu-node-03"};
-  FilterOutcome second = verbs.Filter(*snap, m1, only_03, 10);
-  EXPECT_EQ(second.passed, (std::vector<std::string>{"gpu-node-03"}));
-  EXPECT_EQ(*book.NodeFor("ml/ext", "ext-0", 10), "gpu-node-01");  // The gang is planned anew.
-  // Offered nowhere it fits: refused, with the gang's reason.
-  FilterOutcome none = verbs.Filter(*snap, m0, {"gpu-node-02"}, 20);
+// A member is seated only on a node kube-scheduler offered it (its own filters passed there). A
+// member whose seat is not offered moves alone to an offered node with room, the gang's other
+// seats staying; with none it keeps its seat and is refused.
+TEST(VerbsTest, ForeignGangSeatsAreOnOfferedNodes) {
+  core::SnapshotBuilder b{ExtenderTestCluster()};  // Free GPUs: 01 8, 02 1, 03 6.
+  const core::PodInfo m0 = PendingPod("four-0", "four", 2, 4);
+  const core::PodInfo m1 = PendingPod("four-1", "four", 2, 4);
+  b.UpsertPod(m0);
+  b.UpsertPod(m1);
+  auto snap = b.Build();
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  // Only 01 is offered to four-0; four-1 then fits best beside it there.
+  EXPECT_EQ(verbs.Filter(*snap, m0, {"gpu-node-01"}, 0).passed,
+            (std::vector<std::string>{"gpu-node-01"}));
+  EXPECT_EQ(*book.NodeFor("ml/four", "four-1", 0), "gpu-node-01");
+  // 01 is not offered to four-1: it moves to 03; four-0 keeps 01.
+  EXPECT_EQ(verbs.Filter(*snap, m1, {"gpu-node-02", "gpu-node-03"}, 10).passed,
+            (std::vector<std::string>{"gpu-node-03"}));
+  EXPECT_EQ(*book.NodeFor("ml/four", "four-0", 10), "gpu-node-01");
+  EXPECT_EQ(*book.NodeFor("ml/four", "four-1", 10), "gpu-node-03");
+  // Only 02 (1 GPU free) offered: no room; four-1 keeps 03 and passes nowhere.
+  FilterOutcome none = verbs.Filter(*snap, m1, {"gpu-node-02"}, 20);
+  EXPECT_TRUE(none.passed.empty());
+  ASSERT_NE(none.unresolvable.Find("gpu-node-02"), nullptr);
+  EXPECT_EQ(*none.unresolvable.Find("gpu-node-02"), "gang member planned for node gpu-node-03");
+  EXPECT_EQ(*book.NodeFor("ml/four", "four-0", 20), "gpu-node-01");
+}
+
+TEST_F(ForeignGangTest, AGangOfferedNoRoomIsRefusedWhole) {
+  FilterOutcome none = verbs.Filter(*snap, m0, {"gpu-node-02"}, 0);
   EXPECT_TRUE(none.passed.empty());
   ASSERT_NE(none.unresolvable.Find("gpu-node-02"), nullptr);
   EXPECT_NE(none.unresolvable.Find("gpu-node-02")->find("cannot be placed whole"),
