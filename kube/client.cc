@@ -351,6 +351,7 @@ WatchResult Client::Watch(
   AddParam(path, "timeoutSeconds", absl::StrCat(options.timeout_seconds));
 
   WatchResult result{absl::OkStatus(), options.resource_version};
+  const absl::Time start = absl::Now();
   simdjson::dom::parser parser;
   std::string pending;  // A partial line.
   const std::string what = absl::StrCat("watch ", r.plural);
@@ -369,6 +370,7 @@ WatchResult Client::Watch(
       result.status = StatusObjectError(what, object);
       return false;
     }
+    ++result.events;
     std::string_view version;
     if (object["metadata"]["resourceVersion"].get(version) == simdjson::SUCCESS) {
       result.resource_version = std::string(version);
@@ -394,6 +396,7 @@ WatchResult Client::Watch(
   };
   absl::StatusOr<std::string> sent = Send(request);
   if (!sent.ok()) result.status = sent.status();
+  result.lasted = absl::Now() - start;
   return result;
 }
 

@@ -54,6 +54,12 @@ enum class EventType { kAdded, kModified, kDeleted };
 struct WatchResult {
   absl::Status status;
   std::string resource_version;
+  int64_t events = 0;  // Events and bookmarks received.
+  absl::Duration lasted;
+
+  // Ended cleanly at once with nothing received: a server or proxy that ends every watch so is
+  // to be backed off from, not watched again in a tight loop (unless the caller stopped it).
+  bool EndedAtOnce() const { return status.ok() && events == 0 && lasted < absl::Seconds(1); }
 };
 
 enum class PatchType { kMerge, kStrategicMerge, kJson };

@@ -229,25 +229,21 @@ void Informer::Run(Kind kind) {
     watch.resource_version = version;
     watch.timeout_seconds = options_.watch_timeout_seconds;
     watch.stop = &abort;
-    int64_t events = 0;
-    const absl::Time watch_start = absl::Now();
     WatchResult result = client_.Watch(pods ? kPods : kNodes, pods ? options_.pod_namespace : "",
                                        watch, [&](EventType type, simdjson::dom::element object) {
-                                         ++events;
                                          ApplyEvent(kind, type, object);
                                          return true;
                                        });
-    abort = stop_.load();
+    const bool aborted = abort.exchange(stop_.load());  // By Stop or RestartWatches.
     version = result.resource_version;
     if (IsGone(result.status)) {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.relists;
       version.clear();
     } else if (!result.status.ok()) {
-      if (events > 0) backoff = options_.initial_backoff;
+      if (result.events > 0) backoff = options_.initial_backoff;
       back_off(result.status);
-    } else if (events == 0 && !abort && absl::Now() - watch_start < absl::Seconds(1)) {
-      // A server or proxy that ends every watch at once: not a tight loop of watches.
+    } else if (result.EndedAtOnce() && !aborted) {
       back_off(absl::UnavailableError("the watch ended at once without an event"));
     } else {
       backoff = options_.initial_backoff;

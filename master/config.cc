@@ -209,12 +209,18 @@ absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {
   return c;
 }
 
-absl::StatusOr<MasterConfig> LoadMasterConfig(const std::string& path) {
+absl::StatusOr<MasterConfig> ParseMasterConfigFile(const std::string& path) {
   KUBE_ASSIGN_OR_RETURN(std::string text, kube::ReadFile(path));
   absl::StatusOr<MasterConfig> config = ParseMasterConfig(text);
   if (!config.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", config.status().message()));
   }
+  return config;
+}
+
+absl::StatusOr<MasterConfig> LoadMasterConfig(const std::string& path) {
+  absl::StatusOr<MasterConfig> config = ParseMasterConfigFile(path);
+  if (!config.ok()) return config;
   if (config->tls) {
     const bool own_ca = !config->tls->ca.empty();
     absl::StatusOr<std::string> pem = kube::ReadFile(own_ca ? config->tls->ca : config->tls->cert);

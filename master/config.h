@@ -82,6 +82,8 @@ struct MasterConfig {
 // Parses and validates master.yaml text.
 absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml);
 // Reads the file, then ParseMasterConfig; errors name the file.
+absl::StatusOr<MasterConfig> ParseMasterConfigFile(const std::string& path);
+// ParseMasterConfigFile, then reads the TLS file task pods are given.
 absl::StatusOr<MasterConfig> LoadMasterConfig(const std::string& path);
 
 // "5m", "90s", "1h30m" or a number of seconds.

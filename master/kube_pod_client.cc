@@ -147,13 +147,10 @@ void PodWatcher::Run(const std::string& ns) {
       jobs_.OnPodsListed(ns, listed);
       rv = *list;
     }
-    int events = 0;
-    const auto watch_start = std::chrono::steady_clock::now();
     kube::WatchResult w = client_.Watch(
         kube::kPods, ns,
         {.label_selector = ManagedPodSelector(), .resource_version = rv, .stop = &stop_},
         [&](kube::EventType type, simdjson::dom::element object) {
-          ++events;
           absl::StatusOr<PodState> s = DecodePodState(object);
           if (type == kube::EventType::kDeleted) {
             jobs_.OnPodDeleted(ns, s.ok() ? s->name : PodName(object));
@@ -163,9 +160,7 @@ void PodWatcher::Run(const std::string& ns) {
           return !stop_;
         });
     rv = w.status.ok() ? w.resource_version : "";
-    const bool at_once = events == 0 && std::chrono::steady_clock::now() - watch_start <
-                                            std::chrono::seconds(1);  // A server ending watches.
-    if ((!w.status.ok() && !kube::IsGone(w.status)) || (at_once && !stop_)) {
+    if ((!w.status.ok() && !kube::IsGone(w.status)) || (w.EndedAtOnce() && !stop_)) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
   }

@@ -82,10 +82,8 @@ bool HasArg(int argc, char** argv, const std::string& want) {
 }
 
 int CheckConfig(const std::string& path) {
-  absl::StatusOr<std::string> text = kube::ReadFile(path);
-  absl::StatusOr<MasterConfig> config =
-      text.ok() ? ParseMasterConfig(*text) : absl::StatusOr<MasterConfig>(text.status());
-  if (!config.ok()) return Fail(absl::StrCat("invalid config ", path), config.status());
+  absl::StatusOr<MasterConfig> config = ParseMasterConfigFile(path);
+  if (!config.ok()) return Fail("invalid config", config.status());
   std::printf("phalanx-master: %s is valid\n", path.c_str());
   return 0;
 }
