@@ -14,12 +14,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 KUBECTL = os.environ["KUBECTL"]
 PHALANX = os.environ["PHALANX_CLI"]
-SPECS = tempfile.mkdtemp(prefix="phalanx-demo-specs.")
+SPECS = os.path.join(os.environ["PHALANX_DEMO_DIR"], "specs")  # Kept with the demo's logs.
 
 
 def run(cmd, env=None, check=True):
@@ -142,6 +141,7 @@ def show(title):
 
 
 def main():
+    os.makedirs(SPECS, exist_ok=True)
     cli("login", "admin", "--password", os.environ["PHALANX_PASSWORD"])
     asha = experiment("asha", "{name: random, max_trials: 20, max_concurrent_trials: 20}", 1, 50)
     show("1. priority-2 ASHA experiment, 20 one-slot trials: 8 run on all 8 GPUs")
