@@ -65,15 +65,19 @@ bool NodeAdmits(const core::PodInfo& pod, const core::Node& node) {
   return true;
 }
 
-bool NodeEligible(const core::PodInfo& pod, const core::Node& node) {
-  if (!NodeAdmits(pod, node)) return false;
+bool NodeMatches(const core::PodInfo& pod, const core::Node& node, absl::string_view ignored_key) {
   for (const auto& [key, value] : pod.node_selector) {
+    if (key == ignored_key) continue;
     const std::string* have = core::FindLabel(node.labels, key);
     if (have == nullptr || *have != value) return false;
   }
   return pod.node_affinity.empty() ||
          std::any_of(pod.node_affinity.begin(), pod.node_affinity.end(),
                      [&](const core::NodeSelectorTerm& t) { return TermMatches(t, node); });
+}
+
+bool NodeEligible(const core::PodInfo& pod, const core::Node& node) {
+  return NodeAdmits(pod, node) && NodeMatches(pod, node);
 }
 
 }  // namespace phalanx::gang

@@ -3,6 +3,7 @@
 #ifndef PHALANX_GANG_ELIGIBILITY_H_
 #define PHALANX_GANG_ELIGIBILITY_H_
 
+#include "absl/strings/string_view.h"
 #include "core/node.h"
 #include "core/pod.h"
 
@@ -13,10 +14,15 @@ namespace phalanx::gang {
 // NoExecute taint is tolerated.
 bool NodeAdmits(const core::PodInfo& pod, const core::Node& node);
 
-// True when `pod` may be placed on `node` by Kubernetes' rules, capacity aside: NodeAdmits, every
-// nodeSelector pair matches a node label, and the node matches one term of the pod's required
-// node affinity (if it has any): every requirement of the term holds (In, NotIn, Exists,
+// True when `node` matches what `pod` asks of its labels and name: every nodeSelector pair but
+// the one keyed `ignored_key` matches a node label, and the node matches one term of the pod's
+// required node affinity (if it has any): every requirement of the term holds (In, NotIn, Exists,
 // DoesNotExist; Gt and Lt on integer label values; matchFields on the node's name).
+bool NodeMatches(const core::PodInfo& pod, const core::Node& node,
+                 absl::string_view ignored_key = "");
+
+// True when `pod` may be placed on `node` by Kubernetes' rules, capacity aside: NodeAdmits and
+// NodeMatches.
 bool NodeEligible(const core::PodInfo& pod, const core::Node& node);
 
 }  // namespace phalanx::gang

@@ -15,6 +15,10 @@ namespace {
 
 using Found = std::map<std::string, std::string>;  // Gang key -> reason.
 
+// The admission loop pins a planned member to its node by this nodeSelector label; the node's
+// own value of it need not be its name, so it is not what decides whether the node still matches.
+constexpr absl::string_view kPinLabel = "kubernetes.io/hostname";
+
 bool Planned(const core::PodInfo& p) { return p.node.empty() && !p.placement.empty(); }
 
 // Keeps the planned members on node `i` that fit beside its bound pods, in queue order of their
@@ -64,6 +68,9 @@ std::vector<StrandedGang> StrandedGangs(const core::ClusterSnapshot& snap) {
       } else if (!gang::NodeAdmits(*p, snap.node(*i))) {
         found.try_emplace(g.key, absl::StrCat("node ", p->placement, " no longer takes pod ",
                                               p->name, " (cordoned or tainted)"));
+      } else if (!gang::NodeMatches(*p, snap.node(*i), kPinLabel)) {
+        found.try_emplace(g.key, absl::StrCat("node ", p->placement, " no longer matches pod ",
+                                              p->name, "'s node selector or affinity"));
       } else if (!snap.Free(*i).IsNonNegative()) {
         overbooked.insert(*i);
       }

@@ -76,6 +76,25 @@ TEST(StrandedTest, ANodeThatIsGoneOrNoLongerTakesTheMemberStrandsTheWholeGang) {
   EXPECT_EQ(found[0].reason, "node c no longer takes pod cordon-0 (cordoned or tainted)");
 }
 
+// A node relabelled so that a planned member's selector or affinity no longer matches strands its
+// gang; the member's kubernetes.io/hostname pin is not what is matched (a node's hostname label
+// may differ from its name).
+TEST(StrandedTest, ANodeWhoseLabelsNoLongerMatchStrandsTheGang) {
+  core::SnapshotBuilder b;
+  core::Node a = GpuNode("a", 8);
+  a.labels = {{"kubernetes.io/hostname", "host-a"}, {"pool", "gold"}};
+  b.UpsertNode(a);
+  core::PodInfo pod = Planned({.name = "g"}, {"a"})[0];
+  pod.node_selector = {{"kubernetes.io/hostname", "a"}, {"pool", "gold"}};
+  b.UpsertPod(pod);
+  EXPECT_TRUE(StrandedGangs(*b.Build()).empty());
+  a.labels = {{"kubernetes.io/hostname", "host-a"}, {"pool", "silver"}};
+  b.UpsertNode(a);
+  std::vector<StrandedGang> found = StrandedGangs(*b.Build());
+  ASSERT_EQ(Keys(found), std::vector<std::string>{"default/g"});
+  EXPECT_EQ(found[0].reason, "node a no longer matches pod g-0's node selector or affinity");
+}
+
 TEST(StrandedTest, PodsBoundBesidePlannedOnesStrandTheLaterGangsInQueueOrder) {
   core::SnapshotBuilder b;
   b.UpsertNode(GpuNode("a", 8));
