@@ -187,6 +187,12 @@ std::string Verbs::OfferedSeat(const core::ClusterSnapshot& snap, const core::Po
 FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                             const std::vector<std::string>& nodes, int64_t now_ms) const {
   FilterOutcome out;
+  if (!pod.contract_error.empty()) {  // Its gang is unknown: it may not run alone.
+    const std::string reason =
+        absl::StrCat("the pod's phalanx labels cannot be read: ", pod.contract_error);
+    for (const std::string& n : nodes) out.unresolvable.Add(n, reason);
+    return out;
+  }
   std::string target = pod.placement;
   std::string reason;
   if (target.empty() && IsGangMember(pod)) {

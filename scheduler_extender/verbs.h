@@ -1,5 +1,6 @@
 // The extender verbs' decisions for one pod, over the cached snapshot:
-// - Filter: a pod with a placement passes only on its planned node; an ungated gang member
+// - Filter: a pod whose phalanx labels cannot be read passes nowhere (the error is the reason); a
+//   pod with a placement passes only on its planned node; an ungated gang member
 //   without one gets a filter-time all-or-nothing reservation for its whole gang, its own seat on
 //   a node kube-scheduler offered (its filters passed there); a member whose seat is not among the
 //   nodes offered to it moves alone to an offered node with room, or keeps its seat; any other pod

@@ -35,6 +35,20 @@ TEST(NodeReasonsTest, KeepsRequestOrderAndAnswersTheLastReasonOfARepeatedNode) {
   EXPECT_EQ(reasons.size(), 4u);
 }
 
+// A pod whose gang labels cannot be read is not scheduled alone: it passes nowhere, and says why.
+TEST(VerbsTest, APodWithUnreadableLabelsPassesNowhere) {
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  core::PodInfo pod = PendingPod("p", "g", 2, 4);
+  pod.contract_error = "metadata.labels[\"phalanx.io/gang-size\"]: invalid gang size \"two\"";
+  FilterOutcome out = verbs.Filter(*ExtenderTestCluster(), pod, kNodes, 0);
+  EXPECT_TRUE(out.passed.empty());
+  ASSERT_NE(out.unresolvable.Find("gpu-node-01"), nullptr);
+  EXPECT_EQ(*out.unresolvable.Find("gpu-node-01"),
+            "the pod's phalanx labels cannot be read: " + pod.contract_error);
+  EXPECT_EQ(out.unresolvable.size(), kNodes.size());
+}
+
 TEST(VerbsTest, PlacedPodPassesOnlyOnItsNode) {
   ReservationBook book;
   Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
