@@ -21,6 +21,22 @@ bool KnowsVictims(const core::ClusterSnapshot& snap, const VictimMap& victims) {
   return true;
 }
 
+// Logs the nodes of kube-scheduler's proposal for `args.pod` that preempt dropped because a victim
+// there is unknown to the cache even after waiting for it (other drops are the rules at work).
+void LogUnknownVictims(const PreemptArgs& args, const VictimMap& kept,
+                       const core::ClusterSnapshot& snap) {
+  std::string nodes;
+  for (const auto& [node, victims] : args.victims) {
+    if (kept.contains(node) || KnowsVictims(snap, VictimMap{{node, victims}})) continue;
+    absl::StrAppend(&nodes, nodes.empty() ? "" : ", ", node);
+  }
+  if (nodes.empty()) return;
+  std::fprintf(stderr,
+               "phalanx-extender: preempt for pod %s/%s drops nodes whose victims the cache has "
+               "not seen: %s\n",
+               args.pod.ns.c_str(), args.pod.name.c_str(), nodes.c_str());
+}
+
 // Runs `handler`, then records the request in the metrics.
 template <typename Handler>
 auto Timed(Metrics* metrics, std::string verb, Handler handler) {
@@ -105,7 +121,9 @@ void ExtenderServer::VerbRoutes(http::Server& s) {
               deps_.await_cache(100);
               snap = deps_.snapshot();
             }
-            SetJson(res, EncodePreemptResult(verbs->Preempt(*snap, args->pod, args->victims)));
+            const VictimMap kept = verbs->Preempt(*snap, args->pod, args->victims);
+            if (kept.size() < args->victims.size()) LogUnknownVictims(*args, kept, *snap);
+            SetJson(res, EncodePreemptResult(kept));
           }));
   s.Route("POST", "/bind", Timed(deps_.metrics, "bind", [this](const auto& req, auto& res) {
             absl::StatusOr<BindArgs> args = ParseBindArgs(req.body);

@@ -244,6 +244,31 @@ TEST_F(ServerTest, PreemptWaitsForTheCacheToSeeItsVictims) {
   server.Stop();
 }
 
+// Victims the cache never sees: their node is dropped, and the log says so.
+TEST_F(ServerTest, PreemptLogsNodesDroppedForVictimsTheCacheNeverSaw) {
+  int waits = 0;
+  ServerDeps deps{.verbs = &verbs_,
+                  .metrics = &metrics_,
+                  .snapshot = [] { return core::SnapshotBuilder().Build(); },
+                  .await_cache = [&](int64_t) { ++waits; },
+                  .ready = [] { return true; },
+                  .debug_queue = [] { return std::string("{}"); },
+                  .now_ms = [] { return int64_t{1000}; }};
+  ExtenderServer server(ServerOptions{.host = "127.0.0.1", .port = 0}, deps);
+  ASSERT_TRUE(server.Start().ok());
+  ::testing::internal::CaptureStderr();
+  absl::StatusOr<testing::HttpReply> r =
+      NewClient(server.port())->Post("/preempt", Testdata("preempt_meta.json"));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body.find("gpu-node-02"), std::string::npos) << r->body;
+  EXPECT_EQ(waits, 20);
+  EXPECT_NE(log.find("drops nodes whose victims the cache has not seen: gpu-node-02"),
+            std::string::npos)
+      << log;
+  server.Stop();
+}
+
 TEST_F(ServerTest, Bind) {
   absl::StatusOr<testing::HttpReply> r = Post("/bind", Testdata("bind.json"));
   ASSERT_TRUE(r.ok()) << r.status();
