@@ -61,10 +61,6 @@ int Main(int argc, char** argv) {
                               .snapshot = [&] { return informer.Snapshot(); },
                               .wait_for_change =
                                   [&](uint64_t v, int64_t ms) {
-                                    kube::InformerCounters c = informer.counters();
-                                    metrics.SetCacheObjects("pods", c.pods);
-                                    metrics.SetCacheObjects("nodes", c.nodes);
-                                    metrics.SetWatchRestarts(c.watch_restarts);
                                     return informer.WaitForChange(v, absl::Milliseconds(ms));
                                   },
                               .now_ms = NowMs});
@@ -75,6 +71,13 @@ int Main(int argc, char** argv) {
       .await_cache =
           [&](int64_t ms) { informer.WaitForChange(informer.version(), absl::Milliseconds(ms)); },
       .ready = [&] { return informer.HasSynced(); },
+      .refresh_metrics =
+          [&] {
+            kube::InformerCounters c = informer.counters();
+            metrics.SetCacheObjects("pods", c.pods);
+            metrics.SetCacheObjects("nodes", c.nodes);
+            metrics.SetWatchRestarts(c.watch_restarts);
+          },
       .debug_queue = [&] { return loop.DebugQueueJson(); },
       .now_ms = NowMs};
   if (config->bind) {

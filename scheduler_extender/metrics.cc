@@ -9,7 +9,8 @@ namespace phalanx::extender {
 namespace {
 
 prometheus::Histogram::BucketBoundaries LatencyBuckets() {
-  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 }
 
 }  // namespace
@@ -98,6 +99,7 @@ void Metrics::SetCacheObjects(absl::string_view kind, double count) {
 }
 
 void Metrics::SetWatchRestarts(double total) {
+  absl::MutexLock lock(&restarts_mu_);
   if (total > watch_restarts_.Value()) watch_restarts_.Increment(total - watch_restarts_.Value());
 }
 

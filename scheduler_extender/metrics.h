@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "core/snapshot.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -34,8 +35,8 @@ class Metrics {
   // A gang's writes of a round that the API server refused or that failed.
   void AddFailedWrites(double gangs);
   void SetCacheObjects(absl::string_view kind, double count);
-  // Raises the restart counter to the informer's running total.
-  void SetWatchRestarts(double total);
+  // Raises the restart counter to the informer's running total (callers may race).
+  void SetWatchRestarts(double total) ABSL_LOCKS_EXCLUDED(restarts_mu_);
 
   // The text exposition format (version 0.0.4).
   std::string Serialize() const;
@@ -50,7 +51,8 @@ class Metrics {
   prometheus::Counter& replans_;
   prometheus::Counter& failed_writes_;
   prometheus::Family<prometheus::Gauge>& cache_objects_;
-  prometheus::Counter& watch_restarts_;
+  absl::Mutex restarts_mu_;
+  prometheus::Counter& watch_restarts_ ABSL_GUARDED_BY(restarts_mu_);
 };
 
 }  // namespace phalanx::extender

@@ -11,6 +11,8 @@
 namespace phalanx::extender {
 namespace {
 
+constexpr absl::string_view kNotSynced = "informer cache not synced";
+
 // Whether `snap` has every pod of `victims`.
 bool KnowsVictims(const core::ClusterSnapshot& snap, const VictimMap& victims) {
   for (const auto& [node, v] : victims) {
@@ -108,7 +110,16 @@ void ExtenderServer::VerbRoutes(http::Server& s) {
       SetJson(res, *std::move(reply));
     };
   };
-  s.Route("POST", "/filter", Timed(deps_.metrics, "filter", decide(&ServeFilter)));
+  // Until the cache has listed nodes and pods, a node's held capacity is unknown: filter fails
+  // the pod (kube-scheduler retries it) rather than pass it on capacity already planned.
+  s.Route("POST", "/filter",
+          Timed(deps_.metrics, "filter",
+                [this, filter = decide(&ServeFilter)](const auto& req, auto& res) {
+                  if (deps_.ready && !deps_.ready()) {
+                    return SetJson(res, EncodeFilterError(kNotSynced));
+                  }
+                  filter(req, res);
+                }));
   s.Route("POST", "/prioritize", Timed(deps_.metrics, "prioritize", decide(&ServePrioritize)));
   s.Route("POST", "/preempt",
           Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
@@ -137,6 +148,7 @@ void ExtenderServer::VerbRoutes(http::Server& s) {
 void ExtenderServer::StatusRoutes(http::Server& s) {
   s.Route("GET", "/metrics", [this](const auto&, auto& res) {
     res.content_type = http::kPrometheusText;
+    if (deps_.refresh_metrics) deps_.refresh_metrics();
     if (std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot()) {
       deps_.metrics->CountRunningGangs(*snap);
     }
@@ -146,7 +158,7 @@ void ExtenderServer::StatusRoutes(http::Server& s) {
   s.Route("GET", "/readyz", [this](const auto&, auto& res) {
     bool ready = deps_.ready();
     res.status = ready ? 200 : 503;
-    res.body = ready ? "ok\n" : "informer cache not synced\n";
+    res.body = ready ? "ok\n" : absl::StrCat(kNotSynced, "\n");
   });
   s.Route("GET", "/debug/queue",
           [this](const auto&, auto& res) { SetJson(res, deps_.debug_queue()); });

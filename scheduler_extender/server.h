@@ -46,7 +46,9 @@ struct ServerDeps {
   // Blocks until the cache changes or `ms` pass (unset: returns at once). Preempt waits so for
   // victims kube-scheduler names that the cache has not seen yet.
   std::function<void(int64_t ms)> await_cache;
-  std::function<bool()> ready;
+  std::function<bool()> ready;  // The cache has listed nodes and pods.
+  // Sets the metrics read from elsewhere (the informer's counters) before /metrics is served.
+  std::function<void()> refresh_metrics;
   std::function<std::string()> debug_queue;  // JSON
   std::function<absl::Status(const BindArgs&)> bind;
   std::function<int64_t()> now_ms;

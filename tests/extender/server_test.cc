@@ -318,6 +318,7 @@ TEST_F(ServerTest, HealthReadinessAndMetrics) {
   EXPECT_EQ(client_->Get("/readyz")->status, 200);
   ready_ = false;
   EXPECT_EQ(client_->Get("/readyz")->status, 503);
+  ready_ = true;
   ASSERT_EQ(Post("/filter", Testdata("filter_node_names.json"))->status, 200);
   ASSERT_EQ(Post("/filter", "{").value().status, 400);
   std::string metrics = client_->Get("/metrics")->body;
@@ -329,6 +330,36 @@ TEST_F(ServerTest, HealthReadinessAndMetrics) {
   EXPECT_NE(metrics.find("phalanx_extender_request_duration_seconds_count{verb=\"filter\"} 2"),
             std::string::npos);
   EXPECT_EQ(client_->Get("/debug/queue")->body, "{\"gangs\":[]}");
+}
+
+// Until the cache has listed nodes and pods, the capacity planned gangs hold is unknown: filter
+// fails the pod (kube-scheduler retries it) instead of passing it on a partial picture.
+TEST_F(ServerTest, FilterFailsThePodUntilTheCacheIsSynced) {
+  ready_ = false;
+  absl::StatusOr<testing::HttpReply> r = Post("/filter", Testdata("filter_node_names.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body,
+            "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":{},"
+            "\"FailedAndUnresolvableNodes\":{},\"Error\":\"informer cache not synced\"}");
+  ready_ = true;
+  EXPECT_EQ(Post("/filter", Testdata("filter_node_names.json"))->body, kFilterNames);
+}
+
+// Gauges fed from elsewhere (the informer's counters) are refreshed when /metrics is read, also
+// while no admission round runs (before the first sync, say).
+TEST_F(ServerTest, MetricsAreRefreshedWhenRead) {
+  ServerDeps deps{.verbs = &verbs_,
+                  .metrics = &metrics_,
+                  .snapshot = [this] { return snap_; },
+                  .ready = [] { return false; },
+                  .refresh_metrics = [this] { metrics_.SetWatchRestarts(7); },
+                  .debug_queue = [] { return std::string("{}"); },
+                  .now_ms = [] { return int64_t{1000}; }};
+  ExtenderServer server(ServerOptions{.host = "127.0.0.1", .port = 0}, deps);
+  ASSERT_TRUE(server.Start().ok());
+  std::string metrics = NewClient(server.port())->Get("/metrics")->body;
+  EXPECT_NE(metrics.find("phalanx_extender_watch_restarts_total 7"), std::string::npos) << metrics;
 }
 
 TEST_F(ServerTest, RequestsTheServerRefusesAreCounted) {
