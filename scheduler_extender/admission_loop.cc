@@ -52,6 +52,15 @@ std::string AnnotationPatch(
   return out + "}";
 }
 
+// What the kubernetes.io/hostname pin of a pod planned on node `name` says: the node's own label
+// (which may differ from its name), else the name.
+std::string PinFor(const core::ClusterSnapshot& snap, const std::string& name) {
+  std::optional<int> i = snap.NodeIndex(name);
+  if (!i) return name;
+  const std::string* label = core::FindLabel(snap.node(*i).labels, "kubernetes.io/hostname");
+  return label != nullptr ? *label : name;
+}
+
 }  // namespace
 
 absl::Status AdmissionLoop::MergePatch(const core::PodInfo& pod, const std::string& patch) {
@@ -82,7 +91,7 @@ absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangD
         {{"phalanx.io/placement", a.node},
          {"phalanx.io/backfilled", backfilled ? std::optional<std::string>("true") : std::nullopt},
          {"phalanx.io/pending-reason", std::nullopt}},
-        a.node, true);
+        PinFor(snap, a.node), true);
     if (absl::Status st = MergePatch(*pod, patch); !st.ok()) return st;
     awaited_[pod->uid] = true;
   }
@@ -105,6 +114,11 @@ absl::Status AdmissionLoop::MarkGang(const core::ClusterSnapshot& snap, const st
     awaited_[p->uid] = false;
   }
   return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::Recreate(const core::ClusterSnapshot& snap, const core::Gang& g) {
+  if (absl::Status st = MarkGang(snap, g.key, g.key); !st.ok() || g.managed) return st;
+  return Evict(g, g.key);
 }
 
 absl::Status AdmissionLoop::Evict(const core::Gang& g, const std::string& by) {
@@ -134,7 +148,7 @@ absl::flat_hash_set<std::string> AdmissionLoop::Replan(const core::ClusterSnapsh
   for (const preemption::StrandedGang& s : preemption::StrandedGangs(snap)) {
     std::fprintf(stderr, "phalanx-extender: gang %s is recreated to be planned again: %s\n",
                  s.gang.c_str(), s.reason.c_str());
-    Check(s.gang, MarkGang(snap, s.gang, s.gang));
+    if (std::optional<core::Gang> g = snap.FindGang(s.gang)) Check(s.gang, Recreate(snap, *g));
     marked.insert(s.gang);  // Never ungated by recovery, marked or not.
   }
   if (deps_.metrics != nullptr) deps_.metrics->AddReplans(marked.size());
@@ -169,12 +183,14 @@ absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const 
 
 void AdmissionLoop::Recover(const core::ClusterSnapshot& snap,
                             const absl::flat_hash_set<std::string>& stranded) {
+  gang::Capacity free;  // Computed on first use; each completed placement then takes its share.
   for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
     if (g.preempt_requested || stranded.contains(g.key)) continue;  // They wait for the master.
     if (g.Admitting()) {
       Check(g.key, UngateGang(g));
     } else if (!g.Pending()) {
-      Check(g.key, CompletePlacement(snap, g));
+      if (free.empty()) free = gang::FreeCapacity(snap, Held(snap));
+      Check(g.key, CompletePlacement(snap, g, free));
     }
   }
 }
@@ -188,20 +204,20 @@ absl::Status AdmissionLoop::UngateGang(const core::Gang& g) {
 }
 
 absl::Status AdmissionLoop::CompletePlacement(const core::ClusterSnapshot& snap,
-                                              const core::Gang& g) {
+                                              const core::Gang& g, gang::Capacity& free) {
   // A pin cannot be taken back (Kubernetes only lets a gated pod's nodeSelector grow), so the
   // members placed before a crash keep their nodes and the rest are planned around them.
   core::Gang rest = g;
   std::erase_if(rest.members, [](const core::PodInfo* p) { return p->HoldsCapacity(); });
-  gang::GangPlan plan =
-      gang::GangPlanner(snap, options_.slots).Plan(rest, gang::FreeCapacity(snap, Held(snap)));
+  gang::GangPlan plan = gang::GangPlanner(snap, options_.slots).Plan(rest, free);
   if (!plan.placed()) {
-    // No room around the pinned members: the master recreates the gang from scratch.
-    return MarkGang(snap, g.key, g.key);
+    // No room around the pinned members: the gang is recreated from scratch.
+    return Recreate(snap, g);
   }
+  gang::GangPlanner::Reserve(rest, plan, free);
   for (size_t m = 0; m < plan.nodes.size(); ++m) {
     const std::string& node = snap.node(plan.nodes[m]).name;
-    std::string patch = AnnotationPatch({{"phalanx.io/placement", node}}, node, true);
+    std::string patch = AnnotationPatch({{"phalanx.io/placement", node}}, PinFor(snap, node), true);
     if (absl::Status st = MergePatch(*rest.members[m], patch); !st.ok()) return st;
     awaited_[rest.members[m]->uid] = true;
   }
@@ -227,8 +243,9 @@ bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
 }
 
 preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {
-  awaited_since_ms_ = deps_.now_ms();
   Recover(snap, Replan(snap));
+  // The wait for writes runs from when the last one was sent (sending them may take long).
+  awaited_since_ms_ = deps_.now_ms();
   // Marks and recovery writes change what is free: plan only once the cache shows them.
   if (!awaited_.empty()) return preemption::RoundResult{};
   auto start = std::chrono::steady_clock::now();
@@ -237,7 +254,6 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
   opts.held = Held(snap);
   preemption::RoundResult r = preemption::RunAdmissionRound(snap, opts);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  awaited_since_ms_ = opts.now_ms;
   // Published before the writes, so /debug/queue never lags what the pods' annotations show.
   Publish(r, took.count());
   for (const GangDecision& d : r.decisions) {
@@ -258,6 +274,7 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
     }
     Check(d.gang, st);
   }
+  awaited_since_ms_ = deps_.now_ms();
   absl::flat_hash_set<absl::string_view> queued;
   for (const GangDecision& d : r.decisions) queued.insert(d.gang);
   absl::erase_if(reasons_, [&](const auto& kv) { return !queued.contains(kv.first); });

@@ -12,7 +12,9 @@
 //   when that does not fit, are marked for the master to recreate.
 // - Re-planning: a gang with a member planned on a node that is gone, closed to it or full
 //   (preemption/stranded.h) is marked for the master to recreate, before recovery could ungate it.
-// Marks for recreation name the gang itself in phalanx.io/preempted-by.
+// Marks for recreation name the gang itself in phalanx.io/preempted-by; gangs phalanx-master did
+// not create are evicted as well. Pins name the node's kubernetes.io/hostname label (its name when
+// it has none).
 // A round runs only once the informer shows the previous round's writes (or they time out), so
 // nothing is planned twice. A gang whose writes fail (a pod the extender may not patch, say) is
 // logged and counted; the round goes on with the other gangs, and the next round tries again.
@@ -64,6 +66,9 @@ class AdmissionLoop {
   // master tears the gang down and recreates it gated.
   absl::Status MarkGang(const core::ClusterSnapshot& snap, const std::string& key,
                         const std::string& by);
+  // Marks `g` for recreation (marked by itself); its pods are evicted when phalanx-master did not
+  // create them (nobody else would act on the mark).
+  absl::Status Recreate(const core::ClusterSnapshot& snap, const core::Gang& g);
   // Deletes every pod of `g` for gang `by`, as kube-scheduler's preemption would.
   absl::Status Evict(const core::Gang& g, const std::string& by);
   // Marks each victim gang; the pods of those phalanx-master did not create (nobody else would act
@@ -79,8 +84,10 @@ class AdmissionLoop {
   absl::Status UngateGang(const core::Gang& g);
   // Logs and counts `st`, the outcome of gang `gang`'s writes, when it failed.
   void Check(absl::string_view gang, const absl::Status& st);
-  // Plans the unplaced members of a gang whose admission stopped halfway.
-  absl::Status CompletePlacement(const core::ClusterSnapshot& snap, const core::Gang& g);
+  // Plans the unplaced members of a gang whose admission stopped halfway on `free`, and takes
+  // what it planned from `free`.
+  absl::Status CompletePlacement(const core::ClusterSnapshot& snap, const core::Gang& g,
+                                 gang::Capacity& free);
   // Capacity of the filter-time reservations, per node of `snap`.
   gang::Capacity Held(const core::ClusterSnapshot& snap);
   absl::Status Ungate(const core::PodInfo& pod);

@@ -54,6 +54,40 @@ TEST_F(CrashE2e, ReplansAGangWhosePlannedNodeIsGone) {
   EXPECT_EQ(BoundNodes("g"), (std::vector<std::string>{NodeName("n", 0), NodeName("n", 2)}));
 }
 
+// Two gangs a crash left half placed, with room for only one of them to complete: recovery plans
+// the first in queue order around its pinned member and marks the second for recreation, where
+// it planned both on the one free node.
+TEST_F(CrashE2e, RecoveryCompletesHalfPlacedGangsOnCapacityNotYetTaken) {
+  AddNodes("n", 3, 4);
+  Submit({.name = "a", .pods = 2, .gpus = 4, .position = 1});
+  Submit({.name = "b", .pods = 2, .gpus = 4, .position = 2});
+  ASSERT_NO_FATAL_FAILURE(Pin("a-r0-0", NodeName("n", 0)));
+  ASSERT_NO_FATAL_FAILURE(Pin("b-r0-0", NodeName("n", 1)));
+  StartExtender(4);
+  ASSERT_TRUE(WaitUntil([&] { return Running("a"); })) << "the first half-placed gang never runs";
+  EXPECT_EQ(BoundNodes("a"), (std::vector<std::string>{NodeName("n", 0), NodeName("n", 2)}));
+  ASSERT_TRUE(WaitUntil([&] { return Marked("b"); })) << "the second is never marked";
+  EXPECT_EQ(PreemptedBy("b"), Key("b"));
+  EXPECT_EQ(RequeueVictims(), std::vector<std::string>{"b"});
+}
+
+// A gang some other tool created gated (no phalanx.io/job-id) that strands is deleted by the
+// extender: nobody else acts on a mark for recreation, and the gang held its nodes for good. The
+// node it held then takes the next gang.
+TEST_F(CrashE2e, AStrandedGangOfAnotherToolIsEvicted) {
+  AddNodes("n", 2, 4);
+  Submit({.name = "theirs", .pods = 2, .gpus = 4, .position = 1, .managed = false});
+  ASSERT_NO_FATAL_FAILURE(Pin("theirs-r0-0", NodeName("n", 0)));
+  ASSERT_NO_FATAL_FAILURE(Pin("theirs-r0-1", NodeName("n", 1)));
+  ASSERT_TRUE(client_->Delete(kube::kNodes, "", NodeName("n", 1)).ok());
+  StartExtender(4);
+  ASSERT_TRUE(WaitUntil([&] { return GangPods("theirs").empty(); }))
+      << "the stranded gang is never evicted";
+  Submit({.name = "next", .gpus = 4, .position = 2});
+  ASSERT_TRUE(WaitUntil([&] { return Running("next"); })) << "the node it held stays held";
+  EXPECT_EQ(BoundNodes("next"), std::vector<std::string>{NodeName("n", 0)});
+}
+
 // Each cycle, with the extender down, plays the master (running gangs complete, marked gangs are
 // requeued) and queues a wave of gangs; then the extender starts, and is SIGKILLed 0-150 ms after
 // the first placement of its first round, which admits a whole cluster's worth of gangs.

@@ -206,10 +206,11 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
   const int run = runs_[gang.name]++;
   for (int i = 0; i < gang.pods; ++i) {
     std::string labels = absl::StrCat(
-        "\"phalanx.io/gang\":", EncodeJsonString(gang.name),
-        ",\"phalanx.io/job-id\":", EncodeJsonString(gang.name), ",\"phalanx.io/gang-size\":\"",
+        "\"phalanx.io/gang\":", EncodeJsonString(gang.name), ",\"phalanx.io/gang-size\":\"",
         gang.pods, "\",\"phalanx.io/task-type\":", EncodeJsonString(gang.task),
         ",\"phalanx.io/preemptible\":\"", gang.preemptible ? "true" : "false", "\"");
+    if (gang.managed)
+      absl::StrAppend(&labels, ",\"phalanx.io/job-id\":", EncodeJsonString(gang.name));
     if (gang.position > 0) {
       absl::StrAppend(&labels, ",\"phalanx.io/queue-position\":\"", gang.position, "\"");
     }

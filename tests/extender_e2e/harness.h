@@ -33,6 +33,7 @@ struct GangSpec {
   std::string task = "experiment";
   // Non-empty: required node affinity kubernetes.io/hostname In [affinity_host].
   std::string affinity_host;
+  bool managed = true;  // False: no phalanx.io/job-id, a gang some other tool created gated.
 };
 
 // One gang's entry in the extender's /debug/queue.

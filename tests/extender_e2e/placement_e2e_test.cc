@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "kube/client.h"
 #include "tests/extender_e2e/harness.h"
 
 namespace phalanx::e2e {
@@ -23,6 +25,23 @@ TEST_F(PlacementE2e, RequiredNodeAffinityIsPlannedFor) {
   Submit({.name = "pinned", .gpus = 2, .position = 2, .affinity_host = NodeName("n", 1)});
   ASSERT_TRUE(WaitUntil([&] { return Running("pinned"); })) << "pinned never bound";
   EXPECT_EQ(BoundNodes("pinned"), (std::vector<std::string>{NodeName("n", 1)}));
+}
+
+// A node's kubernetes.io/hostname label need not be its name (cloud nodes are often named by
+// their provider's id). The pin the extender writes must name the label's value, or
+// kube-scheduler binds the gang nowhere.
+TEST_F(PlacementE2e, PinsNameTheNodesHostnameLabel) {
+  AddNodes("n", 1, 4);
+  const std::string node = NodeName("n", 0);
+  ASSERT_TRUE(client_
+                  ->Patch(kube::kNodes, "", node, kube::PatchType::kMerge,
+                          absl::StrCat(R"({"metadata":{"labels":{"kubernetes.io/hostname":"host-)",
+                                       node, R"("}}})"))
+                  .ok());
+  StartExtender(4);
+  Submit({.name = "g", .gpus = 4, .position = 1});
+  ASSERT_TRUE(WaitUntil([&] { return Running("g"); })) << "g never bound";
+  EXPECT_EQ(BoundNodes("g"), (std::vector<std::string>{node}));
 }
 
 }  // namespace
