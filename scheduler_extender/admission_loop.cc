@@ -80,25 +80,54 @@ absl::Status AdmissionLoop::Ungate(const core::PodInfo& pod) {
   return absl::OkStatus();
 }
 
+void AdmissionLoop::HoldUntilSeen(const std::string& gang,
+                                  std::vector<ReservationBook::Seat> seats) {
+  if (deps_.reservations == nullptr) return;
+  deps_.reservations->Reserve(gang, std::move(seats), deps_.now_ms(), kWriteWaitMs);
+  held_.insert(gang);
+}
+
 absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangDecision& d) {
   bool backfilled = d.verdict == Verdict::kBackfill;
   std::vector<const core::PodInfo*> pods;
+  std::vector<ReservationBook::Seat> seats;
   for (const preemption::Assignment& a : d.plan) {
     const core::PodInfo* pod = snap.FindPod(a.pod_uid);
     if (pod == nullptr) continue;
     pods.push_back(pod);
+    seats.push_back({pod->uid, a.node, pod->requests});
+  }
+  HoldUntilSeen(d.gang, seats);
+  if (absl::Status st = WritePlacements(snap, pods, seats, backfilled); !st.ok()) {
+    return Released(d.gang, st);
+  }
+  reasons_.erase(d.gang);
+  HoldUntilSeen(d.gang, std::move(seats));  // From the last write on.
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionLoop::Released(const std::string& gang, absl::Status st) {
+  if (deps_.reservations != nullptr) deps_.reservations->Release(gang);
+  held_.erase(gang);
+  return st;
+}
+
+absl::Status AdmissionLoop::WritePlacements(const core::ClusterSnapshot& snap,
+                                            const std::vector<const core::PodInfo*>& pods,
+                                            const std::vector<ReservationBook::Seat>& seats,
+                                            bool backfilled) {
+  for (size_t i = 0; i < pods.size(); ++i) {
     std::string patch = AnnotationPatch(
-        {{"phalanx.io/placement", a.node},
+        {{"phalanx.io/placement", seats[i].node},
          {"phalanx.io/backfilled", backfilled ? std::optional<std::string>("true") : std::nullopt},
          {"phalanx.io/pending-reason", std::nullopt}},
-        PinFor(snap, a.node), true);
-    if (absl::Status st = MergePatch(*pod, patch); !st.ok()) return st;
-    awaited_[pod->uid] = true;
+        PinFor(snap, seats[i].node), true);
+    if (absl::Status st = MergePatch(*pods[i], patch); !st.ok()) return st;
+    awaited_[pods[i]->uid] = true;
   }
   for (const core::PodInfo* pod : pods) {
     if (absl::Status st = Ungate(*pod); !st.ok()) return st;
   }
-  reasons_.erase(d.gang);
   return absl::OkStatus();
 }
 
@@ -215,12 +244,21 @@ absl::Status AdmissionLoop::CompletePlacement(const core::ClusterSnapshot& snap,
     return Recreate(snap, g);
   }
   gang::GangPlanner::Reserve(rest, plan, free);
+  std::vector<ReservationBook::Seat> seats;
   for (size_t m = 0; m < plan.nodes.size(); ++m) {
-    const std::string& node = snap.node(plan.nodes[m]).name;
-    std::string patch = AnnotationPatch({{"phalanx.io/placement", node}}, PinFor(snap, node), true);
-    if (absl::Status st = MergePatch(*rest.members[m], patch); !st.ok()) return st;
-    awaited_[rest.members[m]->uid] = true;
+    const core::PodInfo& pod = *rest.members[m];
+    seats.push_back({pod.uid, snap.node(plan.nodes[m]).name, pod.requests});
   }
+  HoldUntilSeen(g.key, seats);
+  for (size_t m = 0; m < seats.size(); ++m) {
+    std::string patch = AnnotationPatch({{"phalanx.io/placement", seats[m].node}},
+                                        PinFor(snap, seats[m].node), true);
+    if (absl::Status st = MergePatch(*rest.members[m], patch); !st.ok()) {
+      return Released(g.key, st);
+    }
+    awaited_[seats[m].pod_uid] = true;
+  }
+  HoldUntilSeen(g.key, std::move(seats));
   return absl::OkStatus();
 }
 
@@ -234,12 +272,11 @@ bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
     const core::PodInfo* p = snap.FindPod(kv.first);
     return p == nullptr || (kv.second ? !p->placement.empty() : p->preempt_requested);
   });
-  if (awaited_.empty()) return false;
-  if (deps_.now_ms() - awaited_since_ms_ > kWriteWaitMs) {
-    awaited_.clear();  // The informer missed them or they failed; plan from what it shows.
-    return false;
-  }
-  return true;
+  if (!awaited_.empty() && deps_.now_ms() - awaited_since_ms_ <= kWriteWaitMs) return true;
+  awaited_.clear();  // All seen, or the informer missed them or they failed: plan from the cache.
+  for (const std::string& gang : held_) deps_.reservations->Release(gang);
+  held_.clear();
+  return false;
 }
 
 preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {

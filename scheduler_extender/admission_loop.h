@@ -62,6 +62,15 @@ class AdmissionLoop {
 
  private:
   absl::Status Admit(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
+  // Writes each pod's placement on its seat's node, then lifts the gates.
+  absl::Status WritePlacements(const core::ClusterSnapshot& snap,
+                               const std::vector<const core::PodInfo*>& pods,
+                               const std::vector<ReservationBook::Seat>& seats, bool backfilled);
+  // Reserves `seats` of `gang` in the book until the cache shows them (or kWriteWaitMs pass), so
+  // that filter does not pass other pods on capacity planned but not yet visible.
+  void HoldUntilSeen(const std::string& gang, std::vector<ReservationBook::Seat> seats);
+  // Drops `gang`'s seats (its writes failed); returns `st`.
+  absl::Status Released(const std::string& gang, absl::Status st);
   // Labels every pod of gang `key` phalanx.io/preempt=requested, annotated preempted-by `by`: the
   // master tears the gang down and recreates it gated.
   absl::Status MarkGang(const core::ClusterSnapshot& snap, const std::string& key,
@@ -106,6 +115,7 @@ class AdmissionLoop {
   absl::flat_hash_map<std::string, WrittenReason> reasons_;  // gang -> last reason written
   absl::flat_hash_map<std::string, bool> awaited_;  // pod uid -> expects a placement (else a mark)
   int64_t awaited_since_ms_ = 0;
+  absl::flat_hash_set<std::string> held_;  // Gangs with seats in the book until their writes show.
   absl::Mutex mu_;
   std::string queue_json_ ABSL_GUARDED_BY(mu_) = "{\"gangs\":[]}";
 };

@@ -1,40 +1,49 @@
-// Filter-time gang reservations.
+// Reservations of capacity the snapshot does not show yet.
 #include "scheduler_extender/reservations.h"
 
 #include <algorithm>
 
 namespace phalanx::extender {
 
-void ReservationBook::Reserve(const std::string& gang, std::vector<Seat> seats,
-                              int64_t expires_ms) {
+void ReservationBook::Reserve(const std::string& gang, std::vector<Seat> seats, int64_t now_ms,
+                              int64_t ttl_ms) {
   absl::MutexLock lock(&mu_);
-  gangs_[gang] = Entry{std::move(seats), expires_ms};
+  gangs_[gang] = Entry{std::move(seats), ttl_ms, now_ms + ttl_ms};
+}
+
+void ReservationBook::Release(const std::string& gang) {
+  absl::MutexLock lock(&mu_);
+  gangs_.erase(gang);
+}
+
+ReservationBook::Seat* ReservationBook::FindSeatLocked(const std::string& gang,
+                                                       const std::string& pod_uid, int64_t now_ms) {
+  ExpireLocked(now_ms);
+  auto it = gangs_.find(gang);
+  if (it == gangs_.end()) return nullptr;
+  for (Seat& s : it->second.seats) {
+    if (s.pod_uid != pod_uid) continue;
+    it->second.expires_ms = now_ms + it->second.ttl_ms;
+    return &s;
+  }
+  return nullptr;
 }
 
 std::optional<std::string> ReservationBook::NodeFor(const std::string& gang,
                                                     const std::string& pod_uid, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
-  ExpireLocked(now_ms);
-  auto it = gangs_.find(gang);
-  if (it == gangs_.end()) return std::nullopt;
-  for (const Seat& s : it->second.seats) {
-    if (s.pod_uid == pod_uid) return s.node;
-  }
-  return std::nullopt;
+  const Seat* seat = FindSeatLocked(gang, pod_uid, now_ms);
+  if (seat == nullptr) return std::nullopt;
+  return seat->node;
 }
 
 bool ReservationBook::MoveSeat(const std::string& gang, const std::string& pod_uid,
                                const std::string& node, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
-  ExpireLocked(now_ms);
-  auto it = gangs_.find(gang);
-  if (it == gangs_.end()) return false;
-  for (Seat& s : it->second.seats) {
-    if (s.pod_uid != pod_uid) continue;
-    s.node = node;
-    return true;
-  }
-  return false;
+  Seat* seat = FindSeatLocked(gang, pod_uid, now_ms);
+  if (seat == nullptr) return false;
+  seat->node = node;
+  return true;
 }
 
 absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNode(
@@ -46,7 +55,7 @@ absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNode(
     if (gang == except_gang) continue;
     for (const Seat& s : entry.seats) {
       const core::PodInfo* pod = snap.FindPod(s.pod_uid);
-      if (pod == nullptr || pod->node.empty()) out[s.node] += s.requests;
+      if (pod == nullptr || !pod->HoldsCapacity()) out[s.node] += s.requests;
     }
   }
   return out;

@@ -1,8 +1,11 @@
-// Filter-time reservations for gangs that arrive ungated and unplanned (pods other tools create
-// with gang labels): the first member seen plans the whole gang, and each member then passes
-// only on its reserved node until the reservation expires. A member's seat stops counting once
-// the snapshot shows it bound (its requests are in the node's use then). The admission loop plans
-// around the live seats too. Thread-safe.
+// Reservations of capacity that the snapshot does not show yet:
+// - filter-time seats for gangs that arrive ungated and unplanned (pods other tools create with
+//   gang labels): the first member seen plans the whole gang, and each member then passes only on
+//   its reserved node;
+// - the admission loop's plans from their writes until the informer shows them.
+// A seat stops counting once the snapshot shows its pod holding capacity (bound, or placed). A
+// reservation lives `ttl_ms` from when it was made or a member last found its seat. The admission
+// loop and the verbs plan around the live seats. Thread-safe.
 #ifndef PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 #define PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 
@@ -27,16 +30,19 @@ class ReservationBook {
     core::Resources requests;
   };
 
-  // Reserves `seats` for `gang` until `expires_ms`, replacing an earlier reservation of it.
-  void Reserve(const std::string& gang, std::vector<Seat> seats, int64_t expires_ms);
-  // Moves the live seat of `pod_uid` of `gang` to `node`; false when it has none.
+  // Reserves `seats` for `gang` for `ttl_ms` from `now_ms`, replacing an earlier reservation of it.
+  void Reserve(const std::string& gang, std::vector<Seat> seats, int64_t now_ms, int64_t ttl_ms);
+  void Release(const std::string& gang);
+  // Moves the live seat of `pod_uid` of `gang` to `node` and renews the reservation; false when
+  // it has none.
   bool MoveSeat(const std::string& gang, const std::string& pod_uid, const std::string& node,
                 int64_t now_ms);
-  // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms`.
+  // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms` (which
+  // renews it).
   std::optional<std::string> NodeFor(const std::string& gang, const std::string& pod_uid,
                                      int64_t now_ms);
-  // Requests of the live seats of pods `snap` does not show bound, per node name, leaving out
-  // `except_gang`'s own seats.
+  // Requests of the live seats of pods `snap` does not show holding capacity, per node name,
+  // leaving out `except_gang`'s own seats.
   absl::flat_hash_map<std::string, core::Resources> ByNode(const core::ClusterSnapshot& snap,
                                                            int64_t now_ms,
                                                            const std::string& except_gang);
@@ -49,9 +55,13 @@ class ReservationBook {
  private:
   struct Entry {
     std::vector<Seat> seats;
+    int64_t ttl_ms = 0;
     int64_t expires_ms = 0;
   };
   void ExpireLocked(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The live seat of `pod_uid` of `gang`, its reservation renewed; null when it has none.
+  Seat* FindSeatLocked(const std::string& gang, const std::string& pod_uid, int64_t now_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> gangs_ ABSL_GUARDED_BY(mu_);

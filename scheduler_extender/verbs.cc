@@ -159,7 +159,7 @@ std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::Po
     seats.push_back({gang.members[m]->uid, node, gang.members[m]->requests});
     if (gang.members[m]->uid == pod.uid) mine = node;
   }
-  book_->Reserve(key, std::move(seats), now_ms + ttl_ms_);
+  book_->Reserve(key, std::move(seats), now_ms, ttl_ms_);
   return mine;
 }
 

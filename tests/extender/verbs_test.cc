@@ -127,6 +127,24 @@ TEST(VerbsTest, ForeignGangSeatsAreOnOfferedNodes) {
   EXPECT_EQ(*book.NodeFor("ml/four", "four-0", 20), "gpu-node-01");
 }
 
+// The admission loop's seats: a pod whose placement the snapshot shows holds its node itself.
+TEST_F(ForeignGangTest, ASeatStopsCountingOnceItsPodShowsItsPlacement) {
+  book.Reserve("ml/ext", {{"ext-1", "gpu-node-03", m1.requests}}, 0, 5000);
+  EXPECT_EQ(book.ByNode(*snap, 0, "").at("gpu-node-03").gpu(), 6);
+  m1.placement = "gpu-node-03";
+  b.UpsertPod(m1);
+  EXPECT_EQ(book.ByNode(*b.Build(), 0, "").count("gpu-node-03"), 0u);
+}
+
+// A reservation lives its TTL from the last time a member found its seat, so a gang whose
+// members bind slowly keeps every seat while it binds.
+TEST_F(ForeignGangTest, AMemberFindingItsSeatRenewsTheReservation) {
+  ASSERT_EQ(verbs.Filter(*snap, m0, kNodes, 0).passed.size(), 1u);  // TTL 30 s.
+  ASSERT_TRUE(book.NodeFor("ml/ext", "ext-0", 20'000).has_value());
+  EXPECT_TRUE(book.NodeFor("ml/ext", "ext-1", 45'000).has_value());
+  EXPECT_FALSE(book.NodeFor("ml/ext", "ext-1", 75'001).has_value());
+}
+
 TEST_F(ForeignGangTest, AGangOfferedNoRoomIsRefusedWhole) {
   FilterOutcome none = verbs.Filter(*snap, m0, {"gpu-node-02"}, 0);
   EXPECT_TRUE(none.passed.empty());
