@@ -55,6 +55,9 @@ MHD_Result Send(MHD_Connection* connection, Response res) {
     return MHD_NO;
   }
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res.content_type.c_str());
+  for (const auto& [name, value] : res.headers) {
+    MHD_add_response_header(r, name.c_str(), value.c_str());
+  }
   MHD_Result queued = MHD_queue_response(connection, static_cast<unsigned>(res.status), r);
   MHD_destroy_response(r);
   return queued;
@@ -81,6 +84,7 @@ std::string Unbracketed(absl::string_view host) {
 
 // A request whose body is still arriving.
 struct Pending {
+  const Handler* handler;  // Its route's.
   std::string body;
   bool too_large = false;  // The body outgrew the limit: the rest is read and dropped.
 };
@@ -88,7 +92,7 @@ struct Pending {
 }  // namespace
 
 struct Callbacks {
-  // Handler exceptions are 500s in Dispatch; this stops any other (a throwing on_refused hook)
+  // Handler exceptions are 500s in Run; this stops any other (a throwing on_refused hook)
   // before it unwinds through libmicrohttpd's C frames.
   static MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url,
                               const char* method, const char* version, const char* data,
@@ -107,14 +111,18 @@ struct Callbacks {
     const size_t limit = server.options_.max_body_bytes;
     auto* pending = static_cast<Pending*>(*state);
     if (pending == nullptr) {  // The head is in.
+      // Refusals come before the body, which is then not read: the connection closes after.
+      const Request head{.method = method, .path = url};
+      Response refusal;
+      const Handler* handler = server.Find(head, refusal);
+      if (handler == nullptr) return Send(connection, server.Refuse(head, std::move(refusal)));
       const char* length =
           MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
       size_t declared = 0;
       if (length != nullptr && absl::SimpleAtoi(length, &declared) && declared > limit) {
-        // Before the body: the connection closes after.
-        return Send(connection, server.Refuse({.method = method, .path = url}, TooLarge()));
+        return Send(connection, server.Refuse(head, TooLarge()));
       }
-      pending = new Pending;
+      pending = new Pending{.handler = handler};
       pending->body.reserve(std::min(declared, kReserveAtMost));
       *state = pending;
       return MHD_YES;
@@ -132,7 +140,7 @@ struct Callbacks {
       return Send(connection, server.Refuse({.method = method, .path = url}, TooLarge()));
     }
     Request request{.method = method, .path = url, .body = std::move(pending->body)};
-    return Send(connection, server.Dispatch(request));
+    return Send(connection, server.Run(*pending->handler, request));
   }
 
   static void OnCompleted(void* /*cls*/, MHD_Connection* /*connection*/, void** state,
@@ -160,19 +168,30 @@ void Server::Route(const std::string& method, const std::string& path, Handler h
   routes_[{path, method}] = std::move(handler);
 }
 
-Response Server::Dispatch(const Request& request) const {
-  auto route = routes_.find({request.path, request.method});
-  if (route == routes_.end()) {
-    auto same_path = routes_.lower_bound({request.path, ""});
-    if (same_path != routes_.end() && same_path->first.first == request.path) {
-      return Refuse(request,
-                    Text(405, absl::StrCat(request.method, " is not allowed on ", request.path)));
-    }
-    return Refuse(request, Text(404, absl::StrCat("unknown path ", request.path)));
+const Handler* Server::Find(const Request& request, Response& refusal) const {
+  const std::string method = request.method == "HEAD" ? "GET" : request.method;
+  auto route = routes_.find({request.path, method});
+  if (route != routes_.end()) return &route->second;
+  std::vector<std::string> allowed;
+  for (auto it = routes_.lower_bound({request.path, ""});
+       it != routes_.end() && it->first.first == request.path; ++it) {
+    allowed.push_back(it->first.second);
+    if (it->first.second == "GET") allowed.push_back("HEAD");
   }
+  if (allowed.empty()) {
+    refusal = Text(404, absl::StrCat("unknown path ", request.path));
+  } else {
+    std::sort(allowed.begin(), allowed.end());
+    refusal = Text(405, absl::StrCat(request.method, " is not allowed on ", request.path));
+    refusal.headers.emplace_back(MHD_HTTP_HEADER_ALLOW, absl::StrJoin(allowed, ", "));
+  }
+  return nullptr;
+}
+
+Response Server::Run(const Handler& handler, const Request& request) const {
   Response res;
   try {
-    route->second(request, res);
+    handler(request, res);
   } catch (const std::exception& e) {
     return Refuse(request, Text(500, absl::StrCat("internal error: ", e.what())));
   } catch (...) {

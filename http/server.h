@@ -1,8 +1,9 @@
 // phalanx's embedded HTTP/1.1 server, on libmicrohttpd: keep-alive connections, each served by its
 // own thread (a slow handler on one connection never holds up another), optional TLS, routes by
-// method and exact path. A body over the limit is 413, an unknown path 404 and a known path with
-// another method 405, each with a one-line text body. Handlers run on the connections' threads,
-// so they may run at once.
+// method and exact path; HEAD is served by the path's GET handler, without the body. An unknown
+// path is 404 and a known path with another method 405 (with an Allow header), both answered
+// before the body is read; a body over the limit is 413. Each has a one-line text body. Handlers
+// run on the connections' threads, so they may run at once.
 #ifndef PHALANX_HTTP_SERVER_H_
 #define PHALANX_HTTP_SERVER_H_
 
@@ -28,6 +29,7 @@ struct Request {
 struct Response {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
+  std::vector<std::pair<std::string, std::string>> headers;  // Others, as (name, value).
   std::string body;
 };
 
@@ -68,8 +70,11 @@ class Server {
  private:
   friend struct Callbacks;  // libmicrohttpd's callbacks (server.cc).
 
-  // The response for a whole request: its handler's, or 404 / 405 / 500.
-  Response Dispatch(const Request& request) const;
+  // The handler for the request's method (GET's for HEAD) and path; nullptr and the 404 or 405 to
+  // give in `refusal` when there is none.
+  const Handler* Find(const Request& request, Response& refusal) const;
+  // The response `handler` gives to `request`, or 500 when it throws.
+  Response Run(const Handler& handler, const Request& request) const;
   // `res`, a response the server gives itself, after telling options_.on_refused.
   Response Refuse(const Request& request, Response res) const;
   void SetStartLog(std::vector<std::string>* log);

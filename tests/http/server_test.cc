@@ -3,8 +3,12 @@
 // TLS with a certificate made for the test, and start-up errors that say what failed.
 #include "http/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/testing/http_client.h"
@@ -27,6 +32,25 @@ using testing::HttpClient;
 using testing::HttpReply;
 
 std::string Url(const Server& server) { return absl::StrCat("http://127.0.0.1:", server.port()); }
+
+// Sends `request` as written on a new connection to 127.0.0.1:`port`; what comes back before the
+// server closes the connection or nothing more arrives for 2 s.
+std::string Exchange(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{.sin_family = AF_INET, .sin_port = htons(static_cast<uint16_t>(port))};
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{.tv_sec = 2, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) reply.append(buffer, n);
+  }
+  close(fd);
+  return reply;
+}
 
 class HttpServerTest : public ::testing::Test {
  protected:
@@ -73,9 +97,64 @@ TEST_F(HttpServerTest, RoutesByMethodAndPath) {
   r = client.Get("/echo");
   EXPECT_EQ(r->status, 405);
   EXPECT_EQ(r->body, "GET is not allowed on /echo\n");
+  EXPECT_EQ(r->Header("allow"), "POST");
   r = client.Post("/nothing", "{}");
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(r->body, "unknown path /nothing\n");
+}
+
+// Every method the path has, HEAD with GET.
+TEST_F(HttpServerTest, A405SaysWhichMethodsThePathAllows) {
+  Server server(ServerOptions{});
+  for (const char* method : {"GET", "POST", "PUT"}) {
+    server.Route(method, "/thing", [](const Request&, Response&) {});
+  }
+  server.Route("POST", "/post", [](const Request&, Response&) {});
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client(Url(server));
+  absl::StatusOr<HttpReply> r = client.Get("/post");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->Header("allow"), "POST");
+  const std::string reply =
+      Exchange(server.port(), "DELETE /thing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.1 405")) << reply;
+  EXPECT_NE(reply.find("\r\nAllow: GET, HEAD, POST, PUT\r\n"), std::string::npos) << reply;
+}
+
+// 404 and 405 come as soon as the head is in: a body for no handler is neither waited for nor
+// read, not even one over the limit.
+TEST_F(HttpServerTest, UnroutedRequestsAreAnsweredBeforeTheirBody) {
+  for (const char* head :
+       {"POST /nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+        "POST /nothing HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"}) {
+    const std::string reply = Exchange(server_.port(), head);
+    EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.1 404")) << head << reply;
+  }
+  const std::string reply = Exchange(
+      server_.port(), "POST /status HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.1 405")) << reply;
+  HttpClient client(Url(server_));
+  absl::StatusOr<HttpReply> r = client.Post("/status", std::string(4096, 'x'));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 405);  // Not 413.
+  EXPECT_EQ(r->Header("allow"), "GET, HEAD");
+  EXPECT_EQ(client.Post("/nothing", std::string(4096, 'x'))->status, 404);
+  EXPECT_EQ(Refused(),
+            (std::vector<std::string>{"POST /nothing 404", "POST /nothing 404", "POST /status 405",
+                                      "POST /status 405", "POST /nothing 404"}));
+}
+
+// HEAD is GET without the body.
+TEST_F(HttpServerTest, HeadIsServedByTheGetHandler) {
+  const std::string reply =
+      Exchange(server_.port(), "HEAD /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.1 503")) << reply;
+  EXPECT_NE(reply.find("\r\nContent-Length: 8\r\n"), std::string::npos) << reply;
+  EXPECT_TRUE(absl::EndsWith(reply, "\r\n\r\n")) << reply;  // No body.
+  EXPECT_TRUE(absl::StartsWith(
+      Exchange(server_.port(), "HEAD /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+      "HTTP/1.1 405"));
 }
 
 TEST_F(HttpServerTest, EveryAnswerTheServerGivesItselfIsReported) {
