@@ -141,7 +141,9 @@ MetricsServer::MetricsServer(std::function<std::string()> render) : render_(std:
 MetricsServer::~MetricsServer() = default;
 
 absl::Status MetricsServer::Start(const std::string& host, int port) {
-  http_ = std::make_unique<http::Server>(http::ServerOptions{.host = host, .port = port});
+  // GET endpoints only: no body is worth reading.
+  http_ = std::make_unique<http::Server>(
+      http::ServerOptions{.host = host, .port = port, .max_body_bytes = 4096});
   http_->Route("GET", "/metrics", [this](const http::Request&, http::Response& res) {
     res.content_type = http::kPrometheusText;
     res.body = render_();

@@ -181,8 +181,9 @@ absl::Status ExtenderServer::Start() {
   absl::Status started = http_->Start();
   port_ = http_->port();
   if (!started.ok() || options_.status_port < 0) return started;
-  status_ = std::make_unique<http::Server>(
-      http::ServerOptions{.host = options_.status_host, .port = options_.status_port});
+  // GET endpoints only: no body is worth reading.
+  status_ = std::make_unique<http::Server>(http::ServerOptions{
+      .host = options_.status_host, .port = options_.status_port, .max_body_bytes = 4096});
   StatusRoutes(*status_);
   started = status_->Start();
   status_port_ = status_->port();
