@@ -4,6 +4,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdarg>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 
 namespace phalanx::http {
 namespace {
@@ -32,6 +34,8 @@ constexpr unsigned kIdleTimeoutSeconds = 120;
 // Each connection's memory for the request head and its reads: a 60 KB body arrives in a few
 // reads.
 constexpr size_t kConnectionMemory = 128 << 10;
+// How long Stop waits at most for the requests in flight.
+constexpr absl::Duration kStopWait = absl::Seconds(5);
 // A body's buffer is sized up front from its Content-Length up to this much (a claimed length
 // alone must not tie up memory).
 constexpr size_t kReserveAtMost = 1 << 20;
@@ -82,9 +86,9 @@ std::string Unbracketed(absl::string_view host) {
   return std::string(host);
 }
 
-// A request whose body is still arriving.
+// A request in flight.
 struct Pending {
-  const Handler* handler;  // Its route's.
+  const Handler* handler = nullptr;  // Its route's.
   std::string body;
   bool too_large = false;  // The body outgrew the limit: the rest is read and dropped.
 };
@@ -98,33 +102,44 @@ struct Callbacks {
                               const char* method, const char* version, const char* data,
                               size_t* size, void** state) {
     try {
-      return Serve(*static_cast<const Server*>(cls), connection, url, method, version, data, size,
-                   state);
+      return Serve(*static_cast<Server*>(cls), connection, url, method, version, data, size, state);
     } catch (...) {
-      return Send(connection, Text(500, "internal error"));
+      return Answer(*static_cast<const Server*>(cls), connection, Text(500, "internal error"));
     }
   }
 
-  static MHD_Result Serve(const Server& server, MHD_Connection* connection, const char* url,
+  // Queues `res`; once Stop has begun, the connection closes after it.
+  static MHD_Result Answer(const Server& server, MHD_Connection* connection, Response res) {
+    if (server.stopping_) res.headers.emplace_back(MHD_HTTP_HEADER_CONNECTION, "close");
+    return Send(connection, std::move(res));
+  }
+
+  static MHD_Result Serve(Server& server, MHD_Connection* connection, const char* url,
                           const char* method, const char* /*version*/, const char* data,
                           size_t* size, void** state) {
     const size_t limit = server.options_.max_body_bytes;
     auto* pending = static_cast<Pending*>(*state);
-    if (pending == nullptr) {  // The head is in.
+    if (pending == nullptr) {  // The head is in: the request is in flight until OnCompleted.
+      pending = new Pending;
+      *state = pending;
+      {
+        absl::MutexLock lock(&server.mu_);
+        ++server.in_flight_;
+      }
       // Refusals come before the body, which is then not read: the connection closes after.
       const Request head{.method = method, .path = url};
       Response refusal;
-      const Handler* handler = server.Find(head, refusal);
-      if (handler == nullptr) return Send(connection, server.Refuse(head, std::move(refusal)));
+      pending->handler = server.Find(head, refusal);
+      if (pending->handler == nullptr) {
+        return Answer(server, connection, server.Refuse(head, std::move(refusal)));
+      }
       const char* length =
           MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
       size_t declared = 0;
       if (length != nullptr && absl::SimpleAtoi(length, &declared) && declared > limit) {
-        return Send(connection, server.Refuse(head, TooLarge()));
+        return Answer(server, connection, server.Refuse(head, TooLarge()));
       }
-      pending = new Pending{.handler = handler};
       pending->body.reserve(std::min(declared, kReserveAtMost));
-      *state = pending;
       return MHD_YES;
     }
     if (*size != 0) {  // More of the body.
@@ -137,16 +152,20 @@ struct Callbacks {
       return MHD_YES;
     }
     if (pending->too_large) {
-      return Send(connection, server.Refuse({.method = method, .path = url}, TooLarge()));
+      return Answer(server, connection, server.Refuse({.method = method, .path = url}, TooLarge()));
     }
     Request request{.method = method, .path = url, .body = std::move(pending->body)};
-    return Send(connection, server.Run(*pending->handler, request));
+    return Answer(server, connection, server.Run(*pending->handler, request));
   }
 
-  static void OnCompleted(void* /*cls*/, MHD_Connection* /*connection*/, void** state,
+  static void OnCompleted(void* cls, MHD_Connection* /*connection*/, void** state,
                           MHD_RequestTerminationCode /*why*/) {
+    if (*state == nullptr) return;
     delete static_cast<Pending*>(*state);
     *state = nullptr;
+    auto* server = static_cast<Server*>(cls);
+    absl::MutexLock lock(&server->mu_);
+    --server->in_flight_;
   }
 
   // Keeps the lines logged while the server starts (why it failed); drops the rest.
@@ -222,8 +241,9 @@ absl::Status Server::Start() {
   if (getaddrinfo(host.c_str(), std::to_string(options_.port).c_str(), &hints, &address) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": unknown host"));
   }
+  // MHD_USE_ITC: Stop's MHD_quiesce_daemon needs it.
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                   MHD_USE_ERROR_LOG;
+                   MHD_USE_ITC | MHD_USE_ERROR_LOG;
   // IPv4 clients too when the address is "::" (IPV6_V6ONLY is off).
   if (address->ai_family == AF_INET6) flags |= MHD_USE_DUAL_STACK;
   if (tls) flags |= MHD_USE_TLS;
@@ -260,7 +280,19 @@ void Server::SetStartLog(std::vector<std::string>* log) {
 }
 
 void Server::Stop() {
-  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+  if (daemon_ == nullptr) return;
+  // MHD_stop_daemon shuts the connections' sockets before it joins their threads, which would
+  // lose the responses of requests in flight: they are let finish first.
+  stopping_ = true;
+  const MHD_socket listener = MHD_quiesce_daemon(daemon_);
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(
+                             +[](int* in_flight) { return *in_flight == 0; }, &in_flight_),
+                         kStopWait);
+  }
+  MHD_stop_daemon(daemon_);
+  if (listener != MHD_INVALID_SOCKET) close(listener);
   daemon_ = nullptr;
 }
 

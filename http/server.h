@@ -7,6 +7,7 @@
 #ifndef PHALANX_HTTP_SERVER_H_
 #define PHALANX_HTTP_SERVER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -14,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 struct MHD_Daemon;
 
@@ -63,7 +66,8 @@ class Server {
   // Unavailable, with libmicrohttpd's reason, when the server cannot start (the address is taken,
   // the certificate or key is unusable).
   absl::Status Start();
-  // Waits for running handlers, then closes every connection. Idempotent.
+  // Stops taking connections, waits up to 5 s for the requests in flight to be answered (with
+  // Connection: close), then closes every connection. Idempotent.
   void Stop();
   int port() const { return port_; }
 
@@ -87,6 +91,9 @@ class Server {
   std::vector<std::string>* start_log_ = nullptr;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
+  std::atomic<bool> stopping_ = false;  // Stop has begun: responses close their connections.
+  absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // Requests begun and not yet completed.
 };
 
 }  // namespace phalanx::http

@@ -222,6 +222,47 @@ TEST_F(HttpServerTest, BodiesOverTheLimitAre413WithOrWithoutALength) {
   EXPECT_EQ(r->body, "POST /echo small");
 }
 
+// Stop lets a request in flight finish: its client gets the whole reply, and is told to not send
+// another on the connection.
+TEST_F(HttpServerTest, StopWaitsForRequestsInFlight) {
+  Server server(ServerOptions{});
+  std::atomic<bool> started{false};
+  server.Route("GET", "/slow", [&](const Request&, Response& res) {
+    started = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    res.body = "done\n";
+  });
+  ASSERT_TRUE(server.Start().ok());
+  absl::StatusOr<HttpReply> r;
+  std::thread caller([&, url = Url(server)] { r = HttpClient(url).Get("/slow"); });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int port = server.port();
+  server.Stop();
+  caller.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "done\n");
+  EXPECT_EQ(r->Header("connection"), "close");
+  EXPECT_EQ(Exchange(port, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"), "");
+}
+
+// Every kind of request, answered, leaves nothing in flight: Stop does not wait, not even for an
+// idle keep-alive connection.
+TEST_F(HttpServerTest, StopWaitsForNothingWhenNoRequestIsInFlight) {
+  HttpClient client(Url(server_));
+  ASSERT_TRUE(client.Post("/echo", "fine").ok());
+  ASSERT_TRUE(client.Get("/echo").ok());
+  ASSERT_TRUE(client.Post("/nothing", "{}").ok());
+  ASSERT_TRUE(client.Get("/throw").ok());
+  ASSERT_TRUE(client.Post("/echo", std::string(8 << 10, 'x')).ok());
+  ASSERT_TRUE(
+      client.Post("/echo", std::string(5000, 'x'), {{"Transfer-Encoding", "chunked"}}).ok());
+  ASSERT_TRUE(client.Get("/status").ok());
+  const absl::Time start = absl::Now();
+  server_.Stop();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+}
+
 // A slow request on one connection does not hold up another's.
 TEST_F(HttpServerTest, ConnectionsAreServedAtOnce) {
   Server server(ServerOptions{});
