@@ -86,6 +86,14 @@ std::string Unbracketed(absl::string_view host) {
   return std::string(host);
 }
 
+// Whether the kernel makes IPv6 sockets (not when booted with ipv6.disable=1).
+bool HasIpv6() {
+  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
 // A request in flight.
 struct Pending {
   const Handler* handler = nullptr;  // Its route's.
@@ -235,10 +243,12 @@ absl::Status Server::Start() {
   const std::string host = Unbracketed(options_.host);
   addrinfo hints{};
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  hints.ai_family = AF_UNSPEC;
+  // No host: the unspecified address, IPv6 (dual-stack, below) where the kernel has it.
+  hints.ai_family = !host.empty() ? AF_UNSPEC : HasIpv6() ? AF_INET6 : AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* address = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(options_.port).c_str(), &hints, &address) != 0) {
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(options_.port).c_str(),
+                  &hints, &address) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": unknown host"));
   }
   // MHD_USE_ITC: Stop's MHD_quiesce_daemon needs it.

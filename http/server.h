@@ -42,7 +42,8 @@ using Handler = std::function<void(const Request&, Response&)>;
 inline constexpr char kPrometheusText[] = "text/plain; version=0.0.4; charset=utf-8";
 
 struct ServerOptions {
-  // An address or a name to listen on. "::" takes IPv4 clients too; "[::1]" means "::1".
+  // An address or a name to listen on. "::" takes IPv4 clients too; "[::1]" means "::1". Empty
+  // (Go's ":8888") is every interface: "::", or "0.0.0.0" where the kernel has no IPv6.
   std::string host = "127.0.0.1";
   int port = 0;  // 0 picks a free port.
   size_t max_body_bytes = 64 << 20;

@@ -285,6 +285,17 @@ TEST_F(HttpServerTest, ConnectionsAreServedAtOnce) {
   EXPECT_TRUE(together) << "one request was served only after the other";
 }
 
+// An empty host, as in Go's ":8888", is every interface.
+TEST_F(HttpServerTest, AnEmptyHostIsEveryInterface) {
+  Server server(ServerOptions{.host = ""});
+  server.Route("GET", "/healthz", [](const Request&, Response& res) { res.body = "ok\n"; });
+  absl::Status st = server.Start();
+  ASSERT_TRUE(st.ok()) << st;
+  absl::StatusOr<HttpReply> r = HttpClient(Url(server)).Get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, "ok\n");
+}
+
 TEST_F(HttpServerTest, AnAddressInUseSaysSo) {
   Server second(ServerOptions{.port = server_.port()});
   absl::Status st = second.Start();
@@ -316,6 +327,11 @@ class HttpServerIpv6Test : public ::testing::Test {
 TEST_F(HttpServerIpv6Test, TheUnspecifiedAddressTakesIpv4ClientsToo) {
   Server server(ServerOptions{.host = "::"});
   EXPECT_EQ(Healthz(server, "127.0.0.1"), "ok\n");
+}
+
+TEST_F(HttpServerIpv6Test, AnEmptyHostTakesIpv6ClientsToo) {
+  Server server(ServerOptions{.host = ""});
+  EXPECT_EQ(Healthz(server, "[::1]"), "ok\n");
 }
 
 // As a URL writes it (http://[::1]:8888/).
