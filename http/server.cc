@@ -34,6 +34,9 @@ constexpr unsigned kIdleTimeoutSeconds = 120;
 // Each connection's memory for the request head and its reads: a 60 KB body arrives in a few
 // reads.
 constexpr size_t kConnectionMemory = 128 << 10;
+// A chunked body over the limit is read and dropped (to answer 413 once it ends) up to this much
+// past the limit; then the connection closes, as the body may never end.
+constexpr size_t kDrainAtMost = 1 << 20;
 // How long Stop waits at most for the requests in flight.
 constexpr absl::Duration kStopWait = absl::Seconds(5);
 // A body's buffer is sized up front from its Content-Length up to this much (a claimed length
@@ -98,7 +101,7 @@ bool HasIpv6() {
 struct Pending {
   const Handler* handler = nullptr;  // Its route's.
   std::string body;
-  bool too_large = false;  // The body outgrew the limit: the rest is read and dropped.
+  size_t received = 0;  // Bytes of the body read; those past the limit are dropped.
 };
 
 }  // namespace
@@ -151,15 +154,16 @@ struct Callbacks {
       return MHD_YES;
     }
     if (*size != 0) {  // More of the body.
-      if (pending->too_large || pending->body.size() + *size > limit) {
-        pending->too_large = true;
-      } else {
+      pending->received += *size;
+      if (pending->received <= limit) {
         pending->body.append(data, *size);
+      } else if (pending->received > limit + kDrainAtMost) {
+        return MHD_NO;  // Closes the connection.
       }
       *size = 0;
       return MHD_YES;
     }
-    if (pending->too_large) {
+    if (pending->received > limit) {
       return Answer(server, connection, server.Refuse({.method = method, .path = url}, TooLarge()));
     }
     Request request{.method = method, .path = url, .body = std::move(pending->body)};

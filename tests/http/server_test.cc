@@ -222,6 +222,15 @@ TEST_F(HttpServerTest, BodiesOverTheLimitAre413WithOrWithoutALength) {
   EXPECT_EQ(r->body, "POST /echo small");
 }
 
+// A chunked body has no length to refuse up front: it is read and dropped to 1 MiB past the
+// limit, then the connection closes.
+TEST_F(HttpServerTest, AChunkedBodyFarOverTheLimitClosesTheConnection) {
+  HttpClient client(Url(server_));
+  EXPECT_FALSE(
+      client.Post("/echo", std::string(3 << 20, 'x'), {{"Transfer-Encoding", "chunked"}}).ok());
+  EXPECT_EQ(client.Post("/echo", "small")->status, 200);
+}
+
 // Stop lets a request in flight finish: its client gets the whole reply, and is told to not send
 // another on the connection.
 TEST_F(HttpServerTest, StopWaitsForRequestsInFlight) {
