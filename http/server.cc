@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace phalanx::http {
@@ -43,7 +44,7 @@ constexpr absl::Duration kStopWait = absl::Seconds(5);
 // alone must not tie up memory).
 constexpr size_t kReserveAtMost = 1 << 20;
 
-// Guards Server::start_log_ of every server (libmicrohttpd logs from any thread).
+// Guards the log fields of every server (libmicrohttpd logs from any thread).
 std::mutex log_mu;
 
 Response Text(int status, absl::string_view line) {
@@ -180,14 +181,30 @@ struct Callbacks {
     --server->in_flight_;
   }
 
-  // Keeps the lines logged while the server starts (why it failed); drops the rest.
+  // Keeps the lines logged while the server starts (why it failed); writes the rest to stderr, a
+  // line a second at most (a flood of bad connections must not flood the log).
   static void OnLog(void* cls, const char* format, va_list args) {
     char line[512];
     std::vsnprintf(line, sizeof(line), format, args);
-    absl::string_view text = absl::StripTrailingAsciiWhitespace(line);
+    absl::string_view text = absl::StripSuffix(absl::StripTrailingAsciiWhitespace(line), ".");
+    auto* server = static_cast<Server*>(cls);
     std::lock_guard<std::mutex> lock(log_mu);
-    std::vector<std::string>* start_log = static_cast<Server*>(cls)->start_log_;
-    if (start_log != nullptr) start_log->emplace_back(absl::StripSuffix(text, "."));
+    if (server->start_log_ != nullptr) {
+      server->start_log_->emplace_back(text);
+      return;
+    }
+    const absl::Time now = absl::Now();
+    if (now - server->logged_at_ < absl::Seconds(1)) {
+      ++server->unlogged_;
+      return;
+    }
+    std::string out =
+        absl::StrCat("http server on ", server->options_.host, ":", server->port_, ": ", text);
+    if (server->unlogged_ > 0)
+      absl::StrAppend(&out, " (", server->unlogged_, " lines before it dropped)");
+    std::fprintf(stderr, "%s\n", out.c_str());
+    server->logged_at_ = now;
+    server->unlogged_ = 0;
   }
 };
 
@@ -278,13 +295,13 @@ absl::Status Server::Start() {
   daemon_ = MHD_start_daemon(flags, static_cast<uint16_t>(options_.port), nullptr, nullptr,
                              &Callbacks::OnRequest, this, MHD_OPTION_ARRAY, options.data(),
                              MHD_OPTION_END);
-  SetStartLog(nullptr);
   freeaddrinfo(address);
+  if (daemon_ != nullptr) port_ = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
+  SetStartLog(nullptr);  // After port_ is set: lines logged from now on name it.
   if (daemon_ == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", where, ": ", absl::StrJoin(log, "; ")));
   }
-  port_ = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
   return absl::OkStatus();
 }
 

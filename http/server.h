@@ -18,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 struct MHD_Daemon;
 
@@ -88,8 +89,11 @@ class Server {
   std::map<std::pair<std::string, std::string>, Handler> routes_;  // (path, method)
   std::string tls_cert_;
   std::string tls_key_;
-  // Collects what libmicrohttpd logs while Start() runs (guarded by a lock in server.cc).
+  // What libmicrohttpd logs while Start() runs is collected here; later lines go to stderr, a
+  // line a second at most, counting those dropped. Guarded by a lock in server.cc.
   std::vector<std::string>* start_log_ = nullptr;
+  absl::Time logged_at_ = absl::InfinitePast();
+  int unlogged_ = 0;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
   std::atomic<bool> stopping_ = false;  // Stop has begun: responses close their connections.

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -229,6 +230,29 @@ TEST_F(HttpServerTest, AChunkedBodyFarOverTheLimitClosesTheConnection) {
   EXPECT_FALSE(
       client.Post("/echo", std::string(3 << 20, 'x'), {{"Transfer-Encoding", "chunked"}}).ok());
   EXPECT_EQ(client.Post("/echo", "small")->status, 200);
+}
+
+// What libmicrohttpd logs while serving goes to stderr, a line a second at most; the next line
+// written says how many were dropped.
+TEST_F(HttpServerTest, LogLinesGoToStderr) {
+  // Each makes libmicrohttpd log that the handler closed the connection.
+  auto close_one = [this] {
+    HttpClient(Url(server_))
+        .Post("/echo", std::string(3 << 20, 'x'), {{"Transfer-Encoding", "chunked"}})
+        .IgnoreError();
+  };
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) close_one();
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(
+      absl::StartsWith(log, absl::StrCat("http server on 127.0.0.1:", server_.port(), ": ")))
+      << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+  absl::SleepFor(absl::Milliseconds(1100));
+  ::testing::internal::CaptureStderr();
+  close_one();
+  log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::EndsWith(log, " (2 lines before it dropped)\n")) << log;
 }
 
 // Stop lets a request in flight finish: its client gets the whole reply, and is told to not send
