@@ -1,6 +1,7 @@
-// The embedded HTTP server over real sockets: routing (404, 405), body limits with and without a
-// Content-Length, keep-alive, handlers running at once, throwing handlers and hooks, IPv6 hosts,
-// TLS with a certificate made for the test, and start-up errors that say what failed.
+// The embedded HTTP server over real sockets: routing (404, 405 with Allow, before the body; HEAD),
+// body limits with and without a Content-Length, keep-alive, handlers running at once, throwing
+// handlers and hooks, a Stop that lets requests in flight finish, empty and IPv6 hosts, TLS with a
+// certificate made for the test, start-up errors that say what failed, and later log lines.
 #include "http/server.h"
 
 #include <arpa/inet.h>
