@@ -6,7 +6,8 @@ by ctest), each library `ldd` resolves on this host (Debian 12, like the image) 
 debian:12-slim (approximated as this host's installed Priority: required packages plus apt), or one
 they need per `apt-cache depends --recurse` (Depends and PreDepends, every alternative; a virtual
 package stands for its providers installed on this host). This catches a library whose package the
-runtime stage forgets, as happened with libcpp-httplib0.11.
+runtime stage forgets, as happened with libcpp-httplib0.11. Also checks that the build stage copies
+every file of the repository that scripts/setup reads before it runs it.
 Run one class with `image_test.py ClassName` (ctest registers one test per class)."""
 
 import functools
@@ -153,6 +154,37 @@ def owners(path):
         lines = [line for line in out.splitlines() if not line.startswith("diversion by ")]
         return {name.split(":")[0] for line in lines for name in line.split(": ")[0].split(", ")}
     return set()
+
+
+SETUP_READS = re.compile(r'"\$\(dirname "\$0"\)/\.\./([^"]+)"')
+
+
+def copied_before_setup(dockerfile=DOCKERFILE):
+    """The sources of the COPY instructions of the first stage before its RUN of scripts/setup;
+    None when that stage has no such RUN."""
+    copied = []
+    for line in instructions(dockerfile):
+        keyword, _, rest = line.partition(" ")
+        if keyword.upper() == "COPY":
+            copied += rest.split()[:-1]
+        elif keyword.upper() == "RUN" and "scripts/setup" in rest:
+            return copied
+    return None
+
+
+class BuildStage(unittest.TestCase):
+    def test_setup_runs_with_every_file_it_reads(self):
+        copied = copied_before_setup()
+        self.assertIsNotNone(copied, f"{DOCKERFILE_NAME}: no RUN of scripts/setup, which this "
+                                     "test reads")
+        reads = SETUP_READS.findall((REPO / "scripts/setup").read_text())
+        self.assertTrue(reads, "scripts/setup reads no file of the repository: nothing was checked")
+        for path in reads:
+            self.assertTrue((REPO / path).is_file(), f"scripts/setup reads {path}, which is gone")
+            self.assertTrue(any(path == src or path.startswith(src.rstrip("/") + "/")
+                                for src in copied),
+                            f"scripts/setup reads {path}, which {DOCKERFILE_NAME} does not COPY "
+                            "before it runs scripts/setup: the image build would fail there")
 
 
 class RuntimeLibraries(unittest.TestCase):
