@@ -129,62 +129,122 @@ absl::Status SetPoolMaxSlots(absl::string_view v, ExtenderConfig& c) {
   return absl::OkStatus();
 }
 
+// For --help: what `key` holds in a config, "" when it is unset.
+using Shower = std::function<std::string(const ExtenderConfig&)>;
+
+Shower ShowInt(int64_t ExtenderConfig::*field) {
+  return [=](const ExtenderConfig& c) { return absl::StrCat(c.*field); };
+}
+
+Shower ShowBool(bool ExtenderConfig::*field) {
+  return [=](const ExtenderConfig& c) { return std::string(c.*field ? "true" : "false"); };
+}
+
+Shower ShowStr(std::string ExtenderConfig::*field) {
+  return [=](const ExtenderConfig& c) { return c.*field; };
+}
+
+Shower ShowHostPort(std::string ExtenderConfig::*host, int ExtenderConfig::*port) {
+  return [=](const ExtenderConfig& c) {
+    return c.*port < 0 ? std::string() : absl::StrCat(c.*host, ":", c.*port);
+  };
+}
+
 struct Setting {
   Setter set;
   const char* help;  // For --help: the value, then what it sets.
+  Shower show;       // For --help: the default, shown from a default ExtenderConfig.
 };
 
 const std::map<std::string, Setting, std::less<>>& Settings() {
   static const auto* settings = new std::map<std::string, Setting, std::less<>>{
       {"listen",
        {HostPort("listen", &ExtenderConfig::listen_host, &ExtenderConfig::listen_port),
-        "HOST:PORT: where to serve the extender verbs"}},
+        "HOST:PORT: where to serve the extender verbs",
+        ShowHostPort(&ExtenderConfig::listen_host, &ExtenderConfig::listen_port)}},
       {"status_listen",
        {HostPort("status_listen", &ExtenderConfig::status_host, &ExtenderConfig::status_port),
         "HOST:PORT: also serve GET /metrics /healthz /readyz /debug/queue here, plain HTTP "
-        "(for Prometheus and probes when listen is on localhost)"}},
+        "(for Prometheus and probes when listen is on localhost)",
+        ShowHostPort(&ExtenderConfig::status_host, &ExtenderConfig::status_port)}},
       {"tls_cert_file",
        {Str(&ExtenderConfig::tls_cert_file),
-        "FILE: PEM certificate; serve HTTPS (with tls_key_file)"}},
-      {"tls_key_file", {Str(&ExtenderConfig::tls_key_file), "FILE: PEM key of tls_cert_file"}},
+        "FILE: PEM certificate; serve HTTPS (with tls_key_file)",
+        ShowStr(&ExtenderConfig::tls_cert_file)}},
+      {"tls_key_file",
+       {Str(&ExtenderConfig::tls_key_file), "FILE: PEM key of tls_cert_file",
+        ShowStr(&ExtenderConfig::tls_key_file)}},
       {"max_body_bytes",
        {Int(1024, &ExtenderConfig::max_body_bytes, "max_body_bytes"),
-        "N >= 1024: largest request body accepted"}},
+        "N >= 1024: largest request body accepted",
+        [](const ExtenderConfig& c) {
+          const int64_t mib = int64_t{1} << 20;
+          return c.max_body_bytes % mib == 0
+                     ? absl::StrCat(c.max_body_bytes, " (", c.max_body_bytes / mib, " MiB)")
+                     : absl::StrCat(c.max_body_bytes);
+        }}},
       {"kubeconfig",
        {Str(&ExtenderConfig::kubeconfig),
-        "FILE: API server access (else $KUBECONFIG, else in-cluster)"}},
-      {"bind", {Bool(&ExtenderConfig::bind, "bind"), "true|false: serve the bind verb"}},
+        "FILE: API server access (else $KUBECONFIG, else in-cluster, else ~/.kube/config)",
+        ShowStr(&ExtenderConfig::kubeconfig)}},
+      {"bind",
+       {Bool(&ExtenderConfig::bind, "bind"), "true|false: serve the bind verb",
+        ShowBool(&ExtenderConfig::bind)}},
       {"preemption",
        {Bool(&ExtenderConfig::preemption, "preemption"),
-        "true|false: preempt lower-priority gangs for the queue head"}},
+        "true|false: preempt lower-priority gangs for the queue head",
+        ShowBool(&ExtenderConfig::preemption)}},
       {"backfill",
        {Bool(&ExtenderConfig::backfill, "backfill"),
-        "true|false: run gangs behind a blocked head on capacity not reserved for it"}},
+        "true|false: run gangs behind a blocked head on capacity not reserved for it",
+        ShowBool(&ExtenderConfig::backfill)}},
       {"reservation_ttl_ms",
        {Int(1, &ExtenderConfig::reservation_ttl_ms, "reservation_ttl_ms"),
-        "MS >= 1: lifetime of filter-time reservations"}},
+        "MS >= 1: lifetime of filter-time reservations",
+        ShowInt(&ExtenderConfig::reservation_ttl_ms)}},
       {"resync_ms",
        {Int(10, &ExtenderConfig::resync_ms, "resync_ms"),
-        "MS >= 10: admission rounds run at least this often"}},
+        "MS >= 10: admission rounds run at least this often", ShowInt(&ExtenderConfig::resync_ms)}},
       {"best_fit_candidates",
        {Int(0, &ExtenderConfig::best_fit_candidates, "best_fit_candidates"),
-        "N: filter passes at most N best-fitting nodes (0: every fitting node)"}},
-      {"slot_type", {SetSlotType, "gpu|cpu: what one slot is"}},
+        "N: filter passes at most N best-fitting nodes (0: every fitting node)",
+        ShowInt(&ExtenderConfig::best_fit_candidates)}},
+      {"slot_type",
+       {SetSlotType, "gpu|cpu: what one slot is",
+        [](const ExtenderConfig& c) {
+          return std::string(c.slots.type == gang::SlotPolicy::Type::kCpu ? "cpu" : "gpu");
+        }}},
       {"slot_resource",
        {[](absl::string_view v, ExtenderConfig& c) {
           if (v.empty()) return Bad("slot_resource", "must not be empty", v);
           if (v != "cpu") c.slots.gpu_resource = std::string(v);
           return absl::OkStatus();
         },
-        "NAME: the resource counted as GPU slots (e.g. nvidia.com/gpu)"}},
+        "NAME: the resource counted as GPU slots",
+        [](const ExtenderConfig& c) { return c.slots.gpu_resource; }}},
       {"cpus_per_slot",
-       {SetCpusPerSlot, "CPUS > 0: CPUs of one slot; required when slot_type is cpu"}},
+       {SetCpusPerSlot, "CPUS > 0: CPUs of one slot; required when slot_type is cpu",
+        [](const ExtenderConfig& c) {
+          const int64_t milli = c.slots.milli_cpu_per_slot;
+          return milli == 0 ? std::string() : absl::StrCat(static_cast<double>(milli) / 1000);
+        }}},
       {"max_slots_per_pod",
        {SetMaxSlots,
-        "N >= 0: largest pod in slots; larger gangs must total a multiple of N (0: no limit)"}},
+        "N >= 0: largest pod in slots; larger gangs must total a multiple of N (0: no limit); "
+        "must equal the master's",
+        [](const ExtenderConfig& c) { return absl::StrCat(c.slots.max_slots_per_pod); }}},
       {std::string(kPoolMaxSlots),
        {SetPoolMaxSlots,
-        "{POOL: N, ...}: max_slots_per_pod for pods labelled phalanx.io/resource-pool=POOL"}},
+        "{POOL: N, ...}: max_slots_per_pod for pods labelled phalanx.io/resource-pool=POOL",
+        [](const ExtenderConfig& c) {
+          std::map<std::string, int32_t> sorted(c.slots.pool_max_slots_per_pod.begin(),
+                                                c.slots.pool_max_slots_per_pod.end());
+          std::string out;
+          for (const auto& [pool, n] : sorted) {
+            absl::StrAppend(&out, out.empty() ? "{" : ", ", pool, ": ", n);
+          }
+          return out.empty() ? out : out + "}";
+        }}},
   };
   return *settings;
 }
@@ -221,9 +281,13 @@ std::string Usage() {
       "       --help\n"
       "--check-config validates the configuration and exits.\n"
       "--config FILE is a YAML mapping of the keys below; each key is also a flag, with dashes\n"
-      "for underscores (--max-slots-per-pod=4), and flags override the file.\n\nkeys:\n";
+      "for underscores (--max-slots-per-pod=4), and flags override the file. A key without a\n"
+      "default is unset.\n\nkeys:\n";
+  const ExtenderConfig defaults;
   for (const auto& [key, setting] : Settings()) {
-    absl::StrAppend(&out, "  ", absl::StrFormat("%-24s", key), setting.help, "\n");
+    const std::string shown = setting.show(defaults);
+    absl::StrAppend(&out, "  ", absl::StrFormat("%-24s", key), setting.help,
+                    shown.empty() ? "" : absl::StrCat(" (default: ", shown, ")"), "\n");
   }
   return out;
 }

@@ -136,5 +136,26 @@ TEST(ConfigTest, HelpListsEveryKeyAndTheReadmeDocumentsThem) {
   EXPECT_GE(keys.size(), 17u) << usage;
 }
 
+// --help shows the defaults of a default ExtenderConfig, and none for keys that are unset.
+TEST(ConfigTest, HelpShowsTheDefaults) {
+  const std::string usage = Usage();
+  for (const char* shown :
+       {"where to serve the extender verbs (default: 127.0.0.1:8888)\n",
+        "serve the bind verb (default: false)\n", "for the queue head (default: true)\n",
+        "not reserved for it (default: true)\n", "filter-time reservations (default: 30000)\n",
+        "at least this often (default: 1000)\n", "every fitting node) (default: 8)\n",
+        "request body accepted (default: 67108864 (64 MiB))\n", "what one slot is (default: gpu)\n",
+        "as GPU slots (default: nvidia.com/gpu)\n", "must equal the master's (default: 0)\n"}) {
+    EXPECT_TRUE(absl::StrContains(usage, shown)) << shown << " not in\n" << usage;
+  }
+  for (const char* unset : {"  status_listen ", "  kubeconfig ", "  tls_cert_file ",
+                            "  cpus_per_slot ", "  pool_max_slots_per_pod "}) {
+    const size_t at = usage.find(unset);
+    ASSERT_NE(at, std::string::npos) << unset;
+    EXPECT_FALSE(absl::StrContains(usage.substr(at, usage.find('\n', at) - at), "(default:"))
+        << unset;
+  }
+}
+
 }  // namespace
 }  // namespace phalanx::extender
