@@ -200,7 +200,7 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
         ShowBool(&ExtenderConfig::backfill)}},
       {"reservation_ttl_ms",
        {Int(1, &ExtenderConfig::reservation_ttl_ms, "reservation_ttl_ms"),
-        "MS >= 1: lifetime of filter-time reservations",
+        "MS >= 1: a filter-time reservation lives this long after its last use",
         ShowInt(&ExtenderConfig::reservation_ttl_ms)}},
       {"resync_ms",
        {Int(10, &ExtenderConfig::resync_ms, "resync_ms"),

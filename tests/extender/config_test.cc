@@ -142,7 +142,7 @@ TEST(ConfigTest, HelpShowsTheDefaults) {
   for (const char* shown :
        {"where to serve the extender verbs (default: 127.0.0.1:8888)\n",
         "serve the bind verb (default: false)\n", "for the queue head (default: true)\n",
-        "not reserved for it (default: true)\n", "filter-time reservations (default: 30000)\n",
+        "not reserved for it (default: true)\n", "after its last use (default: 30000)\n",
         "at least this often (default: 1000)\n", "every fitting node) (default: 8)\n",
         "request body accepted (default: 67108864 (64 MiB))\n", "what one slot is (default: gpu)\n",
         "as GPU slots (default: nvidia.com/gpu)\n", "must equal the master's (default: 0)\n"}) {
