@@ -337,14 +337,21 @@ absl::Status JobManager::SetTrialStateLocked(int64_t trial_id, RunState state,
 void JobManager::UpdateFromPodsLocked(Alloc& a) {
   AllocState& s = a.rec.state;
   if (s == AllocState::kTerminating || s == AllocState::kTerminated) return;
-  bool marked = false, failed = false, all_seen = a.pods.size() == a.pod_names.size();
+  bool marked = false, lost = false, failed = false, all_seen = a.pods.size() == a.pod_names.size();
   bool all_bound = all_seen, all_running = all_seen, all_succeeded = all_seen;
   for (const auto& [name, pod] : a.pods) {
     marked = marked || pod.preempt_requested;
+    lost = lost || pod.deleting || pod.disrupted;
     failed = failed || pod.phase == core::PodPhase::kFailed;
     all_bound = all_bound && pod.bound;
     all_running = all_running && pod.phase == core::PodPhase::kRunning;
     all_succeeded = all_succeeded && pod.phase == core::PodPhase::kSucceeded;
+  }
+  if (lost) {
+    // Deleted or evicted by someone else (a drain, node pressure, a taint, a node shutdown): how
+    // its containers then exit is the cluster's doing, not the trial's.
+    RunLostLocked(a, "a pod is being deleted or evicted by the cluster");
+    return;
   }
   absl::StatusOr<JobRecord> job = store_.GetJob(a.rec.job_id);
   const bool preemptible = job.ok() && job->type == TaskType::kExperiment;
@@ -466,11 +473,15 @@ void JobManager::OnPodsListed(const std::string& ns, const std::set<std::string>
 void JobManager::PodGoneLocked(Alloc& a, const std::string& name) {
   a.pods.erase(name);
   if (a.rec.state != AllocState::kTerminating) {
-    // Deleted behind the master's back: the run is lost; the trial starts again.
-    (void)TerminateLocked(a);
+    RunLostLocked(a, absl::StrCat("pod ", name, " was deleted behind the master's back"));
   } else {
     FinishIfGoneLocked(a);
   }
+}
+
+void JobManager::RunLostLocked(Alloc& a, const std::string& why) {
+  EventLocked(absl::StrCat(a.rec.id, ": ", why, "; the run is lost"));
+  (void)TerminateLocked(a);
 }
 
 }  // namespace phalanx::master

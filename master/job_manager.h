@@ -11,6 +11,8 @@
 //   2. Pod phases drive the allocation: PENDING → SCHEDULED (all bound) → RUNNING (all running).
 //      All pods Succeeded: the trial is COMPLETED; a pod Failed: the trial is in ERROR (unless the
 //      allocation was being preempted: then it was stopped, not failed). Finished pods are deleted.
+//      A pod deleted or evicted by anyone but the master (a drain, node pressure, a taint, a node
+//      shutdown) loses the run, whatever its phase: the allocation ends and the trial resumes.
 //      Pods the API server refuses for good (a 4xx such as a missing namespace or an invalid pod)
 //      put the trial in ERROR with the refusal as why; other refusals start a new run at the next
 //      Tick.
@@ -143,8 +145,8 @@ class JobManager {
   ManagerStats Stats();
   // Where the life cycle goes, one line per event ("exp-3-trial-3-r1: preemption requested; ..."):
   // submissions, runs started or whose pods could not be created, preemptions requested,
-  // acknowledged or timed out, a run's pods all succeeded or one failed, runs ended. phalanx-master
-  // logs them; none by default. Called with the manager's lock held.
+  // acknowledged or timed out, a run's pods all succeeded or one failed, runs lost or ended.
+  // phalanx-master logs them; none by default. Called with the manager's lock held.
   void SetEventLog(std::function<void(const std::string&)> log);
 
  private:
@@ -292,6 +294,9 @@ class JobManager {
   void EventLocked(const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pod `name` of allocation `a` is gone (OnPodDeleted, OnPodsListed).
   void PodGoneLocked(Alloc& a, const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A pod of the open allocation was deleted or evicted by someone else: the allocation ends
+  // without an outcome for its trial, which starts again from its latest checkpoint (Reconcile).
+  void RunLostLocked(Alloc& a, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MasterConfig config_;
   Store& store_;

@@ -11,30 +11,6 @@
 #include "master/pod_builder.h"
 
 namespace phalanx::master {
-
-std::string ManagedPodSelector() { return absl::StrCat(kManagedByLabel, "=", kManagedByValue); }
-
-absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
-  KUBE_ASSIGN_OR_RETURN(core::PodInfo info, kube::DecodePod(pod));
-  KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(pod, ""));
-  KUBE_ASSIGN_OR_RETURN(kube::JsonObject meta, root.Object("metadata"));
-  KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
-  KUBE_ASSIGN_OR_RETURN(std::string_view deletion, meta.String("deletionTimestamp"));
-  PodState s{.ns = info.ns,
-             .name = info.name,
-             .allocation_id = info.gang,
-             .phase = info.phase,
-             .bound = !info.node.empty(),
-             .gated = info.gated,
-             .preempt_requested = info.preempt_requested,
-             .backfilled = info.backfilled,
-             .deleting = !deletion.empty()};
-  if (const std::string* reason = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
-    s.pending_reason = *reason;
-  }
-  return s;
-}
-
 namespace {
 
 // metadata.name of `pod`, "" when absent: what is known of a pod that does not decode.
@@ -44,7 +20,46 @@ std::string PodName(simdjson::dom::element pod) {
   return std::string(name);
 }
 
+// Whether the pod's status says the cluster is ending it (PodState::disrupted).
+absl::StatusOr<bool> Disrupted(const kube::JsonObject& status) {
+  KUBE_ASSIGN_OR_RETURN(std::string_view reason, status.String("reason"));
+  if (reason == "Evicted") return true;
+  KUBE_ASSIGN_OR_RETURN(std::vector<kube::JsonObject> conditions, status.ObjectArray("conditions"));
+  for (const kube::JsonObject& c : conditions) {
+    KUBE_ASSIGN_OR_RETURN(std::string_view type, c.String("type"));
+    KUBE_ASSIGN_OR_RETURN(std::string_view value, c.String("status"));
+    if (type == "DisruptionTarget" && value == "True") return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string ManagedPodSelector() { return absl::StrCat(kManagedByLabel, "=", kManagedByValue); }
+
+absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
+  KUBE_ASSIGN_OR_RETURN(core::PodInfo info, kube::DecodePod(pod));
+  KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(pod, ""));
+  KUBE_ASSIGN_OR_RETURN(kube::JsonObject meta, root.Object("metadata"));
+  KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
+  KUBE_ASSIGN_OR_RETURN(std::string_view deletion, meta.String("deletionTimestamp"));
+  KUBE_ASSIGN_OR_RETURN(kube::JsonObject status, root.Object("status"));
+  KUBE_ASSIGN_OR_RETURN(bool disrupted, Disrupted(status));
+  PodState s{.ns = info.ns,
+             .name = info.name,
+             .allocation_id = info.gang,
+             .phase = info.phase,
+             .bound = !info.node.empty(),
+             .gated = info.gated,
+             .preempt_requested = info.preempt_requested,
+             .backfilled = info.backfilled,
+             .deleting = !deletion.empty(),
+             .disrupted = disrupted};
+  if (const std::string* reason = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
+    s.pending_reason = *reason;
+  }
+  return s;
+}
 
 absl::StatusOr<bool> KubePodClient::EnsurePriorityClass(const std::string& name) {
   std::optional<int> value = PriorityOfClass(name);

@@ -26,6 +26,9 @@ struct PodState {
   bool backfilled = false;         // Annotation phalanx.io/backfilled=true.
   bool deleting = false;           // metadata.deletionTimestamp is set.
   std::string pending_reason;      // Annotation phalanx.io/pending-reason.
+  // status.reason Evicted (node pressure) or condition DisruptionTarget=True (a drain, a taint,
+  // a node shutdown, a preemption): the cluster, not its program, ends it.
+  bool disrupted = false;
 };
 
 // Called from several threads at once (the pods of a submission are created side by side).

@@ -646,6 +646,30 @@ TEST_F(ServiceTest, HealthAnswersForTheServerAndEachService) {
   watch_ctx.TryCancel();
 }
 
+// Runs a PodWatcher on gpu-ns whose list answers `pods` and whose watch then stays quiet, until it
+// has listed; false if it never did.
+bool ListThroughAWatcher(JobManager& jobs, const std::vector<nlohmann::json>& pods) {
+  std::atomic<int> watches = 0;
+  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
+    if (r.target.find("watch=true") == std::string::npos) {
+      return phalanx::testing::ScriptedResponse{
+          200,
+          {absl::StrCat(R"({"kind":"PodList","metadata":{"resourceVersion":"1"},"items":)",
+                        nlohmann::json(pods).dump(), "}")}};
+    }
+    ++watches;
+    return phalanx::testing::ScriptedResponse{200, {}, absl::Seconds(30)};
+  });
+  kube::Client client(kube::Config{.server = server.url()});
+  PodWatcher watcher(client, jobs, {"gpu-ns"});
+  watcher.Start();
+  for (int i = 0; i < 500 && watches == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  watcher.Stop();
+  return watches > 0;
+}
+
 // A pod the watch lists but cannot decode (here a CPU request past int64 in millicores) is not
 // taken for gone: its run goes on.
 TEST_F(ServiceTest, PodWatcherKeepsListedPodsItCannotDecode) {
@@ -655,27 +679,53 @@ TEST_F(ServiceTest, PodWatcherKeepsListedPodsItCannotDecode) {
   ASSERT_EQ(pods_.pods().size(), 1u);
   nlohmann::json pod = pods_.pods().begin()->second;
   pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "10000000000000000";
-  std::atomic<int> watches = 0;
-  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
-    if (r.target.find("watch=true") == std::string::npos) {
-      return phalanx::testing::ScriptedResponse{
-          200,
-          {absl::StrCat(R"({"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[)",
-                        pod.dump(), "]}")}};
-    }
-    ++watches;
-    return phalanx::testing::ScriptedResponse{200, {}, absl::Seconds(30)};
-  });
-  kube::Client client(kube::Config{.server = server.url()});
-  PodWatcher watcher(client, *jobs_, {"gpu-ns"});
-  watcher.Start();
-  for (int i = 0; i < 500 && watches == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  watcher.Stop();
-  ASSERT_GT(watches.load(), 0) << "the watcher never listed";
+  ASSERT_TRUE(ListThroughAWatcher(*jobs_, {pod})) << "the watcher never listed";
   EXPECT_TRUE(pods_.deleted().empty());
   EXPECT_EQ(Get(exp.id()).trials(0).allocation_id(), run);
+}
+
+// A pod deleted or evicted by someone else (a drain, node pressure, a taint, a node shutdown) loses
+// the run, however its containers exit: the trial resumes from its latest checkpoint, not in
+// ERROR. A pod being deleted on a lost node, still Running, ends the run too.
+TEST_F(ServiceTest, RunsOfPodsTheClusterDeletesOrEvictsResume) {
+  const nlohmann::json changes[] = {
+      {{"status", {{"phase", "Failed"}, {"reason", "Evicted"}}}},
+      {{"status",
+        {{"phase", "Failed"},
+         {"conditions",
+          {{{"type", "DisruptionTarget"},
+            {"status", "True"},
+            {"reason", "TerminationByKubelet"}}}}}}},
+      {{"metadata", {{"deletionTimestamp", "2025-01-01T00:00:00Z"}}},
+       {"status", {{"phase", "Running"}}}},
+  };
+  for (const nlohmann::json& change : changes) {
+    const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+    const std::string a = Get(exp.id()).trials(0).allocation_id();
+    Play(a, core::PodPhase::kRunning);
+    ASSERT_TRUE(jobs_->ReportCheckpoint(a, "ckpt-" + a, 100).ok());
+    // The cluster's pods as listed: the run's pod changed as `change` says (the others do not
+    // decode, and are left as they are).
+    std::vector<nlohmann::json> listed;
+    const std::string name = a + "-0";
+    for (const auto& entry : pods_.pods()) {
+      nlohmann::json pod = entry.second;
+      if (pod["metadata"]["name"] == name) {
+        pod["metadata"]["uid"] = "uid-" + name;
+        pod["spec"]["nodeName"] = "node-1";
+        pod.merge_patch(change);
+      }
+      listed.push_back(pod);
+    }
+    ASSERT_TRUE(ListThroughAWatcher(*jobs_, listed)) << "the watcher never listed";
+    EXPECT_THAT(pods_.deleted(), Contains(name)) << change;
+    ReapDeleted();
+    const v1::Trial trial = Get(exp.id()).trials(0);
+    EXPECT_EQ(trial.state(), v1::TRIAL_STATE_ACTIVE) << change;
+    EXPECT_EQ(trial.error(), "") << change;
+    EXPECT_EQ(trial.runs(), 2) << change;
+    EXPECT_EQ(trial.latest_checkpoint(), "ckpt-" + a) << change;
+  }
 }
 
 }  // namespace
