@@ -358,8 +358,9 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
   if (failed || all_succeeded) {
     absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
     EventLocked(absl::StrCat(a.rec.id, failed ? ": a pod failed" : ": every pod succeeded"));
-    // A run that finished while being preempted is done; one killed by its preemption is not.
-    if ((all_succeeded || !a.rec.preempt_requested) && trial.ok() && !IsTerminal(trial->state)) {
+    // While preemption is requested, pods exit either way as the trial checkpoints and stops: the
+    // trial resumes, unless it reported its completion (ReportCompletion stored it COMPLETED).
+    if (!a.rec.preempt_requested && trial.ok() && !IsTerminal(trial->state)) {
       (void)SetTrialStateLocked(trial->id, failed ? RunState::kError : RunState::kCompleted,
                                 failed ? absl::StrCat(a.rec.id, ": a pod failed") : "");
     }

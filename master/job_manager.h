@@ -10,7 +10,8 @@
 //      searcher.max_concurrent_trials; a PAUSED or CANCELED job's allocations are stopped.
 //   2. Pod phases drive the allocation: PENDING → SCHEDULED (all bound) → RUNNING (all running).
 //      All pods Succeeded: the trial is COMPLETED; a pod Failed: the trial is in ERROR (unless the
-//      allocation was being preempted: then it was stopped, not failed). Finished pods are deleted.
+//      allocation was being preempted: then it was stopped, not failed, and it resumes; a trial
+//      that finished meanwhile reported it, ReportCompletion). Finished pods are deleted.
 //      A pod deleted or evicted by anyone but the master (a drain, node pressure, a taint, a node
 //      shutdown) loses the run, whatever its phase: the allocation ends and the trial resumes.
 //      Pods the API server refuses for good (a 4xx such as a missing namespace or an invalid pod)

@@ -604,18 +604,32 @@ TEST(JobManagerDatabaseTest, EndsTheDatabaseRefusedAreStoredAtTheNextTick) {
   EXPECT_EQ(pods.pods().size(), 2u);
 }
 
-// A trial that finishes while it is being preempted (before it acknowledged) is done, not rerun.
-TEST_F(ServiceTest, RunThatFinishesWhilePreemptedCompletes) {
-  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
-  const std::string a = Get(exp.id()).trials(0).allocation_id();
+// A run whose pods all succeed while it is being preempted (before its ack got through) finished
+// its trial only if the trial reported so; otherwise it checkpointed and exited for the preemption,
+// and the trial resumes.
+TEST_F(ServiceTest, RunThatSucceedsWhilePreemptedCompletesOnlyIfItReportedSo) {
+  const v1::Experiment done = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(done.id()).trials(0).allocation_id();
   Play(a, core::PodPhase::kRunning, /*preempt=*/true);
-  EXPECT_EQ(Get(exp.id()).trials(0).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
+  EXPECT_EQ(Get(done.id()).trials(0).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
+  ASSERT_TRUE(jobs_->ReportCompletion(a, /*success=*/true, "").ok());
   Play(a, core::PodPhase::kSucceeded, /*preempt=*/true);
   ReapDeleted();
-  const v1::Trial trial = Get(exp.id()).trials(0);
+  v1::Trial trial = Get(done.id()).trials(0);
   EXPECT_EQ(trial.state(), v1::TRIAL_STATE_COMPLETED);
   EXPECT_EQ(trial.runs(), 1);
-  EXPECT_TRUE(pods_.pods().empty());
+
+  const v1::Experiment stopped = Create("resources: {slots_per_trial: 4}\n");
+  const std::string b = Get(stopped.id()).trials(0).allocation_id();
+  Play(b, core::PodPhase::kRunning, /*preempt=*/true);
+  ASSERT_TRUE(jobs_->ReportCheckpoint(b, "ckpt-b", 100).ok());
+  Play(b, core::PodPhase::kSucceeded, /*preempt=*/true);
+  ReapDeleted();
+  trial = Get(stopped.id()).trials(0);
+  EXPECT_EQ(trial.state(), v1::TRIAL_STATE_ACTIVE);
+  EXPECT_EQ(trial.runs(), 2);
+  EXPECT_EQ(trial.latest_checkpoint(), "ckpt-b");
+  EXPECT_EQ(pods_.pods().size(), 1u);  // The resumed run's.
 }
 
 // grpc.health.v1: the server and each phalanx service are SERVING, unknown names are NOT_FOUND,
