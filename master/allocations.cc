@@ -353,8 +353,6 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
     RunLostLocked(a, "a pod is being deleted or evicted by the cluster");
     return;
   }
-  absl::StatusOr<JobRecord> job = store_.GetJob(a.rec.job_id);
-  const bool preemptible = job.ok() && job->type == TaskType::kExperiment;
   if (failed || all_succeeded) {
     absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
     EventLocked(absl::StrCat(a.rec.id, failed ? ": a pod failed" : ": every pod succeeded"));
@@ -377,7 +375,9 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
     }
   }
   // A task is never preempted, but one marked before all its pods are bound (the extender found
-  // its planned node gone or full) loses nothing: it is recreated like a pending trial.
+  // its planned node gone or full) loses nothing: it is recreated like a pending trial. (The type
+  // comes from the id: a mark arriving while the database cannot be read is not sent again.)
+  const bool preemptible = TaskTypeOfJobId(a.rec.job_id) == TaskType::kExperiment;
   if (marked && (preemptible || s == AllocState::kPending) && s != AllocState::kPreempting) {
     (void)RequestPreemptionLocked(a);
   }

@@ -35,4 +35,13 @@ std::optional<TaskType> TaskTypeFromName(absl::string_view name) {
   return std::nullopt;
 }
 
+std::optional<TaskType> TaskTypeOfJobId(absl::string_view job_id) {
+  const size_t dash = job_id.rfind('-');
+  if (dash == absl::string_view::npos) return std::nullopt;
+  for (const TypeInfo& info : kTypes) {
+    if (info.prefix == job_id.substr(0, dash)) return info.type;
+  }
+  return std::nullopt;
+}
+
 }  // namespace phalanx::master

@@ -16,6 +16,8 @@ absl::string_view TaskTypeName(TaskType type);
 std::optional<TaskType> TaskTypeFromName(absl::string_view name);
 // "exp", "cmd", "nb", "shell", "tb".
 absl::string_view IdPrefix(TaskType type);
+// The type of the job numbered `job_id` ("exp-12": kExperiment); nullopt for no such id.
+std::optional<TaskType> TaskTypeOfJobId(absl::string_view job_id);
 // Slots of a task whose config sets none: 0 for TensorBoards, else 1.
 int DefaultSlots(TaskType type);
 

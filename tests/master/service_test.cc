@@ -632,6 +632,29 @@ TEST_F(ServiceTest, RunThatSucceedsWhilePreemptedCompletesOnlyIfItReportedSo) {
   EXPECT_EQ(pods_.pods().size(), 1u);  // The resumed run's.
 }
 
+// Renames table `from` of the database at `url` to `to`: the store's statements on it fail (as
+// errors of the database) until it is renamed back.
+void RenameTable(const std::string& url, const std::string& from, const std::string& to) {
+  pqxx::connection conn(url);
+  pqxx::nontransaction tx(conn);
+  tx.exec(absl::StrCat("ALTER TABLE ", from, " RENAME TO ", to));
+}
+
+// A preemption mark that arrives while the job cannot be read is taken all the same (the extender
+// sends it once): whether a run is preemptible is known without the database.
+TEST_F(ServiceTest, PreemptionMarkIsTakenWhileTheJobCannotBeRead) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning);
+  RenameTable(url_, "jobs", "jobs_away");
+  Play(a, core::PodPhase::kRunning, /*preempt=*/true);
+  const absl::StatusOr<bool> signalled = jobs_->WatchPreemption(a, absl::ZeroDuration());
+  RenameTable(url_, "jobs_away", "jobs");
+  ASSERT_TRUE(signalled.ok()) << signalled.status();
+  EXPECT_TRUE(*signalled);
+  EXPECT_EQ(store_->GetAllocation(a)->state, AllocState::kPreempting);
+}
+
 // grpc.health.v1: the server and each phalanx service are SERVING, unknown names are NOT_FOUND,
 // and a watch starts with SERVING.
 TEST_F(ServiceTest, HealthAnswersForTheServerAndEachService) {
