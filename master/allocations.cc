@@ -334,6 +334,16 @@ absl::Status JobManager::SetTrialStateLocked(int64_t trial_id, RunState state,
   return store_.UpdateTrial(trial);
 }
 
+absl::Status JobManager::StoreOutcomeLocked(const Alloc& a, bool failed) {
+  // While preemption is requested, pods exit either way as the trial checkpoints and stops: the
+  // trial resumes, unless it reported its completion (ReportCompletion stored it COMPLETED).
+  if (a.rec.preempt_requested) return absl::OkStatus();
+  KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a.rec.trial_id));
+  if (IsTerminal(trial.state)) return absl::OkStatus();
+  return SetTrialStateLocked(trial.id, failed ? RunState::kError : RunState::kCompleted,
+                             failed ? absl::StrCat(a.rec.id, ": a pod failed") : "");
+}
+
 void JobManager::UpdateFromPodsLocked(Alloc& a) {
   AllocState& s = a.rec.state;
   if (s == AllocState::kTerminating || s == AllocState::kTerminated) return;
@@ -354,14 +364,13 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
     return;
   }
   if (failed || all_succeeded) {
-    absl::StatusOr<TrialRecord> trial = store_.GetTrial(*a.rec.trial_id);
-    EventLocked(absl::StrCat(a.rec.id, failed ? ": a pod failed" : ": every pod succeeded"));
-    // While preemption is requested, pods exit either way as the trial checkpoints and stops: the
-    // trial resumes, unless it reported its completion (ReportCompletion stored it COMPLETED).
-    if (!a.rec.preempt_requested && trial.ok() && !IsTerminal(trial->state)) {
-      (void)SetTrialStateLocked(trial->id, failed ? RunState::kError : RunState::kCompleted,
-                                failed ? absl::StrCat(a.rec.id, ": a pod failed") : "");
+    if (absl::Status stored = StoreOutcomeLocked(a, failed); !stored.ok()) {
+      EventLocked(absl::StrCat(a.rec.id, ": storing its trial's outcome: ", stored.message(),
+                               "; tried again at the next tick"));
+      unstored_outcomes_.insert(a.rec.id);
+      return;
     }
+    EventLocked(absl::StrCat(a.rec.id, failed ? ": a pod failed" : ": every pod succeeded"));
     (void)TerminateLocked(a);
     return;
   }

@@ -11,7 +11,9 @@
 //   2. Pod phases drive the allocation: PENDING → SCHEDULED (all bound) → RUNNING (all running).
 //      All pods Succeeded: the trial is COMPLETED; a pod Failed: the trial is in ERROR (unless the
 //      allocation was being preempted: then it was stopped, not failed, and it resumes; a trial
-//      that finished meanwhile reported it, ReportCompletion). Finished pods are deleted.
+//      that finished meanwhile reported it, ReportCompletion). Finished pods are deleted once
+//      the outcome is stored; until then (the store refused it) the allocation stays open, and
+//      the next Tick stores it.
 //      A pod deleted or evicted by anyone but the master (a drain, node pressure, a taint, a node
 //      shutdown) loses the run, whatever its phase: the allocation ends and the trial resumes.
 //      Pods the API server refuses for good (a 4xx such as a missing namespace or an invalid pod)
@@ -174,7 +176,8 @@ class JobManager {
   absl::Status ReconcileLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReconcileOnceLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // trial_api.cc: what failed before, again (API server or database errors): pod deletions, queue
-  // labels, allocation ends the store refused, and Reconcile of the jobs marked for it.
+  // labels, run outcomes and allocation ends the store refused, and Reconcile of the jobs marked
+  // for it.
   void RetryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StopAllocationsLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // store_.UpdateJob, keeping active_jobs_ in step.
@@ -279,6 +282,9 @@ class JobManager {
   absl::Status SetTrialStateLocked(int64_t trial_id, RunState state, const std::string& error = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateFromPodsLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores the outcome of the run whose pods all ended (`failed`: a pod Failed, else all
+  // Succeeded) as its trial's state (see 2. above).
+  absl::Status StoreOutcomeLocked(const Alloc& a, bool failed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // TERMINATING with no pod left: TERMINATED (stays TERMINATING when the store refuses), forgotten,
   // and its job marked for Reconcile.
   void FinishIfGoneLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -322,6 +328,9 @@ class JobManager {
   std::vector<Relabel> queued_labels_ ABSL_GUARDED_BY(mu_);
   // Jobs whose pods' labels could not all be set: Tick relabels them.
   absl::flat_hash_set<std::string> relabel_jobs_ ABSL_GUARDED_BY(mu_);
+  // Allocations whose pods all ended but whose trial's outcome the store refused: they stay open
+  // and Tick stores it again (UpdateFromPodsLocked), before they end.
+  absl::flat_hash_set<std::string> unstored_outcomes_ ABSL_GUARDED_BY(mu_);
   // Ending allocations whose state the store refused: Tick stores it again (StoreEndLocked).
   absl::flat_hash_set<std::string> unstored_ends_ ABSL_GUARDED_BY(mu_);
   // ACTIVE jobs as stored (every job write goes through the manager): the queue's source.

@@ -109,6 +109,9 @@ void JobManager::RetryLocked() {
     if (job.ok()) RelabelLaterLocked(*job);
   }
   relabel_jobs_.clear();
+  for (const std::string& id : std::exchange(unstored_outcomes_, {})) {
+    if (auto it = allocs_.find(id); it != allocs_.end()) UpdateFromPodsLocked(it->second);
+  }
   for (const std::string& id : std::exchange(unstored_ends_, {})) {
     if (auto it = allocs_.find(id); it != allocs_.end()) (void)StoreEndLocked(it->second);
   }

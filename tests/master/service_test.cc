@@ -655,6 +655,28 @@ TEST_F(ServiceTest, PreemptionMarkIsTakenWhileTheJobCannotBeRead) {
   EXPECT_EQ(store_->GetAllocation(a)->state, AllocState::kPreempting);
 }
 
+// When the trial's outcome cannot be stored, the run is kept, pods and all, until it is: a failed
+// trial ends in ERROR rather than running again.
+TEST_F(ServiceTest, OutcomesTheDatabaseRefusedAreStoredAtTheNextTick) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning);
+  RenameTable(url_, "trials", "trials_away");
+  Play(a, core::PodPhase::kFailed);
+  jobs_->Tick(absl::Now());  // Still refused.
+  const std::vector<std::string> deleted = pods_.deleted();
+  RenameTable(url_, "trials_away", "trials");
+  EXPECT_TRUE(deleted.empty());
+  jobs_->Tick(absl::Now());
+  EXPECT_EQ(pods_.deleted().size(), 1u);
+  ReapDeleted();
+  const v1::GetExperimentResponse got = Get(exp.id());
+  EXPECT_EQ(got.experiment().state(), v1::EXPERIMENT_STATE_ERROR);
+  EXPECT_EQ(got.trials(0).state(), v1::TRIAL_STATE_ERROR);
+  EXPECT_EQ(got.trials(0).runs(), 1);
+  EXPECT_THAT(got.trials(0).error(), HasSubstr("a pod failed"));
+}
+
 // grpc.health.v1: the server and each phalanx service are SERVING, unknown names are NOT_FOUND,
 // and a watch starts with SERVING.
 TEST_F(ServiceTest, HealthAnswersForTheServerAndEachService) {
