@@ -40,7 +40,8 @@ struct StoredUser {
   std::string password_hash;
 };
 
-// A libpq connection string ("host='db' port='5432' ...") for `db`, values quoted and escaped.
+// A libpq connection string ("host='db' port=5432 ...") for `db`, values quoted and escaped, with
+// TCP keepalives and timeouts that bound how long a statement can hang (see store.cc).
 std::string ConnectionString(const DbConfig& db);
 
 class Store {

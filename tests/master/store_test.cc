@@ -1,10 +1,11 @@
 // Store tests on a real Postgres (fixture `postgres`): migrations, users and tokens, jobs with
-// trials, filters and paging, allocations, checkpoints, durability across a reopen, and
-// reconnecting after the database restarts.
+// trials, filters and paging, allocations, checkpoints, durability across a reopen,
+// reconnecting after the database restarts, and the connection string the master builds.
 #include "master/store.h"
 
 #include <atomic>
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -304,6 +305,26 @@ TEST_F(StoreTest, ASubmissionCommittedWithOthersFailsAlone) {
   EXPECT_TRUE(absl::IsAlreadyExists(results[0].ok() ? results[1] : results[0]));
   for (size_t i = 2; i < ids.size(); ++i) EXPECT_TRUE(results[i].ok()) << ids[i] << results[i];
   EXPECT_EQ(store_->ListJobs({})->second, 15);
+}
+
+// The connection string phalanx-master connects with: values quoted and escaped, connections
+// that notice a dead peer within about a minute, statements cut after one; and the server it
+// names takes it.
+TEST_F(StoreTest, ConnectionStringBoundsDeadPeersAndStatements) {
+  EXPECT_EQ(ConnectionString({.host = "db", .name = "phalanx", .password = "it's"}),
+            "host='db' port=5432 dbname='phalanx' user='postgres' password='it\\'s' "
+            "connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10 "
+            "keepalives_count=3 tcp_user_timeout=60000 options='-c statement_timeout=60s'");
+  std::smatch parts;
+  ASSERT_TRUE(
+      std::regex_match(url_, parts, std::regex("postgresql://([^@]+)@([^:]+):([0-9]+)/(.+)")))
+      << url_;
+  const DbConfig db{
+      .host = parts[2], .port = std::stoi(parts[3]), .name = parts[4], .user = parts[1]};
+  ASSERT_TRUE(Store::Open(ConnectionString(db)).ok());
+  pqxx::connection conn(ConnectionString(db));
+  pqxx::nontransaction tx(conn);
+  EXPECT_EQ(tx.exec1("SHOW statement_timeout")[0].as<std::string>(), "1min");
 }
 
 }  // namespace
