@@ -185,6 +185,9 @@ absl::Status Store::WithConnection(
 
 absl::Status Store::Migrate() {
   return Transact([](pqxx::transaction_base& tx) {
+    // Waiting for another master's migration, or a long migration, may outlast the connection's
+    // statement timeout.
+    tx.exec("SET LOCAL statement_timeout = 0");
     tx.exec("SELECT pg_advisory_xact_lock(7316)");  // One migrating master at a time.
     tx.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)");
     const int applied = tx.exec1("SELECT count(*) FROM schema_migrations")[0].as<int>();
