@@ -28,15 +28,18 @@ absl::StatusOr<User> Authenticator::Authenticate(const grpc::ServerContext& cont
   }
   const std::string hash = TokenHash(token);
   const absl::Time now = absl::Now();
+  uint64_t forgets = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = trusted_.find(hash);
     if (it != trusted_.end() && it->second.second > now) return it->second.first;
+    forgets = forgets_;
   }
   absl::StatusOr<User> user = store_.UserForToken(hash);
   if (user.ok()) {
     absl::MutexLock lock(&mu_);
-    trusted_[hash] = {*user, now + kTrustFor};
+    // A revocation since the store answered may have been of this token.
+    if (forgets_ == forgets) trusted_[hash] = {*user, now + kTrustFor};
   }
   return user;
 }
@@ -44,6 +47,13 @@ absl::StatusOr<User> Authenticator::Authenticate(const grpc::ServerContext& cont
 void Authenticator::Forget(const std::string& token) const {
   absl::MutexLock lock(&mu_);
   trusted_.erase(TokenHash(token));
+  ++forgets_;
+}
+
+void Authenticator::ForgetUser(int64_t user_id) const {
+  absl::MutexLock lock(&mu_);
+  absl::erase_if(trusted_, [&](const auto& entry) { return entry.second.first.id == user_id; });
+  ++forgets_;
 }
 
 absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_password) {
@@ -75,8 +85,9 @@ grpc::Status AuthServiceImpl::Logout(grpc::ServerContext* ctx, const v1::LogoutR
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
   const std::string token = Authenticator::BearerToken(*ctx);
+  absl::Status deleted = store_.DeleteToken(TokenHash(token));
   auth_.Forget(token);
-  return ToGrpcStatus(store_.DeleteToken(TokenHash(token)));
+  return ToGrpcStatus(deleted);
 }
 
 grpc::Status AuthServiceImpl::CurrentUser(grpc::ServerContext* ctx, const v1::CurrentUserRequest*,
@@ -103,6 +114,27 @@ grpc::Status AuthServiceImpl::CreateUser(grpc::ServerContext* ctx, const v1::Cre
   absl::StatusOr<User> user =
       store_.CreateUser(req->username(), HashPassword(req->password()), req->admin());
   if (!user.ok()) return ToGrpcStatus(user.status());
+  ToProto(*user, resp->mutable_user());
+  return grpc::Status::OK;
+}
+
+grpc::Status AuthServiceImpl::SetUserPassword(grpc::ServerContext* ctx,
+                                              const v1::SetUserPasswordRequest* req,
+                                              v1::SetUserPasswordResponse* resp) {
+  absl::StatusOr<User> caller = auth_.Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  const std::string& username = req->username().empty() ? caller->username : req->username();
+  if (username != caller->username && !caller->admin) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "only admins set another user's password");
+  }
+  if (req->password().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "password: required");
+  }
+  absl::StatusOr<User> user = store_.SetPassword(username, HashPassword(req->password()),
+                                                 TokenHash(Authenticator::BearerToken(*ctx)));
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  auth_.ForgetUser(user->id);
   ToProto(*user, resp->mutable_user());
   return grpc::Status::OK;
 }

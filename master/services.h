@@ -19,7 +19,8 @@
 namespace phalanx::master {
 
 // The caller's identity from metadata "authorization: Bearer <token>". A token the store vouched
-// for is trusted without asking again for kTrustFor (Logout forgets it at once).
+// for is trusted without asking again for kTrustFor (Logout and SetUserPassword forget the tokens
+// they revoke at once).
 class Authenticator {
  public:
   static constexpr absl::Duration kTrustFor = absl::Seconds(30);
@@ -27,7 +28,10 @@ class Authenticator {
   explicit Authenticator(Store& store) : store_(store) {}
   // Unauthenticated without a valid token.
   absl::StatusOr<User> Authenticate(const grpc::ServerContext& context) const;
+  // Call after the store revoked the token (or the user's tokens), so that an Authenticate that
+  // asked the store before does not trust it again.
   void Forget(const std::string& token) const;
+  void ForgetUser(int64_t user_id) const;
   // The raw bearer token, or "" when there is none.
   static std::string BearerToken(const grpc::ServerContext& context);
 
@@ -37,6 +41,9 @@ class Authenticator {
   // By token hash: the user and until when it is trusted.
   mutable absl::flat_hash_map<std::string, std::pair<User, absl::Time>> trusted_
       ABSL_GUARDED_BY(mu_);
+  // Counts Forget and ForgetUser calls: Authenticate trusts what the store said only when none
+  // came in between.
+  mutable uint64_t forgets_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Creates the built-in users admin (an admin) and determined with `default_password` unless they
@@ -52,6 +59,8 @@ class AuthServiceImpl final : public v1::AuthService::Service {
                            v1::CurrentUserResponse*) override;
   grpc::Status CreateUser(grpc::ServerContext*, const v1::CreateUserRequest*,
                           v1::CreateUserResponse*) override;
+  grpc::Status SetUserPassword(grpc::ServerContext*, const v1::SetUserPasswordRequest*,
+                               v1::SetUserPasswordResponse*) override;
 
  private:
   Store& store_;

@@ -278,4 +278,22 @@ absl::Status Store::DeleteToken(const std::string& token_hash) {
   });
 }
 
+absl::StatusOr<User> Store::SetPassword(const std::string& username,
+                                        const std::string& password_hash,
+                                        const std::string& keep_token_hash) {
+  User user;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    pqxx::result r = tx.exec_params(
+        "UPDATE users SET password_hash = $2 WHERE username = $1 RETURNING id, username, admin",
+        username, password_hash);
+    if (r.empty()) return absl::NotFoundError(absl::StrCat("no user \"", username, "\""));
+    user = UserFromRow(r[0]);
+    tx.exec_params("DELETE FROM user_tokens WHERE user_id = $1 AND token_hash <> $2", user.id,
+                   keep_token_hash);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return user;
+}
+
 }  // namespace phalanx::master

@@ -61,6 +61,10 @@ class Store {
   // Unauthenticated when unknown or expired.
   absl::StatusOr<User> UserForToken(const std::string& token_hash);
   absl::Status DeleteToken(const std::string& token_hash);
+  // Stores the user's new password hash and deletes their tokens but `keep_token_hash`, in one
+  // transaction; NotFound for an unknown user.
+  absl::StatusOr<User> SetPassword(const std::string& username, const std::string& password_hash,
+                                   const std::string& keep_token_hash);
 
   // Jobs. Ids are numbered by the master (one master per database, as Determined's): LastJobIds
   // says where numbering continues. A submission stores the job, its trials and the allocations of

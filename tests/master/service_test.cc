@@ -55,6 +55,64 @@ TEST_F(ServiceTest, LoginAndUsers) {
             grpc::StatusCode::UNAUTHENTICATED);
 }
 
+// Users set their own password, admins anyone's. The user's other tokens are revoked at once (even
+// ones just used, so trusted without asking the store); the caller's own token stays valid.
+TEST_F(ServiceTest, SetUserPassword) {
+  const std::string determined = Login("determined", "pw");
+  const std::string other_session = Login("determined", "pw");
+  ASSERT_FALSE(other_session.empty());
+  v1::CurrentUserResponse me;
+  ASSERT_TRUE(auth_->CurrentUser(Ctx(other_session).get(), {}, &me).ok());
+
+  v1::SetUserPasswordRequest own;
+  own.set_password("new-pw");
+  v1::SetUserPasswordResponse resp;
+  ASSERT_TRUE(auth_->SetUserPassword(Ctx(determined).get(), own, &resp).ok());
+  EXPECT_EQ(resp.user().username(), "determined");
+  EXPECT_FALSE(resp.user().admin());
+  EXPECT_TRUE(Login("determined", "pw").empty());
+  EXPECT_FALSE(Login("determined", "new-pw").empty());
+  EXPECT_TRUE(auth_->CurrentUser(Ctx(determined).get(), {}, &me).ok());
+  EXPECT_EQ(auth_->CurrentUser(Ctx(other_session).get(), {}, &me).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+
+  v1::SetUserPasswordRequest admins;
+  admins.set_username("admin");
+  admins.set_password("mine-now");
+  const grpc::Status denied = auth_->SetUserPassword(Ctx(determined).get(), admins, &resp);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(denied.error_message(), "only admins set another user's password");
+  EXPECT_FALSE(Login("admin", "pw").empty());
+
+  v1::SetUserPasswordRequest by_admin;
+  by_admin.set_username("determined");
+  by_admin.set_password("reset");
+  ASSERT_TRUE(auth_->SetUserPassword(Ctx().get(), by_admin, &resp).ok());
+  EXPECT_EQ(resp.user().username(), "determined");
+  EXPECT_EQ(auth_->CurrentUser(Ctx(determined).get(), {}, &me).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Login("determined", "new-pw").empty());
+  EXPECT_FALSE(Login("determined", "reset").empty());
+  EXPECT_TRUE(auth_->CurrentUser(Ctx().get(), {}, &me).ok());
+
+  v1::SetUserPasswordRequest empty;
+  empty.set_username("determined");
+  const grpc::Status refused = auth_->SetUserPassword(Ctx().get(), empty, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error_message(), "password: required");
+  EXPECT_FALSE(Login("determined", "reset").empty());
+
+  v1::SetUserPasswordRequest unknown;
+  unknown.set_username("nobody");
+  unknown.set_password("x");
+  const grpc::Status missing = auth_->SetUserPassword(Ctx().get(), unknown, &resp);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(missing.error_message(), "no user \"nobody\"");
+  grpc::ClientContext anonymous;
+  EXPECT_EQ(auth_->SetUserPassword(&anonymous, own, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
 TEST_F(ServiceTest, NonDivisibleSlotsAreRejectedAtSubmit) {
   grpc::Status s;
   Create("resources: {slots_per_trial: 6}\n", &s);
