@@ -5,9 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -27,8 +30,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: phalanx [--master [http[s]://]HOST:PORT] [--tls] [--ca FILE] COMMAND ...\n"
-    "  login USER [--password P]\n"
-    "  user create NAME [--password P] [--admin]\n"
+    "  login USER [--password P] | logout | whoami\n"
+    "  user create NAME [--password P] [--admin] | set-password [NAME] [--password P]\n"
     "  experiment create|list|describe|pause|activate|kill|set-priority ...\n"
     "  job list|move|set-priority|set-pool|stats ...\n"
     "  cmd|notebook|shell|tensorboard start|list|kill|set-priority ...\n"
@@ -124,6 +127,20 @@ std::unique_ptr<grpc::ClientContext> NewContext() {
   return ctx;
 }
 
+// "NAME", with " (admin)" for an admin.
+std::string Describe(const v1::User& user) {
+  return user.username() + (user.admin() ? " (admin)" : "");
+}
+
+// The password for `command` from --password, else $PHALANX_PASSWORD: 0, or a Usage error when
+// there is none.
+int RequirePassword(const Session& s, const Args& args, const std::string& command,
+                    std::string& password) {
+  password = args.Option("password").value_or(Env("PHALANX_PASSWORD", ""));
+  if (!password.empty()) return 0;
+  return s.Usage(command + ": no password; give --password P or set $PHALANX_PASSWORD");
+}
+
 int Login(const Session& s, const Args& args) {
   constexpr char kLoginUsage[] = "usage: phalanx login USER [--password P]";
   if (args.Has("help")) return s.Help(kLoginUsage);
@@ -140,21 +157,56 @@ int Login(const Session& s, const Args& args) {
     s.err << "phalanx: " << saved.message() << "\n";
     return 1;
   }
-  s.out << "Logged in as " << resp.user().username() << (resp.user().admin() ? " (admin)" : "")
-        << "\n";
+  s.out << "Logged in as " << Describe(resp.user()) << "\n";
   return 0;
 }
 
-int CreateUser(const Session& s, const Args& args) {
-  constexpr char kUserUsage[] = "usage: phalanx user create NAME [--password P] [--admin]";
-  if (args.Has("help")) return s.Help(kUserUsage);
-  if (int rc = s.CheckOptions(args, {"password", "admin"})) return rc;
-  if (args.positional.size() < 2 || args.positional[1] != "create") return s.Usage(kUserUsage);
-  if (int rc = s.ExpectPositionals(args, 3, kUserUsage)) return rc;
-  const std::string password = args.Option("password").value_or(Env("PHALANX_PASSWORD", ""));
-  if (password.empty()) {
-    return s.Usage("user create: no password; give --password P or set $PHALANX_PASSWORD");
+// Revokes the saved token and removes its file. A token the master no longer knows is removed too.
+int Logout(const Session& s, const Args& args) {
+  constexpr char kLogoutUsage[] = "usage: phalanx logout";
+  if (args.Has("help")) return s.Help(kLogoutUsage);
+  if (int rc = s.CheckOptions(args, {})) return rc;
+  if (int rc = s.ExpectPositionals(args, 1, kLogoutUsage)) return rc;
+  std::string token;
+  if (!ReadWholeFile(s.token_file, token) || token.empty()) {
+    s.out << "Not logged in\n";
+    return 0;
   }
+  auto stub = s.Stub<v1::AuthService>();
+  if (stub == nullptr) return 2;
+  v1::LogoutResponse resp;
+  const grpc::Status status = stub->Logout(s.Context().get(), {}, &resp);
+  if (status.error_code() != grpc::StatusCode::UNAUTHENTICATED) {
+    if (int rc = s.Check(status)) return rc;
+  }
+  if (std::remove(s.token_file.c_str()) != 0) {
+    s.err << "phalanx: cannot remove " << s.token_file << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  s.out << "Logged out\n";
+  return 0;
+}
+
+int WhoAmI(const Session& s, const Args& args) {
+  constexpr char kWhoAmIUsage[] = "usage: phalanx whoami";
+  if (args.Has("help")) return s.Help(kWhoAmIUsage);
+  if (int rc = s.CheckOptions(args, {})) return rc;
+  if (int rc = s.ExpectPositionals(args, 1, kWhoAmIUsage)) return rc;
+  auto stub = s.Stub<v1::AuthService>();
+  if (stub == nullptr) return 2;
+  v1::CurrentUserResponse resp;
+  if (int rc = s.Check(stub->CurrentUser(s.Context().get(), {}, &resp))) return rc;
+  s.out << "Logged in as " << Describe(resp.user()) << "\n";
+  return 0;
+}
+
+constexpr char kUserUsage[] =
+    "usage: phalanx user create NAME [--password P] [--admin] | set-password [NAME] [--password P]";
+
+int CreateUser(const Session& s, const Args& args) {
+  if (int rc = s.ExpectPositionals(args, 3, kUserUsage)) return rc;
+  std::string password;
+  if (int rc = RequirePassword(s, args, "user create", password)) return rc;
   v1::CreateUserRequest req;
   req.set_username(args.positional[2]);
   req.set_password(password);
@@ -165,6 +217,38 @@ int CreateUser(const Session& s, const Args& args) {
   if (int rc = s.Check(stub->CreateUser(s.Context().get(), req, &resp))) return rc;
   s.out << "Created user " << resp.user().username() << " (id " << resp.user().id() << ")\n";
   return 0;
+}
+
+// NAME defaults to the logged-in user (the master's reading of an empty username).
+int SetPassword(const Session& s, const Args& args) {
+  if (int rc = s.ExpectPositionals(args, std::min<size_t>(args.positional.size(), 3), kUserUsage)) {
+    return rc;
+  }
+  v1::SetUserPasswordRequest req;
+  if (args.positional.size() == 3) req.set_username(args.positional[2]);
+  if (int rc = RequirePassword(s, args, "user set-password", *req.mutable_password())) return rc;
+  auto stub = s.Stub<v1::AuthService>();
+  if (stub == nullptr) return 2;
+  v1::SetUserPasswordResponse resp;
+  if (int rc = s.Check(stub->SetUserPassword(s.Context().get(), req, &resp))) return rc;
+  const std::string& name = resp.user().username();
+  s.out << "Password of " << name << " set (other logins of " << name << " revoked)\n";
+  return 0;
+}
+
+int RunUserCommand(const Session& s, const Args& args) {
+  if (args.Has("help")) return s.Help(kUserUsage);
+  if (args.positional.size() < 2) return s.Usage(kUserUsage);
+  const std::string& verb = args.positional[1];
+  if (verb == "create") {
+    if (int rc = s.CheckOptions(args, {"password", "admin"})) return rc;
+    return CreateUser(s, args);
+  }
+  if (verb == "set-password") {
+    if (int rc = s.CheckOptions(args, {"password"})) return rc;
+    return SetPassword(s, args);
+  }
+  return s.Usage(kUserUsage);
 }
 
 }  // namespace
@@ -288,7 +372,9 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   const Session s{args, Env("PHALANX_TOKEN_FILE", Env("HOME", ".") + "/.phalanx-token"), out, err};
   const std::string& command = args.positional[0];
   if (command == "login") return Login(s, args);
-  if (command == "user") return CreateUser(s, args);
+  if (command == "logout") return Logout(s, args);
+  if (command == "whoami") return WhoAmI(s, args);
+  if (command == "user") return RunUserCommand(s, args);
   if (command == "experiment" || command == "e") return RunExperimentCommand(s, args);
   if (command == "job") return RunJobCommand(s, args);
   if (command == "trial") return RunTrialCommand(s, args);

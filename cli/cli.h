@@ -2,7 +2,8 @@
 //
 //   phalanx [--master [http[s]://]HOST:PORT] [--tls] [--ca FILE] COMMAND ...
 //     login USER [--password P]     (token kept in $PHALANX_TOKEN_FILE, else ~/.phalanx-token)
-//     user create NAME [--password P] [--admin]
+//     logout | whoami
+//     user create NAME [--password P] [--admin] | set-password [NAME] [--password P]
 //     experiment create FILE [--paused] | list [--state S] [--limit N] [--offset N] | describe ID
 //         | pause ID | activate ID | kill ID | set-priority ID P
 //     job list [--pool P] [--limit N] [--offset N] | move JOB (--ahead-of J | --behind-of J)
@@ -13,9 +14,10 @@
 // --help or -h prints the usage (of the command, when one is given). An option or argument the
 // command does not take is an error. The master defaults to $PHALANX_MASTER, else localhost:8080;
 // https://, --tls or --ca connect with TLS; --help and usage errors connect to nothing. The
-// password defaults to $PHALANX_PASSWORD, else "" for login; user create needs one.
-// Exit codes: 0 ok, 1 the master refused (or login could not save the token), 2 bad usage,
-// 3 trial preemption: continue (it exits 0 on preempt).
+// password defaults to $PHALANX_PASSWORD, else "" for login; user create and set-password need
+// one. set-password's NAME defaults to the logged-in user.
+// Exit codes: 0 ok, 1 the master refused (or login could not save the token, or logout remove
+// it), 2 bad usage, 3 trial preemption: continue (it exits 0 on preempt).
 #ifndef PHALANX_CLI_CLI_H_
 #define PHALANX_CLI_CLI_H_
 

@@ -47,6 +47,12 @@ class CliTest : public ServiceTest {
     return path;
   }
 
+  // The text of `name` in the test's directory; "" when there is none.
+  std::string Text(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
   std::string dir_, out_, err_;
 };
 
@@ -298,7 +304,7 @@ TEST_F(CliTest, UnknownOptionsAreRefusedAndHelpPrintsUsage) {
   EXPECT_THAT(out_, HasSubstr("usage: phalanx experiment create FILE [--paused]"));
   EXPECT_EQ(Run({"job", "list", "-h"}), 0) << err_;
   EXPECT_THAT(out_, HasSubstr("usage: phalanx job list [--pool P] [--limit N] [--offset N]"));
-  for (const char* command : {"login", "user", "cmd", "trial"}) {
+  for (const char* command : {"login", "logout", "whoami", "user", "cmd", "trial"}) {
     EXPECT_EQ(Run({command, "--help"}), 0) << command << ": " << err_;
     EXPECT_THAT(out_, HasSubstr("usage: phalanx " + std::string(command))) << command;
     EXPECT_TRUE(err_.empty()) << command << ": " << err_;  // Help goes to stdout only.
@@ -334,6 +340,9 @@ TEST_F(CliTest, ExtraArgumentsAreRefused) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"login", "admin", "x", "--password", "pw"},
            {"user", "create", "bob", "x", "--password", "pw"},
+           {"user", "set-password", "bob", "x", "--password", "pw"},
+           {"logout", "x"},
+           {"whoami", "x"},
            {"experiment", "create", file, "x"},
            {"experiment", "list", "x"},
            {"experiment", "describe", "1", "x"},
@@ -384,6 +393,62 @@ TEST_F(CliTest, UserCreateNeedsAPassword) {
   unsetenv("PHALANX_PASSWORD");
   EXPECT_EQ(Run({"login", "bob", "--password", "from-env"}), 0) << err_;
   EXPECT_EQ(Run({"login", "carol", "--password", "from-flag"}), 0) << err_;
+}
+
+// whoami names the logged-in user; set-password sets the own password by default (the token kept)
+// and admins' for anyone; logout revokes the token and removes its file, also when the master no
+// longer knows it.
+TEST_F(CliTest, WhoAmISetPasswordAndLogout) {
+  unsetenv("PHALANX_PASSWORD");
+  EXPECT_EQ(Run({"whoami"}), 1);
+  EXPECT_THAT(err_, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_EQ(Run({"logout"}), 0) << err_;
+  EXPECT_EQ(out_, "Not logged in\n");
+  ASSERT_EQ(Run({"login", "determined", "--password", "pw"}), 0) << err_;
+  ASSERT_EQ(Run({"whoami"}), 0) << err_;
+  EXPECT_EQ(out_, "Logged in as determined\n");
+
+  EXPECT_EQ(Run({"user", "set-password"}), 2);
+  EXPECT_THAT(err_, HasSubstr("user set-password: no password; give --password P or set "
+                              "$PHALANX_PASSWORD"));
+  EXPECT_EQ(Run({"user", "set-password", "--admin", "--password", "x"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--admin is not an option here (this command takes --password)"));
+  EXPECT_EQ(Run({"whoami", "--password", "x"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--password is not an option here (this command takes none)"));
+  ASSERT_EQ(Run({"user", "set-password", "--password", "new-pw"}), 0) << err_;
+  EXPECT_EQ(out_, "Password of determined set (other logins of determined revoked)\n");
+  EXPECT_TRUE(Login("determined", "pw").empty());
+  ASSERT_EQ(Run({"whoami"}), 0) << err_;  // The caller's own token stays valid.
+  EXPECT_EQ(Run({"user", "set-password", "admin", "--password", "x"}), 1);
+  EXPECT_THAT(err_, HasSubstr("PERMISSION_DENIED: only admins set another user's password"));
+  std::string determined = Text("token");
+  ASSERT_FALSE(determined.empty());
+
+  ASSERT_EQ(Run({"logout"}), 0) << err_;
+  EXPECT_EQ(out_, "Logged out\n");
+  EXPECT_FALSE(std::ifstream(dir_ + "/token").good());
+  EXPECT_EQ(Run({"whoami"}), 1);
+  EXPECT_THAT(err_, HasSubstr("UNAUTHENTICATED"));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + determined);
+  v1::CurrentUserResponse me;
+  EXPECT_EQ(auth_->CurrentUser(&ctx, {}, &me).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  ASSERT_EQ(Run({"login", "determined", "--password", "new-pw"}), 0) << err_;
+  determined = Text("token");
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  ASSERT_EQ(Run({"whoami"}), 0) << err_;
+  EXPECT_EQ(out_, "Logged in as admin (admin)\n");
+  setenv("PHALANX_PASSWORD", "reset", 1);
+  ASSERT_EQ(Run({"user", "set-password", "determined"}), 0) << err_;
+  unsetenv("PHALANX_PASSWORD");
+  EXPECT_FALSE(Login("determined", "reset").empty());
+  EXPECT_EQ(Run({"user", "set-password", "nobody", "--password", "x"}), 1);
+  EXPECT_THAT(err_, HasSubstr("NOT_FOUND: no user \"nobody\""));
+  File("token", determined);  // Revoked by the reset.
+  ASSERT_EQ(Run({"logout"}), 0) << err_;
+  EXPECT_EQ(out_, "Logged out\n");
+  EXPECT_FALSE(std::ifstream(dir_ + "/token").good());
 }
 
 // login's call has a deadline, as every other call has.
