@@ -274,18 +274,8 @@ absl::Status JobManager::Kill(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kCanceled;
-  if (absl::Status s = UpdateJobLocked(job); !s.ok()) {
-    // The commit's outcome may be unknown: the next tick reconciles the job as it was stored.
-    if (absl::IsUnavailable(s)) retry_jobs_.insert(job_id);
-    return s;
-  }
-  // The pods go first (they hold GPUs); stopping them is tried again at the next tick if it fails.
-  const absl::Status stopped = ReconcileLocked(job_id);
-  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
-  for (const TrialRecord& t : trials) {
-    if (!IsTerminal(t.state)) KUBE_RETURN_IF_ERROR(SetTrialStateLocked(t.id, RunState::kCanceled));
-  }
-  return stopped;
+  KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  return ReconcileLocked(job_id);
 }
 
 absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
@@ -361,6 +351,17 @@ absl::Status JobManager::ReconcileLocked(const std::string& job_id) {
 
 absl::Status JobManager::ReconcileOnceLocked(const std::string& job_id) {
   KUBE_ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(job_id));
+  ShowLocked(job);
+  if (job.state == RunState::kCanceled) {
+    // The pods go first (they hold GPUs), then the trials end; either is tried again if it fails.
+    const absl::Status stopped = StopAllocationsLocked(job);
+    KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
+    for (const TrialRecord& t : trials) {
+      if (!IsTerminal(t.state))
+        KUBE_RETURN_IF_ERROR(SetTrialStateLocked(t.id, RunState::kCanceled));
+    }
+    return stopped;
+  }
   if (job.state != RunState::kActive) return StopAllocationsLocked(job);
   KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
   std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
@@ -381,13 +382,21 @@ absl::Status JobManager::ReconcileOnceLocked(const std::string& job_id) {
 }
 
 absl::Status JobManager::UpdateJobLocked(const JobRecord& job) {
-  KUBE_RETURN_IF_ERROR(store_.UpdateJob(job));
+  if (absl::Status s = store_.UpdateJob(job); !s.ok()) {
+    // The commit's outcome may be unknown: the next tick reconciles the job as it was stored.
+    if (absl::IsUnavailable(s)) retry_jobs_.insert(job.job_id);
+    return s;
+  }
+  ShowLocked(job);
+  return absl::OkStatus();
+}
+
+void JobManager::ShowLocked(const JobRecord& job) {
   if (job.state == RunState::kActive) {
     active_jobs_.Put(job);
   } else {
     active_jobs_.Erase(job.job_id);
   }
-  return absl::OkStatus();
 }
 
 absl::Status JobManager::StopAllocationsLocked(const JobRecord& job) {

@@ -180,8 +180,11 @@ class JobManager {
   // for it.
   void RetryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StopAllocationsLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // store_.UpdateJob, keeping active_jobs_ in step.
+  // store_.UpdateJob, keeping active_jobs_ in step; a commit of unknown outcome marks the job to
+  // be reconciled from what was stored.
   absl::Status UpdateJobLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts `job` as stored in active_jobs_ (or takes it out).
+  void ShowLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobRecord> GetActiveJobLocked(const std::string& job_id, bool allow_paused)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // job_queue.cc

@@ -698,6 +698,21 @@ void RenameTable(const std::string& url, const std::string& from, const std::str
   tx.exec(absl::StrCat("ALTER TABLE ", from, " RENAME TO ", to));
 }
 
+// While `refuse`, every UPDATE of table `table` of the database at `url` fails (a trigger raises).
+void RefuseUpdates(const std::string& url, const std::string& table, bool refuse) {
+  pqxx::connection conn(url);
+  pqxx::nontransaction tx(conn);
+  if (!refuse) {
+    tx.exec(absl::StrCat("DROP TRIGGER refuse_updates ON ", table));
+    return;
+  }
+  tx.exec(
+      "CREATE OR REPLACE FUNCTION refuse_updates() RETURNS trigger AS "
+      "$$ BEGIN RAISE EXCEPTION 'updates refused by the test'; END $$ LANGUAGE plpgsql");
+  tx.exec(absl::StrCat("CREATE TRIGGER refuse_updates BEFORE UPDATE ON ", table,
+                       " FOR EACH ROW EXECUTE FUNCTION refuse_updates()"));
+}
+
 // A preemption mark that arrives while the job cannot be read is taken all the same (the extender
 // sends it once): whether a run is preemptible is known without the database.
 TEST_F(ServiceTest, PreemptionMarkIsTakenWhileTheJobCannotBeRead) {
@@ -733,6 +748,21 @@ TEST_F(ServiceTest, OutcomesTheDatabaseRefusedAreStoredAtTheNextTick) {
   EXPECT_EQ(got.trials(0).state(), v1::TRIAL_STATE_ERROR);
   EXPECT_EQ(got.trials(0).runs(), 1);
   EXPECT_THAT(got.trials(0).error(), HasSubstr("a pod failed"));
+}
+
+// A kill stored CANCELED and stopped the pods, but its trials could not be ended: the next tick
+// ends them (they stayed ACTIVE for good, and a second kill was refused as the job had ended).
+TEST_F(ServiceTest, AKillWhoseTrialsCouldNotBeEndedEndsThemAtTheNextTick) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  Play(Get(exp.id()).trials(0).allocation_id(), core::PodPhase::kRunning);
+  RefuseUpdates(url_, "trials", true);
+  EXPECT_FALSE(jobs_->Kill(exp.job_id()).ok());
+  RefuseUpdates(url_, "trials", false);
+  jobs_->Tick(absl::Now());
+  ReapDeleted();
+  const v1::GetExperimentResponse got = Get(exp.id());
+  EXPECT_EQ(got.experiment().state(), v1::EXPERIMENT_STATE_CANCELED);
+  EXPECT_EQ(got.trials(0).state(), v1::TRIAL_STATE_CANCELED);
 }
 
 // grpc.health.v1: the server and each phalanx service are SERVING, unknown names are NOT_FOUND,
