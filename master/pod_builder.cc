@@ -192,8 +192,9 @@ void SetMetadata(json& meta, const PodRequest& r, int rank, int pods) {
 void SetSchedulingFields(json& spec, const PodRequest& r, const MasterConfig& master) {
   spec["restartPolicy"] = "Never";
   spec.erase("priority");
-  if (spec.value("priorityClassName", std::string()).empty()) {  // A pod_spec class wins.
-    spec["priorityClassName"] = PriorityClassFor(r.priority);
+  const auto cls = spec.find("priorityClassName");
+  if (cls == spec.end() || !cls->is_string() || cls->get_ref<const std::string&>().empty()) {
+    spec["priorityClassName"] = PriorityClassFor(r.priority);  // Else a pod_spec class wins.
   }
   if (master.default_scheduler != SchedulerKind::kPhalanx) return;
   spec["schedulerName"] = kSchedulerName;

@@ -52,10 +52,10 @@ json Merge(const json& base, const json& patch, const std::string& path);
 
 json MergeList(const json& base, const json& patch, const std::string& path) {
   const absl::string_view key = MergeKeyOf(path);
-  if (key.empty() || !base.is_array()) return patch;
+  if (key.empty()) return patch;
   const std::string k(key);
   const bool retain_keys = path == "spec.volumes";
-  json out = base;
+  json out = base.is_array() ? base : json::array();
   for (const json& item : patch) {
     json* match = nullptr;
     if (item.is_object() && item.contains(k)) {
@@ -64,9 +64,9 @@ json MergeList(const json& base, const json& patch, const std::string& path) {
       }
     }
     if (match == nullptr) {
-      out.push_back(item);
+      out.push_back(Merge(json(), item, ElementPath(path)));
     } else if (retain_keys && item.size() > 1) {
-      *match = item;
+      *match = Merge(json(), item, ElementPath(path));
     } else {
       *match = Merge(*match, item, ElementPath(path));
     }
@@ -74,17 +74,19 @@ json MergeList(const json& base, const json& patch, const std::string& path) {
   return out;
 }
 
+// A patch mapping merges into a base that is not a mapping as into an empty one, so that its nulls
+// have nothing to delete and are dropped at any depth (Kubernetes' IgnoreUnmatchedNulls).
 json Merge(const json& base, const json& patch, const std::string& path) {
   if (patch.is_array()) return MergeList(base, patch, path);
-  if (!patch.is_object() || !base.is_object()) return patch;
-  json out = base;
+  if (!patch.is_object()) return patch;
+  json out = base.is_object() ? base : json::object();
   for (const auto& [key, value] : patch.items()) {
     if (value.is_null()) {
       out.erase(key);
       continue;
     }
     const std::string child = path.empty() ? key : absl::StrCat(path, ".", key);
-    out[key] = out.contains(key) ? Merge(out[key], value, child) : value;
+    out[key] = Merge(out.contains(key) ? out[key] : json(), value, child);
   }
   return out;
 }
@@ -92,9 +94,9 @@ json Merge(const json& base, const json& patch, const std::string& path) {
 }  // namespace
 
 json StrategicMergePod(const json& base, const json& patch) {
-  if (patch.is_null()) return base;
-  if (base.is_null()) return patch;
-  return Merge(base, patch, "");
+  // The base is merged over nothing first: its own nulls leave nothing behind either.
+  const json merged = Merge(json(), base, "");
+  return patch.is_null() ? merged : Merge(merged, patch, "");
 }
 
 }  // namespace phalanx::master

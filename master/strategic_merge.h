@@ -1,6 +1,8 @@
 // Kubernetes strategic merge of Pod objects, as Determined merges a task's pod_spec over the
 // default pod spec (kubectl's strategicpatch without directives):
-//   * objects merge key by key; a null in the patch deletes the key;
+//   * objects merge key by key; a null in the patch deletes the key, and where the base has
+//     nothing to delete it is dropped at any depth (Kubernetes' IgnoreUnmatchedNulls), as are the
+//     base's own nulls;
 //   * lists with a patch merge key merge element by element on that key, base order first, new
 //     elements appended: containers, initContainers, ephemeralContainers, volumes,
 //     imagePullSecrets, schedulingGates, resourceClaims (name), hostAliases (ip),

@@ -209,6 +209,24 @@ task_container_defaults:
   }
 }
 
+// `priorityClassName:` with no value (null) has no class to delete where no default pod spec sets
+// one, and a null in a default pod spec means unset: either way the pods take the class of the
+// task's priority.
+TEST(PodBuilderTest, NullPriorityClassTakesTheClassOfThePriority) {
+  const std::string task = "resources: {priority: 42}\n";
+  const std::string null_class = "environment: {pod_spec: {spec: {priorityClassName: }}}\n";
+  const std::string null_default =
+      "max_slots_per_pod: 4\ntask_container_defaults: {gpu_pod_spec: {spec: {priorityClassName: "
+      "null}}}\n";
+  for (const auto& [task_yaml, master_yaml] :
+       {std::pair{task + null_class, std::string("max_slots_per_pod: 4\n")},
+        std::pair{task + null_class, std::string(kMaster)}, std::pair{task, null_default}}) {
+    Built b = Build(TaskType::kExperiment, task_yaml, master_yaml);
+    ASSERT_EQ(b.pods.size(), 1u);
+    EXPECT_EQ(b.pods[0]["spec"]["priorityClassName"], "phalanx-priority-42") << master_yaml;
+  }
+}
+
 // shared_fs storage: a hostPath volume of host_path at Determined's container path, and the
 // directory below it where checkpoints go; a pod_spec volume mounted at that path wins.
 TEST(PodBuilderTest, SharedFsCheckpointStorageIsMounted) {
@@ -353,6 +371,22 @@ TEST(StrategicMergeTest, InitContainersMergeByNameAndNullSidesPassThrough) {
             json::parse(R"([{"containerPort": 80, "name": "http", "protocol": "TCP"}])"));
   EXPECT_EQ(StrategicMergePod(nullptr, patch), patch);
   EXPECT_EQ(StrategicMergePod(base, nullptr), base);
+}
+
+// A null deletes what the default spec holds under its key; with nothing there it is dropped, at
+// any depth (Kubernetes' IgnoreUnmatchedNulls); nulls in the default spec mean unset.
+TEST(StrategicMergeTest, NullsWithNothingToDeleteAreDropped) {
+  json base = json::parse(R"({"metadata": {"labels": {"a": "1", "gone": null}}})");
+  json patch = json::parse(R"({"metadata": {"labels": {"a": null, "b": null, "c": "3"}},
+    "spec": {"priorityClassName": null, "nodeSelector": {"x": null, "y": "2"},
+             "containers": [{"name": "c", "image": null, "env": [{"name": "E", "value": null}]}]}})");
+  json want = json::parse(R"({"metadata": {"labels": {"c": "3"}},
+    "spec": {"nodeSelector": {"y": "2"},
+             "containers": [{"name": "c", "env": [{"name": "E"}]}]}})");
+  EXPECT_EQ(StrategicMergePod(base, patch), want);
+  EXPECT_EQ(StrategicMergePod(nullptr, patch)["spec"], want["spec"]);
+  EXPECT_EQ(StrategicMergePod(base, nullptr),
+            json::parse(R"({"metadata": {"labels": {"a": "1"}}})"));
 }
 
 }  // namespace
