@@ -93,6 +93,14 @@ std::optional<std::string> CheckpointContainerDir(const nlohmann::json& storage)
                       : absl::StrCat(kSharedFsContainerPath, "/", *sub);
 }
 
+absl::StatusOr<std::vector<std::string>> ParseEntrypoint(const YamlMap& parent) {
+  if (!parent.Has("entrypoint") || !parent.Get("entrypoint").IsScalar()) {
+    return parent.StringList("entrypoint");
+  }
+  KUBE_ASSIGN_OR_RETURN(std::string line, parent.RequiredString("entrypoint"));
+  return std::vector<std::string>{"sh", "-c", line};
+}
+
 absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_view key) {
   if (!parent.Has(key)) return nlohmann::json();
   KUBE_ASSIGN_OR_RETURN(YamlMap pod, parent.Map(key));

@@ -21,6 +21,10 @@ inline constexpr absl::string_view kDefaultTaskImage = "python:3.11-slim";
 // Priority of jobs that set none (Kubernetes semantics: higher runs first).
 inline constexpr int kDefaultPriority = 50;
 
+// `entrypoint`: a list is the command and its arguments, one string a shell command line, run as
+// ["sh", "-c", line] as Determined runs it. Empty when absent.
+absl::StatusOr<std::vector<std::string>> ParseEntrypoint(const YamlMap& parent);
+
 // A Kubernetes Pod object (apiVersion v1, kind Pod, metadata, spec) as JSON; null when absent.
 absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_view key);
 

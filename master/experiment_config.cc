@@ -134,7 +134,7 @@ absl::Status ParseTopLevel(const YamlMap& root, ExperimentConfig& c) {
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> name, root.String("name"));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> description, root.String("description"));
   c.name = name.value_or(description.value_or("experiment"));
-  KUBE_ASSIGN_OR_RETURN(c.entrypoint, root.StringList("entrypoint"));
+  KUBE_ASSIGN_OR_RETURN(c.entrypoint, ParseEntrypoint(root));
   KUBE_ASSIGN_OR_RETURN(YamlMap repro, root.Map("reproducibility"));
   KUBE_RETURN_IF_ERROR(repro.CheckKeys({"experiment_seed"}));
   KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> seed, repro.Int("experiment_seed"));

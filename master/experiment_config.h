@@ -47,7 +47,7 @@ struct SearcherConfig {
 
 struct ExperimentConfig {
   std::string name;
-  std::vector<std::string> entrypoint;
+  std::vector<std::string> entrypoint;  // ParseEntrypoint's: a string runs with sh -c.
   Hyperparameters hyperparameters;
   SearcherConfig searcher;
   ResourcesConfig resources;  // resource_pool resolved.

@@ -48,7 +48,7 @@ absl::StatusOr<TaskConfig> ParseTaskConfig(absl::string_view yaml, TaskType type
   TaskConfig c;
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> description, root.String("description"));
   c.description = description.value_or(std::string(TaskTypeName(type)));
-  KUBE_ASSIGN_OR_RETURN(c.entrypoint, root.StringList("entrypoint"));
+  KUBE_ASSIGN_OR_RETURN(c.entrypoint, ParseEntrypoint(root));
   if (!entrypoint.empty()) c.entrypoint = entrypoint;
   if (c.entrypoint.empty()) {
     KUBE_ASSIGN_OR_RETURN(c.entrypoint, DefaultEntrypoint(type, master));

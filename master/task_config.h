@@ -24,8 +24,8 @@ namespace phalanx::master {
 
 struct TaskConfig {
   std::string description;
-  std::vector<std::string> entrypoint;
-  ResourcesConfig resources;  // resource_pool resolved.
+  std::vector<std::string> entrypoint;  // ParseEntrypoint's: a string runs with sh -c.
+  ResourcesConfig resources;            // resource_pool resolved.
   EnvironmentConfig environment;
 };
 

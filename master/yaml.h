@@ -46,7 +46,7 @@ class YamlMap {
   absl::StatusOr<std::optional<bool>> Bool(absl::string_view key) const;
   // Missing is an error naming the field.
   absl::StatusOr<std::string> RequiredString(absl::string_view key) const;
-  // A sequence of strings, or one string read as a one-element sequence (entrypoints).
+  // A sequence of strings, or one string read as a one-element sequence.
   absl::StatusOr<std::vector<std::string>> StringList(absl::string_view key) const;
   // The field as JSON (objects, arrays and typed scalars); null when absent.
   absl::StatusOr<nlohmann::json> Json(absl::string_view key) const;

@@ -47,7 +47,7 @@ environment:
                                                              Master());
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->name, "mnist");
-  EXPECT_EQ(c->entrypoint, std::vector<std::string>{"python3 train.py"});
+  EXPECT_EQ(c->entrypoint, (std::vector<std::string>{"sh", "-c", "python3 train.py"}));
   EXPECT_EQ(c->resources.slots, 8);
   EXPECT_EQ(c->resources.priority, 42);
   EXPECT_EQ(c->resources.resource_pool, "gpu");  // The compute pool.
@@ -219,6 +219,27 @@ TEST(TaskConfigTest, CommandsNeedAnEntrypoint) {
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()),
               HasSubstr("resources.slots: 5 slots are not divisible by max_slots_per_pod 4"));
+}
+
+// An entrypoint given as one string is a shell command line, run with sh -c as Determined runs it;
+// a list is the command and its arguments. Kubernetes would exec the string as one file name.
+TEST(TaskConfigTest, StringEntrypointRunsInAShell) {
+  using Strings = std::vector<std::string>;
+  const Strings shell = {"sh", "-c", "python3 train.py --epochs 3"};
+  for (TaskType type :
+       {TaskType::kCommand, TaskType::kNotebook, TaskType::kShell, TaskType::kTensorboard}) {
+    absl::StatusOr<TaskConfig> c =
+        ParseTaskConfig("entrypoint: python3 train.py --epochs 3\n", type, {}, Master());
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->entrypoint, shell) << TaskTypeName(type);
+  }
+  absl::StatusOr<ExperimentConfig> e =
+      ParseExperimentConfig("entrypoint: python3 train.py --epochs 3\n", Master());
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->entrypoint, shell);
+  e = ParseExperimentConfig("entrypoint: [python3, train.py, --epochs, '3']\n", Master());
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->entrypoint, (Strings{"python3", "train.py", "--epochs", "3"}));
 }
 
 // Without an entrypoint, notebooks, shells and TensorBoards run one that keeps serving; the

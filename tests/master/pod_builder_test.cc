@@ -313,6 +313,13 @@ TEST(PodBuilderTest, CpuSlotsRequestCpus) {
   ExpectGolden(b.pods, "pods_cpu_slots.json");
 }
 
+TEST(PodBuilderTest, StringEntrypointRunsInAShell) {
+  Built b = Build(TaskType::kCommand, "entrypoint: python3 train.py --epochs 3 && echo done\n",
+                  kMaster, /*entrypoint=*/{});
+  EXPECT_EQ(b.pods[0]["spec"]["containers"][0]["command"],
+            json::parse(R"(["sh", "-c", "python3 train.py --epochs 3 && echo done"])"));
+}
+
 TEST(PodBuilderTest, DefaultSchedulerLeavesPodsUngated) {
   Built b = Build(TaskType::kShell, "", "max_slots_per_pod: 4\ndefault_scheduler: default\n");
   const json& spec = b.pods[0]["spec"];
