@@ -53,10 +53,11 @@ absl::Status ParseRange(const YamlMap& m, Hyperparameter& hp) {
   return absl::OkStatus();
 }
 
+// A mapping with `type`, else a constant.
 absl::StatusOr<Hyperparameter> ParseHyperparameter(const YamlMap& parent, const std::string& name) {
   Hyperparameter hp;
   YAML::Node node = parent.Get(name);
-  if (!node.IsMap() || !node["type"]) {  // A plain value (or object) is a constant.
+  if (!node.IsMap() || !node["type"]) {
     hp.val = YamlToJson(node);
     return hp;
   }
@@ -78,13 +79,29 @@ absl::StatusOr<Hyperparameter> ParseHyperparameter(const YamlMap& parent, const 
   return hp;
 }
 
+// The hyperparameters in `m`, at `path`, into `out`: a non-empty mapping without `type` holds
+// nested ones.
+absl::Status ParseHyperparametersIn(const YamlMap& m, const HyperparameterPath& path,
+                                    Hyperparameters& out) {
+  for (const std::string& name : m.Keys()) {
+    HyperparameterPath at = path;
+    at.push_back(name);
+    const YAML::Node node = m.Get(name);
+    if (node.IsMap() && node.size() > 0 && !node["type"]) {
+      KUBE_ASSIGN_OR_RETURN(YamlMap nested, m.Map(name));
+      KUBE_RETURN_IF_ERROR(ParseHyperparametersIn(nested, at, out));
+      continue;
+    }
+    KUBE_ASSIGN_OR_RETURN(Hyperparameter hp, ParseHyperparameter(m, name));
+    out.emplace_back(std::move(at), std::move(hp));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Hyperparameters> ParseHyperparameters(const YamlMap& root) {
   KUBE_ASSIGN_OR_RETURN(YamlMap m, root.Map("hyperparameters"));
   Hyperparameters out;
-  for (const std::string& name : m.Keys()) {
-    KUBE_ASSIGN_OR_RETURN(Hyperparameter hp, ParseHyperparameter(m, name));
-    out.emplace_back(name, std::move(hp));
-  }
+  KUBE_RETURN_IF_ERROR(ParseHyperparametersIn(m, {}, out));
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }

@@ -28,8 +28,11 @@ struct Hyperparameter {
   int count = 0;                     // Grid points of a range; 0 when unset.
   std::vector<nlohmann::json> vals;  // kCategorical.
 };
-// By name, sorted.
-using Hyperparameters = std::vector<std::pair<std::string, Hyperparameter>>;
+// Where a hyperparameter sits under `hyperparameters`: {"lr"}, or {"optimizer", "lr"} inside a
+// mapping without `type` (Determined's nested hyperparameters).
+using HyperparameterPath = std::vector<std::string>;
+// By path, sorted.
+using Hyperparameters = std::vector<std::pair<HyperparameterPath, Hyperparameter>>;
 
 struct SearcherConfig {
   // kSingle: one trial. kGrid: every grid point. kRandom: max_trials random samples.

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace phalanx::master {
 namespace {
@@ -33,13 +34,20 @@ nlohmann::json SingleValue(const Hyperparameter& hp) {
   return RangeValue(hp, 0.5);
 }
 
-absl::StatusOr<std::vector<nlohmann::json>> GridPoints(const std::string& name,
+// Sets `value` at `path` in `trial`, making the mappings on the way.
+void SetAt(nlohmann::json& trial, const HyperparameterPath& path, nlohmann::json value) {
+  nlohmann::json* at = &trial;
+  for (const std::string& key : path) at = &(*at)[key];
+  *at = std::move(value);
+}
+
+absl::StatusOr<std::vector<nlohmann::json>> GridPoints(const HyperparameterPath& path,
                                                        const Hyperparameter& hp) {
   if (hp.type == Type::kConst) return std::vector<nlohmann::json>{hp.val};
   if (hp.type == Type::kCategorical) return hp.vals;
   if (hp.count == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hyperparameters.", name, ".count: required for the grid searcher"));
+    return absl::InvalidArgumentError(absl::StrCat("hyperparameters.", absl::StrJoin(path, "."),
+                                                   ".count: required for the grid searcher"));
   }
   std::vector<nlohmann::json> points;
   for (int i = 0; i < hp.count; ++i) {
@@ -52,8 +60,8 @@ absl::StatusOr<std::vector<nlohmann::json>> GridPoints(const std::string& name,
 
 absl::StatusOr<std::vector<nlohmann::json>> Grid(const Hyperparameters& hps) {
   std::vector<nlohmann::json> trials = {nlohmann::json::object()};
-  for (const auto& [name, hp] : hps) {
-    absl::StatusOr<std::vector<nlohmann::json>> points = GridPoints(name, hp);
+  for (const auto& [path, hp] : hps) {
+    absl::StatusOr<std::vector<nlohmann::json>> points = GridPoints(path, hp);
     if (!points.ok()) return points.status();
     if (trials.size() * points->size() > kMaxGridTrials) {
       return absl::InvalidArgumentError(
@@ -63,7 +71,7 @@ absl::StatusOr<std::vector<nlohmann::json>> Grid(const Hyperparameters& hps) {
     for (const nlohmann::json& trial : trials) {
       for (const nlohmann::json& point : *points) {
         nlohmann::json t = trial;
-        t[name] = point;
+        SetAt(t, path, point);
         next.push_back(std::move(t));
       }
     }
@@ -99,7 +107,7 @@ absl::StatusOr<std::vector<nlohmann::json>> GenerateTrials(const SearcherConfig&
       std::vector<nlohmann::json> trials;
       for (int i = 0; i < searcher.max_trials; ++i) {
         nlohmann::json t = nlohmann::json::object();
-        for (const auto& [name, hp] : hyperparameters) t[name] = Sample(hp, rng);
+        for (const auto& [path, hp] : hyperparameters) SetAt(t, path, Sample(hp, rng));
         trials.push_back(std::move(t));
       }
       return trials;
@@ -108,7 +116,7 @@ absl::StatusOr<std::vector<nlohmann::json>> GenerateTrials(const SearcherConfig&
       break;
   }
   nlohmann::json t = nlohmann::json::object();
-  for (const auto& [name, hp] : hyperparameters) t[name] = SingleValue(hp);
+  for (const auto& [path, hp] : hyperparameters) SetAt(t, path, SingleValue(hp));
   return std::vector<nlohmann::json>{t};
 }
 

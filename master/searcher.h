@@ -1,4 +1,5 @@
-// Trials of an experiment from its searcher and hyperparameters; each trial runs as one gang.
+// Trials of an experiment from its searcher and hyperparameters; each trial runs as one gang. The
+// searchers search every typed hyperparameter, nested ones included, as one flat space.
 //   single: one trial; a range takes its midpoint (for log: base^midpoint of the exponents), a
 //           categorical its first value.
 //   grid:   the cartesian product of every hyperparameter's points: `count` evenly spaced points
@@ -17,7 +18,8 @@
 
 namespace phalanx::master {
 
-// Each trial's hyperparameters as a JSON object {name: value}.
+// Each trial's hyperparameters as a JSON object {name: value}, nested hyperparameters nested as
+// in the config ({"optimizer": {"lr": 0.01}}).
 absl::StatusOr<std::vector<nlohmann::json>> GenerateTrials(const SearcherConfig& searcher,
                                                            const Hyperparameters& hyperparameters,
                                                            uint64_t seed);

@@ -2,6 +2,7 @@
 // YAML failing with a message that names the field.
 #include "master/experiment_config.h"
 
+#include <set>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -56,7 +57,7 @@ environment:
   EXPECT_EQ(c->environment.pod_spec["spec"]["priorityClassName"], "phalanx-high-priority");
   EXPECT_EQ(c->checkpoint_storage["bucket"], "ckpt");  // The master's.
   ASSERT_EQ(c->hyperparameters.size(), 3u);
-  EXPECT_EQ(c->hyperparameters[0].first, "global_batch_size");  // Sorted.
+  EXPECT_EQ(c->hyperparameters[0].first, HyperparameterPath{"global_batch_size"});  // Sorted.
   absl::StatusOr<std::vector<nlohmann::json>> trials =
       GenerateTrials(c->searcher, c->hyperparameters, 1);
   ASSERT_TRUE(trials.ok()) << trials.status();
@@ -90,6 +91,45 @@ TEST(ExperimentConfigTest, SingleSearcherTakesMidpoints) {
   auto trials = *GenerateTrials(c.searcher, c.hyperparameters, 0);
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].dump(), R"({"n":4,"o":"adam"})");
+}
+
+// Determined's nested hyperparameters: a mapping without `type` holds more of them. Searchers
+// search the typed ones inside it, and trials get them nested as written.
+TEST(ExperimentConfigTest, NestedHyperparametersAreSearched) {
+  constexpr char kSpace[] = R"(
+hyperparameters:
+  layers: 2
+  optimizer:
+    lr: {type: double, minval: 0.001, maxval: 0.1, count: 3}
+    momentum: 0.9
+    kind: {type: categorical, vals: [sgd, adam]}
+    betas: {b1: {type: const, val: 0.9}}
+)";
+  ExperimentConfig grid =
+      *ParseExperimentConfig(std::string(kSpace) + "searcher: {name: grid}\n", Master());
+  absl::StatusOr<std::vector<nlohmann::json>> trials =
+      GenerateTrials(grid.searcher, grid.hyperparameters, 0);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 6u);  // 2 kinds x 3 lr.
+  EXPECT_EQ((*trials)[0].dump(),
+            R"({"layers":2,"optimizer":{"betas":{"b1":0.9},"kind":"sgd","lr":0.001,)"
+            R"("momentum":0.9}})");
+  EXPECT_EQ((*trials)[5]["optimizer"]["kind"], "adam");
+  EXPECT_EQ((*trials)[5]["optimizer"]["lr"], 0.1);
+
+  ExperimentConfig random = *ParseExperimentConfig(
+      std::string(kSpace) + "searcher: {name: random, max_trials: 20}\n", Master());
+  trials = GenerateTrials(random.searcher, random.hyperparameters, 3);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  std::set<double> lrs;
+  for (const nlohmann::json& t : *trials) {
+    const double lr = t["optimizer"]["lr"].get<double>();
+    EXPECT_GE(lr, 0.001);
+    EXPECT_LE(lr, 0.1);
+    lrs.insert(lr);
+    EXPECT_EQ(t["optimizer"]["momentum"], 0.9);
+  }
+  EXPECT_GT(lrs.size(), 1u);
 }
 
 TEST(ExperimentConfigTest, PoolOverridesMaxSlotsPerPod) {
@@ -153,6 +193,8 @@ INSTANTIATE_TEST_SUITE_P(
          "hyperparameters.lr.type: must be const, int, double, log or categorical"},
         {"HpMissingMax", "hyperparameters: {lr: {type: double, minval: 1}}\n",
          "hyperparameters.lr.maxval: required"},
+        {"NestedHpType", "hyperparameters: {opt: {lr: {type: float, minval: 1, maxval: 2}}}\n",
+         "hyperparameters.opt.lr.type: must be const, int, double, log or categorical"},
         {"HpUnknownKey", "hyperparameters: {lr: {type: double, minval: 1, maxval: 2, step: 1}}\n",
          "hyperparameters.lr.step: unknown field"},
         {"EnvVarForm", "environment: {environment_variables: [NOEQUALS]}\n",
