@@ -230,14 +230,10 @@ std::vector<json> BuildPods(const PodRequest& r, const MasterConfig& master) {
 
 std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
                               const EnvironmentConfig& environment, const MasterConfig& master) {
-  // As the strategic merge treats a scalar: the pod_spec's value (null deletes it), else the
-  // default pod spec's.
+  const json pod = StrategicMergePod(DefaultSpec(pool, slots, master), environment.pod_spec);
   const json::json_pointer path("/spec/priorityClassName");
-  const json& patch = environment.pod_spec;
-  const json& base = DefaultSpec(pool, slots, master);
-  const json& from = patch.is_object() && patch.contains(path) ? patch : base;
-  if (!from.is_object() || !from.contains(path) || !from[path].is_string()) return "";
-  return from[path].get<std::string>();
+  if (!pod.is_object() || !pod.contains(path) || !pod[path].is_string()) return "";
+  return pod[path].get<std::string>();
 }
 
 std::string PriorityClassFor(int priority) {

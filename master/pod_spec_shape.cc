@@ -3,8 +3,10 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
+#include "master/strategic_merge.h"
 #include "master/yaml.h"
 
 namespace phalanx::master {
@@ -31,7 +33,7 @@ absl::Status Expect(bool ok, const std::string& path, absl::string_view what, co
 }
 
 // `parent[field]`, or null when `parent` has none.
-const json& Field(const json& parent, const char* field) {
+const json& Field(const json& parent, absl::string_view field) {
   static const json kNull;
   auto it = parent.find(field);
   return it == parent.end() ? kNull : *it;
@@ -52,10 +54,36 @@ absl::Status CheckStringMap(const json& v, const std::string& path) {
   return absl::OkStatus();
 }
 
+// The patch directives under `v`: `$patch` is replace or delete (strategic_merge.h); Kubernetes'
+// other directives are not applied, so they are refused.
+absl::Status CheckDirectives(const json& v, const std::string& path) {
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      KUBE_RETURN_IF_ERROR(CheckDirectives(v[i], absl::StrCat(path, "[", i, "]")));
+    }
+    return absl::OkStatus();
+  }
+  if (!v.is_object()) return absl::OkStatus();
+  for (const auto& [key, value] : v.items()) {
+    const std::string at = absl::StrCat(path, ".", key);
+    if (key == kPatchDirective) {
+      if (value != "replace" && value != "delete") {
+        return FieldError(at, absl::StrCat("must be replace or delete, got ", KindOf(value)));
+      }
+    } else if (absl::StartsWith(key, "$")) {
+      return FieldError(
+          at, "unsupported patch directive (only $patch: replace and $patch: delete apply)");
+    } else {
+      KUBE_RETURN_IF_ERROR(CheckDirectives(value, at));
+    }
+  }
+  return absl::OkStatus();
+}
+
 using ItemCheck = absl::Status (*)(const json& item, const std::string& path);
 
-// A list of mappings, each with a string `key` (the list's merge key); `each` checks an item
-// further.
+// A list of mappings, each with a string `key` (the list's merge key) but the item
+// {"$patch": "replace"}; `each` checks an item further.
 absl::Status CheckKeyedList(const json& parent, const std::string& parent_path, const char* field,
                             const char* key, ItemCheck each = nullptr) {
   const json& list = Field(parent, field);
@@ -65,6 +93,7 @@ absl::Status CheckKeyedList(const json& parent, const std::string& parent_path, 
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = absl::StrCat(path, "[", i, "]");
     KUBE_RETURN_IF_ERROR(Expect(list[i].is_object(), at, "a mapping", list[i]));
+    if (Field(list[i], kPatchDirective) == "replace") continue;
     const json& k = Field(list[i], key);
     if (k.is_null()) return FieldError(absl::StrCat(at, ".", key), "required");
     KUBE_RETURN_IF_ERROR(Expect(k.is_string(), absl::StrCat(at, ".", key), "a string", k));
@@ -89,6 +118,7 @@ absl::Status CheckContainer(const json& c, const std::string& path) {
 }  // namespace
 
 absl::Status CheckPodSpecShape(const json& pod, absl::string_view path) {
+  KUBE_RETURN_IF_ERROR(CheckDirectives(pod, std::string(path)));
   const std::string metadata = absl::StrCat(path, ".metadata");
   const json& meta = Field(pod, "metadata");
   KUBE_RETURN_IF_ERROR(CheckMapping(meta, metadata));

@@ -16,7 +16,9 @@ namespace phalanx::master {
 // containers (also init and ephemeral), volumes and schedulingGates are lists of mappings, each
 // with a string name; a container's env has string names, its volumeMounts string mountPaths,
 // and its resources, requests and limits are mappings. Null anywhere is fine (it deletes in a
-// merge). Otherwise InvalidArgument "path.to.field: expected ..., got ...".
+// merge). Of Kubernetes' patch directives only `$patch: replace` and `$patch: delete` apply
+// (strategic_merge.h): any other `$` key is refused. Otherwise InvalidArgument
+// "path.to.field: expected ..., got ...".
 absl::Status CheckPodSpecShape(const nlohmann::json& pod, absl::string_view path);
 
 }  // namespace phalanx::master

@@ -180,7 +180,8 @@ environment:
   EXPECT_EQ(plain.pods[0]["spec"]["priorityClassName"], "phalanx-priority-90");
 }
 
-// SpecPriorityClass names the class the built pods carry whenever a pod spec sets it.
+// SpecPriorityClass names the class the merged pod specs set (directives applied), which the built
+// pods carry; when it names none, they carry the class of the task's priority.
 TEST(PodBuilderTest, SpecPriorityClassIsTheClassThePodSpecsGive) {
   constexpr char kClassDefault[] = R"(
 max_slots_per_pod: 4
@@ -197,15 +198,19 @@ task_container_defaults:
       {"environment: {pod_spec: {spec: {priorityClassName: team-class}}}\n", kClassDefault,
        "team-class"},
       {"environment: {pod_spec: {spec: {priorityClassName: null}}}\n", kClassDefault, ""},
+      {"environment: {pod_spec: {spec: {$patch: replace, nodeSelector: {a: b}}}}\n", kClassDefault,
+       ""},
   };
   for (const Case& c : cases) {
     Built b = Build(TaskType::kExperiment, c.task, c.master);
     const ResourcePoolConfig& pool = *b.master.FindPool(b.task.resources.resource_pool);
     EXPECT_EQ(SpecPriorityClass(pool, b.task.resources.slots, b.task.environment, b.master), c.want)
         << c.task << c.master;
-    if (!c.want.empty()) {
-      EXPECT_EQ(b.pods[0]["spec"]["priorityClassName"], c.want) << c.task;
-    }
+    EXPECT_EQ(b.pods[0]["spec"]["priorityClassName"],
+              c.want.empty()
+                  ? PriorityClassFor(b.task.resources.priority.value_or(kDefaultPriority))
+                  : c.want)
+        << c.task;
   }
 }
 
@@ -394,6 +399,30 @@ TEST(StrategicMergeTest, NullsWithNothingToDeleteAreDropped) {
   EXPECT_EQ(StrategicMergePod(nullptr, patch)["spec"], want["spec"]);
   EXPECT_EQ(StrategicMergePod(base, nullptr),
             json::parse(R"({"metadata": {"labels": {"a": "1"}}})"));
+}
+
+// `$patch: replace` and `$patch: delete` as Kubernetes applies them: in a mapping (replace: the
+// patch's mapping alone; delete: an empty mapping) and in an item of a list merged by key (delete:
+// the base item of that key goes; replace: the list is the patch's other items).
+TEST(StrategicMergeTest, PatchDirectivesReplaceAndDelete) {
+  json base = json::parse(R"({"spec": {
+    "nodeSelector": {"a": "1", "b": "2"},
+    "affinity": {"nodeAffinity": {"x": 1}},
+    "containers": [{"name": "phalanx-container", "image": "x", "env": [{"name": "A"}]},
+                   {"name": "side", "image": "s"}],
+    "volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "emptyDir": {}}]}})");
+  json patch = json::parse(R"({"spec": {
+    "nodeSelector": {"$patch": "replace", "c": "3"},
+    "affinity": {"$patch": "delete"},
+    "containers": [{"name": "side", "$patch": "delete"},
+                   {"name": "phalanx-container", "env": [{"$patch": "replace"}, {"name": "B"}]}],
+    "volumes": [{"$patch": "replace"}, {"name": "n", "nfs": {"server": "s", "path": "/p"}}]}})");
+  json want = json::parse(R"({"spec": {
+    "nodeSelector": {"c": "3"},
+    "affinity": {},
+    "containers": [{"name": "phalanx-container", "image": "x", "env": [{"name": "B"}]}],
+    "volumes": [{"name": "n", "nfs": {"server": "s", "path": "/p"}}]}})");
+  EXPECT_EQ(StrategicMergePod(base, patch), want);
 }
 
 }  // namespace
