@@ -157,6 +157,7 @@ absl::Status ParseTopLevel(const YamlMap& root, ExperimentConfig& c) {
   KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> seed, repro.Int("experiment_seed"));
   if (seed && *seed < 0) return FieldError(repro.FieldPath("experiment_seed"), "must be >= 0");
   if (seed) c.seed = static_cast<uint64_t>(*seed);
+  KUBE_ASSIGN_OR_RETURN(c.data, root.Json("data"));
   return absl::OkStatus();
 }
 
@@ -170,9 +171,9 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
                                                        const MasterConfig& master) {
   KUBE_ASSIGN_OR_RETURN(YAML::Node node, ParseYaml(yaml));
   KUBE_ASSIGN_OR_RETURN(YamlMap root, YamlMap::Of(node, ""));
-  KUBE_RETURN_IF_ERROR(
-      root.CheckKeys({"name", "description", "entrypoint", "hyperparameters", "searcher",
-                      "resources", "environment", "checkpoint_storage", "reproducibility"}));
+  KUBE_RETURN_IF_ERROR(root.CheckKeys({"name", "description", "entrypoint", "hyperparameters",
+                                       "searcher", "resources", "environment", "checkpoint_storage",
+                                       "reproducibility", "data"}));
   ExperimentConfig c;
   KUBE_RETURN_IF_ERROR(ParseTopLevel(root, c));
   KUBE_ASSIGN_OR_RETURN(c.hyperparameters, ParseHyperparameters(root));

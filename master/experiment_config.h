@@ -1,6 +1,7 @@
-// Experiment configs (YAML): name, hyperparameters, searcher, resources, environment and checkpoint
-// storage. ParseExperimentConfig validates against the master's config (resource pool, slots vs
-// max_slots_per_pod) so that a bad config is an INVALID_ARGUMENT at submit time naming the field.
+// Experiment configs (YAML): name, hyperparameters, searcher, resources, environment, checkpoint
+// storage and the user's free-form data. ParseExperimentConfig validates against the master's
+// config (resource pool, slots vs max_slots_per_pod) so that a bad config is an INVALID_ARGUMENT at
+// submit time naming the field.
 #ifndef PHALANX_MASTER_EXPERIMENT_CONFIG_H_
 #define PHALANX_MASTER_EXPERIMENT_CONFIG_H_
 
@@ -57,6 +58,7 @@ struct ExperimentConfig {
   EnvironmentConfig environment;
   nlohmann::json checkpoint_storage;  // The experiment's, else the master's.
   std::optional<uint64_t> seed;       // reproducibility.experiment_seed.
+  nlohmann::json data;                // The user's own `data` (any YAML), as written; or null.
 };
 
 absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,

@@ -66,6 +66,41 @@ environment:
   EXPECT_EQ((*trials)[7]["lr"], 0.1);
 }
 
+// The seeds' example experiment config (Determined's docs): `data` is the user's own, kept as
+// written.
+TEST(ExperimentConfigTest, ParsesTheSeedsExample) {
+  absl::StatusOr<ExperimentConfig> c = ParseExperimentConfig(R"(
+name: mnist_tf_const
+data:
+  base_url: https://s3-us-west-2.amazonaws.com/determined-ai-datasets/mnist/
+  training_data: train-images-idx3-ubyte.gz
+  training_labels: train-labels-idx1-ubyte.gz
+  validation_set_size: 10000
+hyperparameters:
+  base_learning_rate: 0.001
+  weight_cost: 0.0001
+  global_batch_size: 64
+  n_filters1: 40
+  n_filters2: 40
+searcher:
+  name: single
+  metric: error
+  max_length:
+    batches: 500
+  smaller_is_better: true
+environment:
+  environment_variables:
+    - A=A
+    - B=B
+)",
+                                                             Master());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->data["training_data"], "train-images-idx3-ubyte.gz");
+  EXPECT_EQ(c->data["validation_set_size"], 10000);
+  EXPECT_TRUE(ParseExperimentConfig("data: [1, 2]\n", Master()).ok());
+  EXPECT_TRUE(ParseExperimentConfig("name: x\n", Master())->data.is_null());
+}
+
 TEST(ExperimentConfigTest, RandomSearcherIsSeeded) {
   ExperimentConfig c = *ParseExperimentConfig(R"(
 hyperparameters:
