@@ -145,11 +145,10 @@ absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
     if (!d.ok()) return FieldError("preemption_timeout", d.status().message());
     c.preemption_timeout = *d;
   }
-  if (root.Has("checkpoint_storage")) {
-    KUBE_ASSIGN_OR_RETURN(c.checkpoint_storage, ParseCheckpointStorage(root, "checkpoint_storage"));
-  } else {
-    c.checkpoint_storage = {{"type", "shared_fs"}, {"host_path", "/tmp/checkpoints"}};
-  }
+  KUBE_ASSIGN_OR_RETURN(
+      c.checkpoint_storage,
+      ParseCheckpointStorage(root, "checkpoint_storage",
+                             {{"type", "shared_fs"}, {"host_path", "/tmp/checkpoints"}}));
   KUBE_ASSIGN_OR_RETURN(YamlMap tcd, root.Map("task_container_defaults"));
   KUBE_ASSIGN_OR_RETURN(c.task_container_defaults, ParseDefaults(tcd));
   if (root.Has("tls")) {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -67,6 +68,19 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvVars(co
   return out;
 }
 
+constexpr absl::string_view kRetentionCounts[] = {"save_experiment_best", "save_trial_best",
+                                                  "save_trial_latest"};
+
+absl::Status CheckRetentionCounts(const YamlMap& cs) {
+  for (absl::string_view key : kRetentionCounts) {
+    KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> count, cs.Int(key));
+    if (count && *count < 0) {
+      return FieldError(cs.FieldPath(key), absl::StrCat("must be >= 0, got ", *count));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckSharedFs(const YamlMap& cs) {
   KUBE_ASSIGN_OR_RETURN(std::string host_path, cs.RequiredString("host_path"));
   if (!absl::StartsWith(host_path, "/")) {
@@ -121,15 +135,31 @@ absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_
   return json;
 }
 
-absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent,
-                                                      absl::string_view key) {
+absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent, absl::string_view key,
+                                                      const nlohmann::json& inherited) {
+  if (!parent.Has(key)) return inherited;
   KUBE_ASSIGN_OR_RETURN(YamlMap cs, parent.Map(key));
+  KUBE_RETURN_IF_ERROR(CheckRetentionCounts(cs));
+  if (!cs.Has("type")) {
+    for (const std::string& k : cs.Keys()) {
+      if (!absl::c_linear_search(kRetentionCounts, k)) {
+        return FieldError(cs.FieldPath("type"),
+                          "required unless only save_experiment_best, save_trial_best or "
+                          "save_trial_latest are set");
+      }
+    }
+    KUBE_ASSIGN_OR_RETURN(nlohmann::json counts, parent.Json(key));
+    nlohmann::json storage = inherited;
+    storage.update(counts);
+    return storage;
+  }
   KUBE_ASSIGN_OR_RETURN(std::string type, cs.RequiredString("type"));
   for (const StorageType& t : StorageTypes()) {
     if (t.type != type) continue;
     std::vector<absl::string_view> known = {"type"};
     known.insert(known.end(), t.required.begin(), t.required.end());
     known.insert(known.end(), t.optional.begin(), t.optional.end());
+    known.insert(known.end(), std::begin(kRetentionCounts), std::end(kRetentionCounts));
     KUBE_RETURN_IF_ERROR(cs.CheckKeys(known));
     for (absl::string_view required : t.required) {
       if (absl::StatusOr<std::string> v = cs.RequiredString(required); !v.ok()) return v.status();

@@ -28,9 +28,12 @@ absl::StatusOr<std::vector<std::string>> ParseEntrypoint(const YamlMap& parent);
 // A Kubernetes Pod object (apiVersion v1, kind Pod, metadata, spec) as JSON; null when absent.
 absl::StatusOr<nlohmann::json> ParsePodSpec(const YamlMap& parent, absl::string_view key);
 
-// {type: shared_fs|s3|gcs|azure, ...} with the fields each type requires. shared_fs: host_path is
-// absolute; storage_path, relative to host_path or absolute, lies inside host_path.
-absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent, absl::string_view key);
+// {type: shared_fs|s3|gcs|azure, ...} with the fields each type requires, and Determined's
+// retention counts save_experiment_best, save_trial_best and save_trial_latest (integers >= 0).
+// shared_fs: host_path is absolute; storage_path, relative to host_path or absolute, lies inside
+// host_path. Absent: `inherited`. Retention counts alone (no type) apply to `inherited`.
+absl::StatusOr<nlohmann::json> ParseCheckpointStorage(const YamlMap& parent, absl::string_view key,
+                                                      const nlohmann::json& inherited);
 
 // Where task containers mount the host_path of shared_fs checkpoint storage (Determined's path).
 inline constexpr absl::string_view kSharedFsContainerPath = "/determined_shared_fs";

@@ -180,11 +180,8 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
   KUBE_ASSIGN_OR_RETURN(c.searcher, ParseSearcher(root));
   KUBE_ASSIGN_OR_RETURN(c.resources, ParseResources(root, "slots_per_trial", 1));
   KUBE_ASSIGN_OR_RETURN(c.environment, ParseEnvironment(root));
-  if (root.Has("checkpoint_storage")) {
-    KUBE_ASSIGN_OR_RETURN(c.checkpoint_storage, ParseCheckpointStorage(root, "checkpoint_storage"));
-  } else {
-    c.checkpoint_storage = master.checkpoint_storage;
-  }
+  KUBE_ASSIGN_OR_RETURN(c.checkpoint_storage, ParseCheckpointStorage(root, "checkpoint_storage",
+                                                                     master.checkpoint_storage));
   absl::StatusOr<const ResourcePoolConfig*> pool =
       ResolvePool(master, c.resources, "resources.slots_per_trial");
   if (!pool.ok()) return pool.status();

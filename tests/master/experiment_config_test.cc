@@ -101,6 +101,28 @@ environment:
   EXPECT_TRUE(ParseExperimentConfig("name: x\n", Master())->data.is_null());
 }
 
+// Determined's checkpoint retention counts: alone, they apply to the master's storage; with a type,
+// to the experiment's own.
+TEST(ExperimentConfigTest, CheckpointRetentionCounts) {
+  absl::StatusOr<ExperimentConfig> c = ParseExperimentConfig(
+      "checkpoint_storage: {save_trial_best: 2, save_experiment_best: 1, save_trial_latest: 0}\n",
+      Master());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->checkpoint_storage, nlohmann::json::parse(R"({"type": "s3", "bucket": "ckpt",
+      "save_trial_best": 2, "save_experiment_best": 1, "save_trial_latest": 0})"));
+  c = ParseExperimentConfig(
+      "checkpoint_storage: {type: gcs, bucket: own, prefix: p, save_trial_latest: 3}\n", Master());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->checkpoint_storage, nlohmann::json::parse(R"({"type": "gcs", "bucket": "own",
+      "prefix": "p", "save_trial_latest": 3})"));
+  // The master's own counts apply to its default storage alike.
+  absl::StatusOr<MasterConfig> master =
+      ParseMasterConfig("max_slots_per_pod: 4\ncheckpoint_storage: {save_trial_best: 5}\n");
+  ASSERT_TRUE(master.ok()) << master.status();
+  EXPECT_EQ(master->checkpoint_storage, nlohmann::json::parse(R"({"type": "shared_fs",
+      "host_path": "/tmp/checkpoints", "save_trial_best": 5})"));
+}
+
 TEST(ExperimentConfigTest, RandomSearcherIsSeeded) {
   ExperimentConfig c = *ParseExperimentConfig(R"(
 hyperparameters:
@@ -268,6 +290,14 @@ INSTANTIATE_TEST_SUITE_P(
          "environment.pod_spec.spec.$setElementOrder/containers: unsupported patch directive"},
         {"PodSpecPatchMerge", "environment: {pod_spec: {spec: {affinity: {$patch: merge}}}}\n",
          "environment.pod_spec.spec.affinity.$patch: must be replace or delete, got \"merge\""},
+        {"StorageRetentionNegative", "checkpoint_storage: {save_trial_best: -1}\n",
+         "checkpoint_storage.save_trial_best: must be >= 0, got -1"},
+        {"StorageRetentionType",
+         "checkpoint_storage: {type: s3, bucket: b, save_trial_latest: x}\n",
+         "checkpoint_storage.save_trial_latest: expected an integer, got \"x\""},
+        {"StorageWithoutType", "checkpoint_storage: {bucket: b, save_trial_best: 1}\n",
+         "checkpoint_storage.type: required unless only save_experiment_best, save_trial_best or "
+         "save_trial_latest are set"},
         {"MaxSlots", "resources: {slots_per_trial: 4, max_slots: 2}\n",
          "resources.max_slots: must be >= slots_per_trial (4)"},
         {"NotAMap", "- a\n- b\n", "config: expected a mapping"},
