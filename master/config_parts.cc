@@ -45,18 +45,21 @@ std::optional<std::string> StorageSubdir(const std::string& host_path,
   return sub == "." ? "" : sub.string();
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvVars(const YamlMap& env) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const std::string path = env.FieldPath("environment_variables");
-  if (env.Get("environment_variables").IsMap()) {
-    KUBE_ASSIGN_OR_RETURN(YamlMap vars, env.Map("environment_variables"));
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+// Variables as a list of NAME=value (or one such string) or a mapping NAME: value.
+absl::StatusOr<EnvVars> ParseEnvVars(const YamlMap& env, absl::string_view key) {
+  EnvVars out;
+  const std::string path = env.FieldPath(key);
+  if (env.Get(key).IsMap()) {
+    KUBE_ASSIGN_OR_RETURN(YamlMap vars, env.Map(key));
     for (const std::string& name : vars.Keys()) {
       KUBE_ASSIGN_OR_RETURN(std::optional<std::string> value, vars.String(name));
       out.emplace_back(name, value.value_or(""));
     }
     return out;
   }
-  KUBE_ASSIGN_OR_RETURN(std::vector<std::string> list, env.StringList("environment_variables"));
+  KUBE_ASSIGN_OR_RETURN(std::vector<std::string> list, env.StringList(key));
   for (size_t i = 0; i < list.size(); ++i) {
     size_t eq = list[i].find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -79,6 +82,41 @@ absl::Status CheckRetentionCounts(const YamlMap& cs) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ParseImage(const YamlMap& env, absl::string_view key) {
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> image, env.String(key));
+  return image.value_or(std::string(kDefaultTaskImage));
+}
+
+// Field `key` of `env` for CPU and GPU tasks, each read with `parse`: one value for both, or, when
+// `by_device`, Determined's mapping by device (see EnvironmentConfig).
+template <typename T, typename Parse>
+absl::Status ParseForDevices(const YamlMap& env, absl::string_view key, bool by_device, Parse parse,
+                             T& cpu, T& gpu) {
+  if (!by_device) {
+    KUBE_ASSIGN_OR_RETURN(cpu, parse(env, key));
+    gpu = cpu;
+    return absl::OkStatus();
+  }
+  KUBE_ASSIGN_OR_RETURN(YamlMap devices, env.Map(key));
+  KUBE_RETURN_IF_ERROR(devices.CheckKeys({"cpu", "cuda", "gpu", "rocm"}));
+  if (devices.Has("cuda") && devices.Has("gpu")) {
+    return FieldError(devices.FieldPath("gpu"), "the older name of cuda: set only one of them");
+  }
+  KUBE_ASSIGN_OR_RETURN(cpu, parse(devices, "cpu"));
+  KUBE_ASSIGN_OR_RETURN(gpu, parse(devices, devices.Has("gpu") ? "gpu" : "cuda"));
+  return absl::OkStatus();
+}
+
+// Variables by device: a mapping with a list among its values ({cpu: [A=1]}), which the NAME: value
+// form cannot hold.
+bool VariablesByDevice(const YAML::Node& vars) {
+  if (!vars.IsMap()) return false;
+  for (const auto& entry : vars) {
+    if (entry.second.IsSequence()) return true;
+  }
+  return false;
 }
 
 absl::Status CheckSharedFs(const YamlMap& cs) {
@@ -208,9 +246,11 @@ absl::StatusOr<EnvironmentConfig> ParseEnvironment(const YamlMap& parent) {
   KUBE_ASSIGN_OR_RETURN(YamlMap m, parent.Map("environment"));
   KUBE_RETURN_IF_ERROR(m.CheckKeys({"image", "environment_variables", "pod_spec"}));
   EnvironmentConfig e;
-  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> image, m.String("image"));
-  if (image) e.image = *image;
-  KUBE_ASSIGN_OR_RETURN(e.environment_variables, ParseEnvVars(m));
+  KUBE_RETURN_IF_ERROR(
+      ParseForDevices(m, "image", m.Get("image").IsMap(), ParseImage, e.cpu.image, e.gpu.image));
+  KUBE_RETURN_IF_ERROR(
+      ParseForDevices(m, "environment_variables", VariablesByDevice(m.Get("environment_variables")),
+                      ParseEnvVars, e.cpu.environment_variables, e.gpu.environment_variables));
   KUBE_ASSIGN_OR_RETURN(e.pod_spec, ParsePodSpec(m, "pod_spec"));
   return e;
 }

@@ -54,10 +54,22 @@ struct ResourcesConfig {
 absl::StatusOr<ResourcesConfig> ParseResources(const YamlMap& parent, absl::string_view slots_key,
                                                int default_slots);
 
-struct EnvironmentConfig {
+// What a task container runs with on one kind of device.
+struct DeviceEnvironment {
   std::string image = std::string(kDefaultTaskImage);
   std::vector<std::pair<std::string, std::string>> environment_variables;
+};
+
+// `image` and `environment_variables` are each one value for every task, or Determined's mapping
+// by device {cpu: ..., cuda: ...} (gpu: cuda's older name; rocm is accepted and unused, as
+// phalanx's GPU slots are nvidia.com/gpu): GPU tasks (slots > 0, slot type gpu) take the cuda one,
+// others the cpu one; a device left out gets the default image and no variables.
+struct EnvironmentConfig {
+  DeviceEnvironment cpu;
+  DeviceEnvironment gpu;
   nlohmann::json pod_spec;  // Null when absent.
+
+  const DeviceEnvironment& For(bool gpu_task) const { return gpu_task ? gpu : cpu; }
 };
 
 absl::StatusOr<EnvironmentConfig> ParseEnvironment(const YamlMap& parent);

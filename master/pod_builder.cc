@@ -38,9 +38,14 @@ void RenameSeedContainer(json& pod) {
   }
 }
 
+// Whether a task of `slots` slots runs on GPUs.
+bool GpuTask(int slots, const MasterConfig& master) {
+  return slots > 0 && master.slot_type == SlotType::kGpu;
+}
+
 // The default pod spec of a task of `slots` slots in `pool`.
 const json& DefaultSpec(const ResourcePoolConfig& pool, int slots, const MasterConfig& master) {
-  return master.DefaultPodSpec(pool, slots > 0 && master.slot_type == SlotType::kGpu);
+  return master.DefaultPodSpec(pool, GpuTask(slots, master));
 }
 
 json MergedSpec(const PodRequest& r, const MasterConfig& master) {
@@ -149,9 +154,10 @@ void AddCheckpointStorage(json& spec, json& container, const json& storage) {
 void FillTaskContainer(json& spec, const PodRequest& r, int rank, int pods, int slots_per_pod,
                        const MasterConfig& master) {
   json& c = TaskContainer(spec);
-  c["image"] = r.environment->image;
+  const DeviceEnvironment& device = r.environment->For(GpuTask(r.slots, master));
+  c["image"] = device.image;
   if (!r.entrypoint.empty()) c["command"] = r.entrypoint;
-  for (const auto& [name, value] : r.environment->environment_variables) SetEnv(c, name, value);
+  for (const auto& [name, value] : device.environment_variables) SetEnv(c, name, value);
   const std::pair<absl::string_view, std::string> vars[] = {
       {"PHALANX_JOB_ID", r.job_id},
       {"PHALANX_ALLOCATION_ID", r.allocation_id},

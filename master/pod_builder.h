@@ -7,9 +7,10 @@
 //      name "<allocation>-<rank>", the pool's namespace, restartPolicy Never, and with the phalanx
 //      scheduler schedulerName "phalanx" plus the scheduling gate phalanx.io/admission.
 //   3. The task container "phalanx-container" (a pod_spec container of that name, or the seeds'
-//      "determined-container", is merged into it; other containers stay as sidecars): image,
-//      command, PHALANX_* environment, and the slot requests and limits (nvidia.com/gpu, or cpu for
-//      the cpu slot type) that the user cannot override.
+//      "determined-container", is merged into it; other containers stay as sidecars): image and
+//      environment variables of the task's device (EnvironmentConfig), command, PHALANX_* ones, and
+//      the slot requests and limits (nvidia.com/gpu, or cpu for the cpu slot type) that the user
+//      cannot override.
 //   4. Checkpoint storage: env PHALANX_CHECKPOINT_STORAGE (the storage config as JSON). shared_fs
 //      storage is also mounted: a hostPath volume "phalanx-checkpoints" of host_path
 //      (DirectoryOrCreate) at /determined_shared_fs in phalanx-container, as Determined mounts it,

@@ -51,9 +51,10 @@ environment:
   EXPECT_EQ(c->entrypoint, (std::vector<std::string>{"sh", "-c", "python3 train.py"}));
   EXPECT_EQ(c->resources.slots, 8);
   EXPECT_EQ(c->resources.priority, 42);
-  EXPECT_EQ(c->resources.resource_pool, "gpu");  // The compute pool.
-  EXPECT_EQ(c->environment.image, "pytorch:2");
-  EXPECT_EQ(c->environment.environment_variables.at(0).first, "NCCL_DEBUG");
+  EXPECT_EQ(c->resources.resource_pool, "gpu");      // The compute pool.
+  EXPECT_EQ(c->environment.gpu.image, "pytorch:2");  // One image for every device.
+  EXPECT_EQ(c->environment.cpu.image, "pytorch:2");
+  EXPECT_EQ(c->environment.gpu.environment_variables.at(0).first, "NCCL_DEBUG");
   EXPECT_EQ(c->environment.pod_spec["spec"]["priorityClassName"], "phalanx-high-priority");
   EXPECT_EQ(c->checkpoint_storage["bucket"], "ckpt");  // The master's.
   ASSERT_EQ(c->hyperparameters.size(), 3u);
@@ -298,6 +299,12 @@ INSTANTIATE_TEST_SUITE_P(
         {"StorageWithoutType", "checkpoint_storage: {bucket: b, save_trial_best: 1}\n",
          "checkpoint_storage.type: required unless only save_experiment_best, save_trial_best or "
          "save_trial_latest are set"},
+        {"ImageDevice", "environment: {image: {tpu: x}}\n",
+         "environment.image.tpu: unknown field (known: cpu, cuda, gpu, rocm)"},
+        {"ImageCudaAndGpu", "environment: {image: {cuda: a, gpu: b}}\n",
+         "environment.image.gpu: the older name of cuda: set only one of them"},
+        {"EnvVarDeviceForm", "environment: {environment_variables: {cuda: [NOEQUALS]}}\n",
+         "environment.environment_variables.cuda[0]: expected NAME=value"},
         {"MaxSlots", "resources: {slots_per_trial: 4, max_slots: 2}\n",
          "resources.max_slots: must be >= slots_per_trial (4)"},
         {"NotAMap", "- a\n- b\n", "config: expected a mapping"},

@@ -325,6 +325,37 @@ TEST(PodBuilderTest, StringEntrypointRunsInAShell) {
             json::parse(R"(["sh", "-c", "python3 train.py --epochs 3 && echo done"])"));
 }
 
+// Determined's image and environment_variables by device ({cpu: ..., cuda: ...}; gpu is cuda's
+// older name): GPU tasks take the cuda ones; zero-slot tasks and tasks of cpu slots the cpu ones.
+// A device left out gets the default image and no variables.
+TEST(PodBuilderTest, ImageAndVariablesByDevice) {
+  const std::string env = R"(
+environment:
+  image: {cpu: "img:cpu", cuda: "img:cuda", rocm: "img:rocm"}
+  environment_variables: {cpu: [DEVICE=cpu], cuda: [DEVICE=cuda, NCCL_DEBUG=INFO]}
+)";
+  const std::string cpu_master =
+      "max_slots_per_pod: 2\nslot_type: cpu\nslot_resource_requests: {cpu: 1}\n";
+  struct Case {
+    Built built;
+    std::string image, device;
+  } cases[] = {
+      {Build(TaskType::kExperiment, "resources: {slots: 4}\n" + env), "img:cuda", "cuda"},
+      {Build(TaskType::kTensorboard, env, kMaster, {"tensorboard"}), "img:cpu", "cpu"},
+      {Build(TaskType::kCommand, "resources: {slots: 2}\n" + env, cpu_master), "img:cpu", "cpu"},
+      {Build(TaskType::kExperiment, "environment: {image: {gpu: img:gpu}}\n"), "img:gpu", ""},
+      {Build(TaskType::kTensorboard, "environment: {image: {gpu: img:gpu}}\n", kMaster,
+             {"tensorboard"}),
+       std::string(kDefaultTaskImage), ""},
+  };
+  for (const Case& c : cases) {
+    const json& pod = c.built.pods.at(0);
+    EXPECT_EQ(pod["spec"]["containers"][0]["image"], c.image);
+    EXPECT_EQ(EnvValue(pod, "DEVICE"), c.device) << c.image;
+    EXPECT_EQ(EnvValue(pod, "NCCL_DEBUG"), c.device == "cuda" ? "INFO" : "") << c.image;
+  }
+}
+
 TEST(PodBuilderTest, DefaultSchedulerLeavesPodsUngated) {
   Built b = Build(TaskType::kShell, "", "max_slots_per_pod: 4\ndefault_scheduler: default\n");
   const json& spec = b.pods[0]["spec"];
