@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
+#include "master/searcher.h"
 #include "master/yaml.h"
 
 namespace phalanx::master {
@@ -185,6 +186,7 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
   absl::StatusOr<const ResourcePoolConfig*> pool =
       ResolvePool(master, c.resources, "resources.slots_per_trial");
   if (!pool.ok()) return pool.status();
+  KUBE_RETURN_IF_ERROR(CheckTrials(c.searcher, c.hyperparameters));
   return c;
 }
 

@@ -1,7 +1,8 @@
 // Experiment configs (YAML): name, hyperparameters, searcher, resources, environment, checkpoint
 // storage and the user's free-form data. ParseExperimentConfig validates against the master's
-// config (resource pool, slots vs max_slots_per_pod) so that a bad config is an INVALID_ARGUMENT at
-// submit time naming the field.
+// config (resource pool, slots vs max_slots_per_pod) and that the searcher can make the trials
+// (CheckTrials), so that a bad config is an INVALID_ARGUMENT at submit time naming the field, and
+// validate_only checks what creating does.
 #ifndef PHALANX_MASTER_EXPERIMENT_CONFIG_H_
 #define PHALANX_MASTER_EXPERIMENT_CONFIG_H_
 

@@ -24,7 +24,7 @@ grpc::Status ExperimentServiceImpl::CreateExperiment(grpc::ServerContext* ctx,
                                                      v1::CreateExperimentResponse* resp) {
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  if (req->validate_only()) {
+  if (req->validate_only()) {  // All that creating checks short of storing.
     return ToGrpcStatus(ParseExperimentConfig(req->config(), jobs_.config()).status());
   }
   absl::StatusOr<JobView> view = jobs_.CreateExperiment(req->config(), *user, req->activate());

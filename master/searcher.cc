@@ -58,20 +58,33 @@ absl::StatusOr<std::vector<nlohmann::json>> GridPoints(const HyperparameterPath&
   return points;
 }
 
-absl::StatusOr<std::vector<nlohmann::json>> Grid(const Hyperparameters& hps) {
-  std::vector<nlohmann::json> trials = {nlohmann::json::object()};
+// Each hyperparameter's grid points, in the order of `hps`.
+absl::StatusOr<std::vector<std::vector<nlohmann::json>>> GridAxes(const Hyperparameters& hps) {
+  std::vector<std::vector<nlohmann::json>> axes;
+  size_t trials = 1;
   for (const auto& [path, hp] : hps) {
     absl::StatusOr<std::vector<nlohmann::json>> points = GridPoints(path, hp);
     if (!points.ok()) return points.status();
-    if (trials.size() * points->size() > kMaxGridTrials) {
+    trials *= points->size();
+    if (trials > kMaxGridTrials) {
       return absl::InvalidArgumentError(
           absl::StrCat("hyperparameters: the grid has more than ", kMaxGridTrials, " trials"));
     }
+    axes.push_back(*std::move(points));
+  }
+  return axes;
+}
+
+absl::StatusOr<std::vector<nlohmann::json>> Grid(const Hyperparameters& hps) {
+  absl::StatusOr<std::vector<std::vector<nlohmann::json>>> axes = GridAxes(hps);
+  if (!axes.ok()) return axes.status();
+  std::vector<nlohmann::json> trials = {nlohmann::json::object()};
+  for (size_t i = 0; i < hps.size(); ++i) {
     std::vector<nlohmann::json> next;
     for (const nlohmann::json& trial : trials) {
-      for (const nlohmann::json& point : *points) {
+      for (const nlohmann::json& point : (*axes)[i]) {
         nlohmann::json t = trial;
-        SetAt(t, path, point);
+        SetAt(t, hps[i].first, point);
         next.push_back(std::move(t));
       }
     }
@@ -95,6 +108,11 @@ nlohmann::json Sample(const Hyperparameter& hp, std::mt19937_64& rng) {
 }
 
 }  // namespace
+
+absl::Status CheckTrials(const SearcherConfig& searcher, const Hyperparameters& hyperparameters) {
+  if (searcher.kind != SearcherConfig::Kind::kGrid) return absl::OkStatus();
+  return GridAxes(hyperparameters).status();
+}
 
 absl::StatusOr<std::vector<nlohmann::json>> GenerateTrials(const SearcherConfig& searcher,
                                                            const Hyperparameters& hyperparameters,

@@ -18,6 +18,10 @@
 
 namespace phalanx::master {
 
+// OK when GenerateTrials makes the trials: a grid's ranges have counts and it has at most 10000
+// points. Makes none of them.
+absl::Status CheckTrials(const SearcherConfig& searcher, const Hyperparameters& hyperparameters);
+
 // Each trial's hyperparameters as a JSON object {name: value}, nested hyperparameters nested as
 // in the config ({"optimizer": {"lr": 0.01}}).
 absl::StatusOr<std::vector<nlohmann::json>> GenerateTrials(const SearcherConfig& searcher,

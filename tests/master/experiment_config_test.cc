@@ -305,22 +305,18 @@ INSTANTIATE_TEST_SUITE_P(
          "environment.image.gpu: the older name of cuda: set only one of them"},
         {"EnvVarDeviceForm", "environment: {environment_variables: {cuda: [NOEQUALS]}}\n",
          "environment.environment_variables.cuda[0]: expected NAME=value"},
+        {"GridNeedsCounts",
+         "hyperparameters: {lr: {type: double, minval: 1, maxval: 2}}\nsearcher: {name: grid}\n",
+         "hyperparameters.lr.count: required for the grid searcher"},
+        {"GridTooLarge",
+         "hyperparameters: {a: {type: int, minval: 1, maxval: 200, count: 200}, b: {type: int, "
+         "minval: 1, maxval: 200, count: 200}}\nsearcher: {name: grid}\n",
+         "hyperparameters: the grid has more than 10000 trials"},
         {"MaxSlots", "resources: {slots_per_trial: 4, max_slots: 2}\n",
          "resources.max_slots: must be >= slots_per_trial (4)"},
         {"NotAMap", "- a\n- b\n", "config: expected a mapping"},
     }),
     [](const auto& info) { return info.param.name; });
-
-TEST(ExperimentConfigTest, GridNeedsCounts) {
-  ExperimentConfig c = *ParseExperimentConfig(
-      "hyperparameters: {lr: {type: double, minval: 1, maxval: 2}}\nsearcher: {name: grid}\n",
-      Master());
-  absl::StatusOr<std::vector<nlohmann::json>> trials =
-      GenerateTrials(c.searcher, c.hyperparameters, 0);
-  ASSERT_FALSE(trials.ok());
-  EXPECT_THAT(std::string(trials.status().message()),
-              HasSubstr("hyperparameters.lr.count: required for the grid searcher"));
-}
 
 TEST(TaskConfigTest, ZeroSlotTasksGoToTheAuxPool) {
   absl::StatusOr<TaskConfig> tb =

@@ -609,6 +609,42 @@ resources: {slots_per_trial: 4}
   EXPECT_EQ(Get(1).experiment().num_trials(), 2);
 }
 
+// validate_only checks all that creating checks, the searcher's trials included, and stores
+// nothing.
+TEST_F(ServiceTest, ValidateOnlyChecksWhatCreateChecks) {
+  const std::pair<std::string, std::string> refused[] = {
+      {"hyperparameters: {opt: {lr: {type: double, minval: 1, maxval: 2}}}\n"
+       "searcher: {name: grid}\n",
+       "hyperparameters.opt.lr.count: required for the grid searcher"},
+      {"hyperparameters:\n"
+       "  a: {type: int, minval: 1, maxval: 1000, count: 1000}\n"
+       "  b: {type: int, minval: 1, maxval: 1000, count: 1000}\n"
+       "searcher: {name: grid}\n",
+       "hyperparameters: the grid has more than 10000 trials"},
+  };
+  v1::CreateExperimentRequest validate;
+  validate.set_validate_only(true);
+  v1::CreateExperimentResponse resp;
+  for (const auto& [yaml, message] : refused) {
+    validate.set_config(yaml);
+    grpc::Status s = experiments_->CreateExperiment(Ctx().get(), validate, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << yaml;
+    EXPECT_EQ(s.error_message(), message);
+    Create(yaml, &s);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << yaml;
+    EXPECT_EQ(s.error_message(), message);
+  }
+  validate.set_config(
+      "hyperparameters: {lr: {type: double, minval: 1, maxval: 2, count: 2}}\n"
+      "searcher: {name: grid}\n");
+  grpc::Status s = experiments_->CreateExperiment(Ctx().get(), validate, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  v1::ListExperimentsResponse list;
+  ASSERT_TRUE(experiments_->ListExperiments(Ctx().get(), {}, &list).ok());
+  EXPECT_EQ(list.experiments_size(), 0);
+  EXPECT_EQ(pods_.creates(), 0);
+}
+
 // A states filter with a value that is no state is refused, not dropped (which would list all).
 TEST_F(ServiceTest, ListsRefuseUnknownStates) {
   Create("resources: {slots_per_trial: 4}\n");
