@@ -222,7 +222,8 @@ absl::StatusOr<ResourcesConfig> ParseResources(const YamlMap& parent, absl::stri
   ResourcesConfig r;
   KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> slots, m.Int(slots_key));
   if (slots && (*slots < 0 || *slots > 100000)) {
-    return FieldError(m.FieldPath(slots_key), absl::StrCat("must be >= 0, got ", *slots));
+    return FieldError(m.FieldPath(slots_key),
+                      absl::StrCat("must be between 0 and 100000, got ", *slots));
   }
   r.slots = static_cast<int>(slots.value_or(default_slots));
   KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> priority, m.Int("priority"));

@@ -59,7 +59,8 @@ grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
                    .resource_pool = req->resource_pool(),
                    .offset = std::max(0, req->offset()),
                    .limit = PageLimit(req->limit())};
-  absl::StatusOr<std::vector<RunState>> states = RunStatesOf<v1::ExperimentState>(req->states());
+  absl::StatusOr<std::vector<RunState>> states =
+      StatesOf<RunState, v1::ExperimentState>(req->states());
   if (!states.ok()) return ToGrpcStatus(states.status());
   filter.states = *std::move(states);
   auto jobs = jobs_.ListJobs(filter);

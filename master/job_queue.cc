@@ -11,6 +11,7 @@
 #include "kube/json.h"
 #include "master/job_manager.h"
 #include "master/pod_builder.h"
+#include "master/yaml.h"
 
 namespace phalanx::master {
 namespace {
@@ -116,7 +117,7 @@ absl::Status JobManager::Move(const std::string& job_id, const std::string& anch
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/false));
   KUBE_ASSIGN_OR_RETURN(JobRecord anchor, GetActiveJobLocked(anchor_id, /*allow_paused=*/false));
   if (job_id == anchor_id)
-    return absl::InvalidArgumentError("a job cannot move relative to itself");
+    return FieldError(ahead ? "ahead_of" : "behind_of", "a job cannot move relative to itself");
   if (job.resource_pool != anchor.resource_pool || job.priority != anchor.priority) {
     return absl::FailedPreconditionError(
         absl::StrCat("moves reorder jobs of one pool and priority: ", job_id, " is ",

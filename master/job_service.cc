@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "kube/json.h"
 #include "master/proto_convert.h"
 #include "master/services.h"
 #include "master/yaml.h"
@@ -11,6 +12,14 @@
 namespace phalanx::master {
 namespace {
 
+// An error naming `field` when `pool` is no configured resource pool.
+absl::Status CheckPool(const MasterConfig& config, absl::string_view field,
+                       const std::string& pool) {
+  if (config.FindPool(pool) != nullptr) return absl::OkStatus();
+  return FieldError(field, absl::StrCat("no resource pool named \"", pool, "\""));
+}
+
+// Applies update `u`. An INVALID_ARGUMENT names the update's field ("priority: ...").
 absl::Status ApplyUpdate(JobManager& jobs, const v1::QueueControl& u) {
   switch (u.action_case()) {
     case v1::QueueControl::kAheadOf:
@@ -20,17 +29,11 @@ absl::Status ApplyUpdate(JobManager& jobs, const v1::QueueControl& u) {
     case v1::QueueControl::kPriority:
       return jobs.SetPriority(u.job_id(), u.priority());
     case v1::QueueControl::kResourcePool:
+      KUBE_RETURN_IF_ERROR(CheckPool(jobs.config(), "resource_pool", u.resource_pool()));
       return jobs.SetResourcePool(u.job_id(), u.resource_pool());
     default:
-      return absl::InvalidArgumentError("updates[].action: required");
+      return absl::InvalidArgumentError("action: required");
   }
-}
-
-// An error naming `field` when `pool` is no configured resource pool.
-absl::Status CheckPool(const MasterConfig& config, absl::string_view field,
-                       const std::string& pool) {
-  if (config.FindPool(pool) != nullptr) return absl::OkStatus();
-  return FieldError(field, absl::StrCat("no resource pool named \"", pool, "\""));
 }
 
 }  // namespace
@@ -39,22 +42,15 @@ grpc::Status JobServiceImpl::GetJobs(grpc::ServerContext* ctx, const v1::GetJobs
                                      v1::GetJobsResponse* resp) {
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  std::vector<QueueState> states;
-  for (QueueState s : {QueueState::kQueued, QueueState::kScheduled, QueueState::kBackfilled}) {
-    if (std::find(req->states().begin(), req->states().end(), ToProto(s)) != req->states().end()) {
-      states.push_back(s);
-    }
-  }
-  if (states.empty() && !req->states().empty()) {
-    return ToGrpcStatus(
-        absl::InvalidArgumentError("states: none is QUEUED, SCHEDULED or SCHEDULED_BACKFILLED"));
-  }
+  absl::StatusOr<std::vector<QueueState>> states =
+      StatesOf<QueueState, v1::JobState>(req->states());
+  if (!states.ok()) return ToGrpcStatus(states.status());
   if (absl::Status s = CheckPool(jobs_.config(), "resource_pool", req->resource_pool());
       !s.ok() && !req->resource_pool().empty()) {
     return ToGrpcStatus(s);
   }
   const int offset = std::max(0, req->offset()), limit = PageLimit(req->limit());
-  JobManager::QueuePage page = jobs_.Queue(req->resource_pool(), states, offset, limit);
+  JobManager::QueuePage page = jobs_.Queue(req->resource_pool(), *states, offset, limit);
   for (const QueueEntry& e : page.entries) ToProto(e, resp->add_jobs());
   resp->mutable_pagination()->set_offset(offset);
   resp->mutable_pagination()->set_limit(limit);
@@ -67,8 +63,12 @@ grpc::Status JobServiceImpl::UpdateJobQueue(grpc::ServerContext* ctx,
                                             v1::UpdateJobQueueResponse*) {
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  for (const v1::QueueControl& u : req->updates()) {
-    if (absl::Status s = ApplyUpdate(jobs_, u); !s.ok()) return ToGrpcStatus(s);
+  for (int i = 0; i < req->updates_size(); ++i) {
+    absl::Status s = ApplyUpdate(jobs_, req->updates(i));
+    if (absl::IsInvalidArgument(s)) {
+      s = absl::InvalidArgumentError(absl::StrCat("updates[", i, "].", s.message()));
+    }
+    if (!s.ok()) return ToGrpcStatus(s);
   }
   return grpc::Status::OK;
 }

@@ -134,6 +134,19 @@ void ToProto(const JobView& task, v1::Task* out) {
   }
 }
 
+std::optional<QueueState> FromProto(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_QUEUED:
+      return QueueState::kQueued;
+    case v1::JOB_STATE_SCHEDULED:
+      return QueueState::kScheduled;
+    case v1::JOB_STATE_SCHEDULED_BACKFILLED:
+      return QueueState::kBackfilled;
+    default:
+      return std::nullopt;
+  }
+}
+
 v1::JobState ToProto(QueueState s) {
   return s == QueueState::kQueued      ? v1::JOB_STATE_QUEUED
          : s == QueueState::kScheduled ? v1::JOB_STATE_SCHEDULED

@@ -34,14 +34,15 @@ std::optional<TaskType> FromProto(v1::TaskType type);
 v1::TaskType ToProto(TaskType type);
 std::optional<RunState> FromProto(v1::ExperimentState state);
 std::optional<RunState> FromProto(v1::TaskState state);
-// A list request's `states` (values of `Enum`, ExperimentState or TaskState) as run states;
-// InvalidArgument naming states[i] for a value that is none.
-template <typename Enum>
-absl::StatusOr<std::vector<RunState>> RunStatesOf(
-    const google::protobuf::RepeatedField<int>& states) {
-  std::vector<RunState> out;
+std::optional<QueueState> FromProto(v1::JobState state);
+// A list request's `states` (values of `Enum`: ExperimentState or TaskState for run states,
+// JobState for queue states) as `State`s; InvalidArgument naming states[i] for a value that is
+// none.
+template <typename State, typename Enum>
+absl::StatusOr<std::vector<State>> StatesOf(const google::protobuf::RepeatedField<int>& states) {
+  std::vector<State> out;
   for (int i = 0; i < states.size(); ++i) {
-    std::optional<RunState> state = FromProto(static_cast<Enum>(states[i]));
+    std::optional<State> state = FromProto(static_cast<Enum>(states[i]));
     if (!state) {
       return absl::InvalidArgumentError(
           absl::StrCat("states[", i, "]: ", states[i], " is not a state to list by"));

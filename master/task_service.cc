@@ -61,7 +61,7 @@ grpc::Status TaskServiceImpl::ListTasks(grpc::ServerContext* ctx, const v1::List
                         "type: must be COMMAND, NOTEBOOK, SHELL, TENSORBOARD or unspecified "
                         "(experiments are listed by ExperimentService)");
   }
-  absl::StatusOr<std::vector<RunState>> states = RunStatesOf<v1::TaskState>(req->states());
+  absl::StatusOr<std::vector<RunState>> states = StatesOf<RunState, v1::TaskState>(req->states());
   if (!states.ok()) return ToGrpcStatus(states.status());
   filter.states = *std::move(states);
   auto jobs = jobs_.ListJobs(filter);

@@ -197,6 +197,32 @@ TEST_F(ServiceTest, QueueOrderMovesAndPriority) {
   EXPECT_EQ(Jobs()[0].priority(), 100);
 }
 
+// A refused queue update is named by its place in the request and its field.
+TEST_F(ServiceTest, QueueUpdateErrorsNameTheUpdateField) {
+  v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
+  v1::UpdateJobQueueRequest req;
+  req.add_updates()->set_job_id(a.job_id());
+  req.mutable_updates(0)->set_priority(60);
+  v1::QueueControl* u = req.add_updates();
+  const auto refusal = [&] {
+    u->set_job_id(a.job_id());
+    grpc::Status s =
+        queue_->UpdateJobQueue(Ctx().get(), req, Ignored<v1::UpdateJobQueueResponse>());
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    return s.error_message();
+  };
+  u->set_priority(-1);
+  EXPECT_EQ(refusal(), "updates[1].priority: must be between 0 and 1000000");
+  u->set_resource_pool("tpu");
+  EXPECT_EQ(refusal(), "updates[1].resource_pool: no resource pool named \"tpu\"");
+  u->set_ahead_of(a.job_id());
+  EXPECT_EQ(refusal(), "updates[1].ahead_of: a job cannot move relative to itself");
+  u->set_behind_of(a.job_id());
+  EXPECT_EQ(refusal(), "updates[1].behind_of: a job cannot move relative to itself");
+  u->Clear();
+  EXPECT_EQ(refusal(), "updates[1].action: required");
+}
+
 // A class named in the pod spec sets the pods' priority, so set-priority would only change the
 // queue's number: refused, and the pods stay as they are.
 TEST_F(ServiceTest, SetPriorityIsRefusedWhenThePodSpecNamesTheClass) {

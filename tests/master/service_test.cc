@@ -662,6 +662,14 @@ TEST_F(ServiceTest, ListsRefuseUnknownStates) {
   s = tasks_->ListTasks(Ctx().get(), tasks, &task_list);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message(), "states[0]: 0 is not a state to list by");
+  v1::GetJobsRequest jobs;
+  jobs.add_states(v1::JOB_STATE_QUEUED);
+  jobs.add_states(static_cast<v1::JobState>(42));
+  v1::GetJobsResponse job_list;
+  s = queue_->GetJobs(Ctx().get(), jobs, &job_list);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "states[1]: 42 is not a state to list by");
+  EXPECT_EQ(job_list.jobs_size(), 0);
 }
 
 // When the database refuses an allocation's end, its pods are deleted all the same, and the end
