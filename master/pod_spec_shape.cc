@@ -43,13 +43,14 @@ absl::Status CheckMapping(const json& v, const std::string& path) {
   return Expect(v.is_null() || v.is_object(), path, "a mapping", v);
 }
 
-// A mapping of strings (labels, annotations): a plain 1 or true in YAML is not one.
+// A mapping of strings (labels, annotations): a plain 1 or true in YAML is not one. A null deletes
+// the default pod spec's entry.
 absl::Status CheckStringMap(const json& v, const std::string& path) {
   KUBE_RETURN_IF_ERROR(CheckMapping(v, path));
   if (v.is_null()) return absl::OkStatus();
   for (const auto& [key, value] : v.items()) {
-    KUBE_RETURN_IF_ERROR(
-        Expect(value.is_string(), absl::StrCat(path, ".", key), "a string (quote it)", value));
+    KUBE_RETURN_IF_ERROR(Expect(value.is_null() || value.is_string(), absl::StrCat(path, ".", key),
+                                "a string (quote it)", value));
   }
   return absl::OkStatus();
 }

@@ -12,9 +12,9 @@
 namespace phalanx::master {
 
 // OK when `pod` (a Pod object; `path` names it in errors) has Kubernetes' types where phalanx
-// reads it: metadata labels and annotations map to strings; spec.priorityClassName is a string;
-// containers (also init and ephemeral), volumes and schedulingGates are lists of mappings, each
-// with a string name; a container's env has string names, its volumeMounts string mountPaths,
+// reads it: metadata labels and annotations map to strings (or null); spec.priorityClassName is a
+// string; containers (also init and ephemeral), volumes and schedulingGates are lists of mappings,
+// each with a string name; a container's env has string names, its volumeMounts string mountPaths,
 // and its resources, requests and limits are mappings. Null anywhere is fine (it deletes in a
 // merge). Of Kubernetes' patch directives only `$patch: replace` and `$patch: delete` apply
 // (strategic_merge.h): any other `$` key is refused. Otherwise InvalidArgument

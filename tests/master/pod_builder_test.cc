@@ -356,6 +356,22 @@ environment:
   }
 }
 
+// A null label or annotation deletes the default pod spec's of that key (and is dropped where there
+// is none), as a null does anywhere in a strategic merge.
+TEST(PodBuilderTest, NullLabelDeletesTheDefaultOne) {
+  Built b = Build(TaskType::kExperiment, R"(
+environment:
+  pod_spec:
+    metadata:
+      labels: {customLabel: null, other: null}
+      annotations: {note: null}
+)");
+  const json& meta = b.pods.at(0)["metadata"];
+  EXPECT_FALSE(meta["labels"].contains("customLabel")) << meta;
+  EXPECT_FALSE(meta["labels"].contains("other")) << meta;
+  EXPECT_FALSE(meta.contains("annotations") && meta["annotations"].contains("note")) << meta;
+}
+
 TEST(PodBuilderTest, DefaultSchedulerLeavesPodsUngated) {
   Built b = Build(TaskType::kShell, "", "max_slots_per_pod: 4\ndefault_scheduler: default\n");
   const json& spec = b.pods[0]["spec"];
