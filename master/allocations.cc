@@ -79,6 +79,7 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
              {"PHALANX_HPARAMS", trial.hparams},
              {"PHALANX_SEARCHER", c.searcher.ForTrials().dump()},
              {"PHALANX_LATEST_CHECKPOINT", trial.latest_checkpoint}};
+    if (!c.data.is_null()) r.env.emplace_back("PHALANX_DATA", c.data.dump());
     r.checkpoint_storage = c.checkpoint_storage;
   } else {
     KUBE_ASSIGN_OR_RETURN(TaskConfig c,

@@ -215,6 +215,16 @@ checkpoint_storage: {type: shared_fs, host_path: /mnt/ckpt, storage_path: exp}
                                                 {"value", "/determined_shared_fs/exp"}}));
 }
 
+// An experiment's free-form `data` reaches its trials as JSON in PHALANX_DATA.
+TEST_F(ServiceTest, TrialsGetTheExperimentsData) {
+  Create("resources: {slots_per_trial: 4}\ndata: {url: s3://bucket/mnist, shards: 8}\n");
+  ASSERT_EQ(pods_.pods().size(), 1u);
+  const nlohmann::json pod = pods_.pods().begin()->second;
+  EXPECT_THAT(pod["spec"]["containers"][0]["env"],
+              Contains(nlohmann::json{{"name", "PHALANX_DATA"},
+                                      {"value", R"({"shards":8,"url":"s3://bucket/mnist"})"}}));
+}
+
 TEST_F(ServiceTest, LifeCycleEventsAreLogged) {
   std::vector<std::string> events;
   jobs_->SetEventLog([&](const std::string& line) { events.push_back(line); });
