@@ -358,9 +358,15 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
     all_running = all_running && pod.phase == core::PodPhase::kRunning;
     all_succeeded = all_succeeded && pod.phase == core::PodPhase::kSucceeded;
   }
-  if (lost) {
+  // A task is never preempted, but one marked before all its pods are bound (the extender found
+  // its planned node gone or full) loses nothing: it is recreated like a pending trial. (The type
+  // comes from the id: a mark arriving while the database cannot be read is not sent again.)
+  const bool experiment = TaskTypeOfJobId(a.rec.job_id) == TaskType::kExperiment;
+  if (lost && experiment) {
     // Deleted or evicted by someone else (a drain, node pressure, a taint, a node shutdown): how
-    // its containers then exit is the cluster's doing, not the trial's.
+    // its containers then exit is the cluster's doing, not the trial's, which resumes from its
+    // checkpoint. A task has none (a command may not be safe to run twice): its pods' phases
+    // decide, as for any failure.
     RunLostLocked(a, "a pod is being deleted or evicted by the cluster");
     return;
   }
@@ -384,11 +390,7 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
       (void)store_.UpdateAllocation(a.rec);
     }
   }
-  // A task is never preempted, but one marked before all its pods are bound (the extender found
-  // its planned node gone or full) loses nothing: it is recreated like a pending trial. (The type
-  // comes from the id: a mark arriving while the database cannot be read is not sent again.)
-  const bool preemptible = TaskTypeOfJobId(a.rec.job_id) == TaskType::kExperiment;
-  if (marked && (preemptible || s == AllocState::kPending) && s != AllocState::kPreempting) {
+  if (marked && (experiment || s == AllocState::kPending) && s != AllocState::kPreempting) {
     (void)RequestPreemptionLocked(a);
   }
 }

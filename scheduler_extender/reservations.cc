@@ -22,11 +22,16 @@ ReservationBook::Seat* ReservationBook::FindSeatLocked(const std::string& gang,
   auto it = gangs_.find(gang);
   if (it == gangs_.end()) return nullptr;
   for (Seat& s : it->second.seats) {
-    if (s.pod_uid != pod_uid) continue;
-    it->second.expires_ms = now_ms + it->second.ttl_ms;
-    return &s;
+    if (s.pod_uid == pod_uid) return &s;
   }
   return nullptr;
+}
+
+void ReservationBook::Renew(const std::string& gang, int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  ExpireLocked(now_ms);
+  auto it = gangs_.find(gang);
+  if (it != gangs_.end()) it->second.expires_ms = now_ms + it->second.ttl_ms;
 }
 
 std::optional<std::string> ReservationBook::NodeFor(const std::string& gang,
@@ -43,6 +48,7 @@ bool ReservationBook::MoveSeat(const std::string& gang, const std::string& pod_u
   Seat* seat = FindSeatLocked(gang, pod_uid, now_ms);
   if (seat == nullptr) return false;
   seat->node = node;
+  gangs_[gang].expires_ms = now_ms + gangs_[gang].ttl_ms;
   return true;
 }
 
@@ -55,7 +61,9 @@ absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNode(
     if (gang == except_gang) continue;
     for (const Seat& s : entry.seats) {
       const core::PodInfo* pod = snap.FindPod(s.pod_uid);
-      if (pod == nullptr || !pod->HoldsCapacity()) out[s.node] += s.requests;
+      if (pod == nullptr || (!pod->HoldsCapacity() && !pod->IsTerminal())) {
+        out[s.node] += s.requests;
+      }
     }
   }
   return out;

@@ -3,9 +3,10 @@
 //   gang labels): the first member seen plans the whole gang, and each member then passes only on
 //   its reserved node;
 // - the admission loop's plans from their writes until the informer shows them.
-// A seat stops counting once the snapshot shows its pod holding capacity (bound, or placed). A
-// reservation lives `ttl_ms` from when it was made or a member last found its seat. The admission
-// loop and the verbs plan around the live seats. Thread-safe.
+// A seat stops counting once the snapshot shows its pod holding capacity (bound, or placed) or
+// finished. A reservation lives `ttl_ms` from when it was made or last renewed: a member passing
+// on its seat, or moving to another, renews it. The admission loop and the verbs plan around the
+// live seats. Thread-safe.
 #ifndef PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 #define PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 
@@ -37,8 +38,9 @@ class ReservationBook {
   // it has none.
   bool MoveSeat(const std::string& gang, const std::string& pod_uid, const std::string& node,
                 int64_t now_ms);
-  // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms` (which
-  // renews it).
+  // Renews `gang`'s reservation if it is live.
+  void Renew(const std::string& gang, int64_t now_ms);
+  // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms`.
   std::optional<std::string> NodeFor(const std::string& gang, const std::string& pod_uid,
                                      int64_t now_ms);
   // Requests of the live seats of pods `snap` does not show holding capacity, per node name,
@@ -59,7 +61,7 @@ class ReservationBook {
     int64_t expires_ms = 0;
   };
   void ExpireLocked(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The live seat of `pod_uid` of `gang`, its reservation renewed; null when it has none.
+  // The live seat of `pod_uid` of `gang`; null when it has none.
   Seat* FindSeatLocked(const std::string& gang, const std::string& pod_uid, int64_t now_ms)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -129,7 +129,10 @@ std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::Po
                                std::string* reason) const {
   const std::string key = pod.GangKey();
   if (std::optional<std::string> seat = book_->NodeFor(key, pod.uid, now_ms)) {
-    if (std::find(offered.begin(), offered.end(), *seat) != offered.end()) return *seat;
+    if (std::find(offered.begin(), offered.end(), *seat) != offered.end()) {
+      book_->Renew(key, now_ms);  // The member passes: its gang is binding.
+      return *seat;
+    }
     // Not offered (kube-scheduler's own filters, or its sample of the nodes): this member alone
     // moves to an offered node with room beside every live seat; the gang's other seats stay, as
     // their pods may be binding already. With no such node it keeps its seat and waits.

@@ -136,13 +136,23 @@ TEST_F(ForeignGangTest, ASeatStopsCountingOnceItsPodShowsItsPlacement) {
   EXPECT_EQ(book.ByNode(*b.Build(), 0, "").count("gpu-node-03"), 0u);
 }
 
-// A reservation lives its TTL from the last time a member found its seat, so a gang whose
-// members bind slowly keeps every seat while it binds.
-TEST_F(ForeignGangTest, AMemberFindingItsSeatRenewsTheReservation) {
+// A reservation lives its TTL from the last time a member passed on its seat, so a gang whose
+// members bind slowly keeps every seat while it binds; a member that only finds its seat (its
+// node not offered, no room elsewhere) does not keep the gang's seats alive.
+TEST_F(ForeignGangTest, AMemberPassingOnItsSeatRenewsTheReservation) {
   ASSERT_EQ(verbs.Filter(*snap, m0, kNodes, 0).passed.size(), 1u);  // TTL 30 s.
-  ASSERT_TRUE(book.NodeFor("ml/ext", "ext-0", 20'000).has_value());
+  ASSERT_EQ(verbs.Filter(*snap, m0, kNodes, 20'000).passed.size(), 1u);
   EXPECT_TRUE(book.NodeFor("ml/ext", "ext-1", 45'000).has_value());
-  EXPECT_FALSE(book.NodeFor("ml/ext", "ext-1", 75'001).has_value());
+  EXPECT_TRUE(verbs.Filter(*snap, m1, {"gpu-node-02"}, 45'000).passed.empty());  // No room there.
+  EXPECT_FALSE(book.NodeFor("ml/ext", "ext-1", 50'001).has_value());
+}
+
+// A member's seat stops counting once the pod has finished, as a bound one's does.
+TEST_F(ForeignGangTest, ASeatOfAFinishedPodDoesNotCount) {
+  book.Reserve("ml/ext", {{"ext-1", "gpu-node-03", m1.requests}}, 0, 5000);
+  m1.phase = core::PodPhase::kSucceeded;
+  b.UpsertPod(m1);
+  EXPECT_EQ(book.ByNode(*b.Build(), 0, "").count("gpu-node-03"), 0u);
 }
 
 TEST_F(ForeignGangTest, AGangOfferedNoRoomIsRefusedWhole) {

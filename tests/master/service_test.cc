@@ -929,5 +929,28 @@ TEST_F(ServiceTest, RunsOfPodsTheClusterDeletesOrEvictsResume) {
   }
 }
 
+// A task has no checkpoint, and a command may not be safe to run twice: an evicted task pod is a
+// failure, as before.
+TEST_F(ServiceTest, AnEvictedTaskFails) {
+  absl::StatusOr<JobView> cmd = jobs_->LaunchTask(TaskType::kCommand, "resources: {slots: 1}\n",
+                                                  {"sleep", "60"}, User{.username = "admin"});
+  ASSERT_TRUE(cmd.ok()) << cmd.status();
+  const std::string a = cmd->trials.at(0).allocation->id;
+  std::vector<nlohmann::json> listed;
+  for (const auto& entry : pods_.pods()) {
+    nlohmann::json pod = entry.second;
+    pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"].get<std::string>();
+    pod["spec"]["nodeName"] = "node-1";
+    pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+    listed.push_back(pod);
+  }
+  ASSERT_TRUE(ListThroughAWatcher(*jobs_, listed)) << "the watcher never listed";
+  ReapDeleted();
+  absl::StatusOr<JobView> got = jobs_->GetJob(cmd->job.job_id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->trials.at(0).trial.state, RunState::kError);
+  EXPECT_EQ(got->trials.at(0).trial.runs, 1);
+}
+
 }  // namespace
 }  // namespace phalanx::master
