@@ -88,7 +88,7 @@ void AdmissionLoop::HoldUntilSeen(const std::string& gang,
 }
 
 absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangDecision& d) {
-  bool backfilled = d.verdict == Verdict::kBackfill;
+  const bool backfilled = d.verdict == Verdict::kBackfill;
   std::vector<const core::PodInfo*> pods;
   std::vector<ReservationBook::Seat> seats;
   for (const preemption::Assignment& a : d.plan) {
@@ -97,37 +97,34 @@ absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangD
     pods.push_back(pod);
     seats.push_back({pod->uid, a.node, pod->requests});
   }
-  HoldUntilSeen(d.gang, seats);
-  if (absl::Status st = WritePlacements(snap, pods, seats, backfilled); !st.ok()) {
-    return Released(d.gang, st);
-  }
-  reasons_.erase(d.gang);
-  HoldUntilSeen(d.gang, std::move(seats));  // From the last write on.
-  return absl::OkStatus();
-}
-
-absl::Status AdmissionLoop::Released(const std::string& gang, absl::Status st) {
-  if (deps_.reservations != nullptr) deps_.reservations->Release(gang);
-  held_.erase(gang);
+  absl::Status st = Place(
+      snap, d.gang, pods, std::move(seats),
+      {{"phalanx.io/backfilled", backfilled ? std::optional<std::string>("true") : std::nullopt},
+       {"phalanx.io/pending-reason", std::nullopt}},
+      /*ungate=*/true);
+  if (st.ok()) reasons_.erase(d.gang);
   return st;
 }
 
-absl::Status AdmissionLoop::WritePlacements(const core::ClusterSnapshot& snap,
-                                            const std::vector<const core::PodInfo*>& pods,
-                                            const std::vector<ReservationBook::Seat>& seats,
-                                            bool backfilled) {
-  for (size_t i = 0; i < pods.size(); ++i) {
-    std::string patch = AnnotationPatch(
-        {{"phalanx.io/placement", seats[i].node},
-         {"phalanx.io/backfilled", backfilled ? std::optional<std::string>("true") : std::nullopt},
-         {"phalanx.io/pending-reason", std::nullopt}},
-        PinFor(snap, seats[i].node), true);
-    if (absl::Status st = MergePatch(*pods[i], patch); !st.ok()) return st;
-    awaited_[pods[i]->uid] = true;
+absl::Status AdmissionLoop::Place(const core::ClusterSnapshot& snap, const std::string& gang,
+                                  const std::vector<const core::PodInfo*>& pods,
+                                  std::vector<ReservationBook::Seat> seats, Annotations annotations,
+                                  bool ungate) {
+  HoldUntilSeen(gang, seats);
+  annotations.emplace_back("phalanx.io/placement", "");
+  absl::Status st;
+  for (size_t i = 0; i < pods.size() && st.ok(); ++i) {
+    annotations.back().second = seats[i].node;
+    st = MergePatch(*pods[i], AnnotationPatch(annotations, PinFor(snap, seats[i].node), true));
+    if (st.ok()) awaited_[pods[i]->uid] = true;
   }
-  for (const core::PodInfo* pod : pods) {
-    if (absl::Status st = Ungate(*pod); !st.ok()) return st;
+  for (size_t i = 0; ungate && i < pods.size() && st.ok(); ++i) st = Ungate(*pods[i]);
+  if (!st.ok()) {
+    if (deps_.reservations != nullptr) deps_.reservations->Release(gang);
+    held_.erase(gang);
+    return st;
   }
+  HoldUntilSeen(gang, std::move(seats));  // From the last write on.
   return absl::OkStatus();
 }
 
@@ -249,17 +246,7 @@ absl::Status AdmissionLoop::CompletePlacement(const core::ClusterSnapshot& snap,
     const core::PodInfo& pod = *rest.members[m];
     seats.push_back({pod.uid, snap.node(plan.nodes[m]).name, pod.requests});
   }
-  HoldUntilSeen(g.key, seats);
-  for (size_t m = 0; m < seats.size(); ++m) {
-    std::string patch = AnnotationPatch({{"phalanx.io/placement", seats[m].node}},
-                                        PinFor(snap, seats[m].node), true);
-    if (absl::Status st = MergePatch(*rest.members[m], patch); !st.ok()) {
-      return Released(g.key, st);
-    }
-    awaited_[seats[m].pod_uid] = true;
-  }
-  HoldUntilSeen(g.key, std::move(seats));
-  return absl::OkStatus();
+  return Place(snap, g.key, rest.members, std::move(seats), {}, /*ungate=*/false);
 }
 
 gang::Capacity AdmissionLoop::Held(const core::ClusterSnapshot& snap) {

@@ -62,15 +62,17 @@ class AdmissionLoop {
 
  private:
   absl::Status Admit(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
-  // Writes each pod's placement on its seat's node, then lifts the gates.
-  absl::Status WritePlacements(const core::ClusterSnapshot& snap,
-                               const std::vector<const core::PodInfo*>& pods,
-                               const std::vector<ReservationBook::Seat>& seats, bool backfilled);
-  // Reserves `seats` of `gang` in the book until the cache shows them (or kWriteWaitMs pass), so
-  // that filter does not pass other pods on capacity planned but not yet visible.
+  using Annotations = std::vector<std::pair<std::string, std::optional<std::string>>>;
+  // Writes each of `pods` its seat's node as phalanx.io/placement and hostname pin, beside
+  // `annotations`, then (if `ungate`) lifts the gates. The seats are held in the book until the
+  // cache shows them (or kWriteWaitMs pass), so that filter does not pass other pods on capacity
+  // planned but not yet visible; they are dropped when a write fails.
+  absl::Status Place(const core::ClusterSnapshot& snap, const std::string& gang,
+                     const std::vector<const core::PodInfo*>& pods,
+                     std::vector<ReservationBook::Seat> seats, Annotations annotations,
+                     bool ungate);
+  // Reserves `seats` of `gang` in the book for kWriteWaitMs from now.
   void HoldUntilSeen(const std::string& gang, std::vector<ReservationBook::Seat> seats);
-  // Drops `gang`'s seats (its writes failed); returns `st`.
-  absl::Status Released(const std::string& gang, absl::Status st);
   // Labels every pod of gang `key` phalanx.io/preempt=requested, annotated preempted-by `by`: the
   // master tears the gang down and recreates it gated.
   absl::Status MarkGang(const core::ClusterSnapshot& snap, const std::string& key,
