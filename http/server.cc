@@ -13,6 +13,7 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -193,18 +194,10 @@ struct Callbacks {
       server->start_log_->emplace_back(text);
       return;
     }
-    const absl::Time now = absl::Now();
-    if (now - server->logged_at_ < absl::Seconds(1)) {
-      ++server->unlogged_;
-      return;
-    }
-    std::string out =
-        absl::StrCat("http server on ", server->options_.host, ":", server->port_, ": ", text);
-    if (server->unlogged_ > 0)
-      absl::StrAppend(&out, " (", server->unlogged_, " lines before it dropped)");
-    std::fprintf(stderr, "%s\n", out.c_str());
-    server->logged_at_ = now;
-    server->unlogged_ = 0;
+    std::optional<std::string> out = server->log_throttle_.Admit(
+        absl::Now(),
+        absl::StrCat("http server on ", server->options_.host, ":", server->port_, ": ", text));
+    if (out.has_value()) std::fprintf(stderr, "%s\n", out->c_str());
   }
 };
 

@@ -18,7 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
+#include "http/log_throttle.h"
 
 struct MHD_Daemon;
 
@@ -92,8 +92,7 @@ class Server {
   // What libmicrohttpd logs while Start() runs is collected here; later lines go to stderr, a
   // line a second at most, counting those dropped. Guarded by a lock in server.cc.
   std::vector<std::string>* start_log_ = nullptr;
-  absl::Time logged_at_ = absl::InfinitePast();
-  int unlogged_ = 0;
+  LogThrottle log_throttle_;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
   std::atomic<bool> stopping_ = false;  // Stop has begun: responses close their connections.
