@@ -1,5 +1,5 @@
-// The phalanx CLI against a real master (service_fixture.h): login, experiments, jobs, tasks, and
-// the master's refusals printed with their code.
+// The phalanx CLI against a real master (service_fixture.h): login (passwords from flags, a pipe or
+// a pseudo-terminal), experiments, jobs, tasks, and the master's refusals printed with their code.
 #include "cli/cli.h"
 
 #include <poll.h>
