@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "cli/password.h"
 #include "cli/session.h"
 #include "phalanx/v1/auth.grpc.pb.h"
 #include "proto/grpc_codes.h"
@@ -36,6 +37,8 @@ constexpr char kUsage[] =
     "  job list|move|set-priority|set-pool|stats ...\n"
     "  cmd|notebook|shell|tensorboard start|list|kill|set-priority ...\n"
     "  trial preemption|checkpoint|ack|complete ALLOCATION ...\n"
+    "Passwords not given by --password or $PHALANX_PASSWORD are read from stdin: typed at the\n"
+    "prompt when it is a terminal, else its first line.\n"
     "phalanx COMMAND --help shows a command's usage.\n";
 
 // Options every command takes, and every option name any command takes (the commands say which
@@ -132,23 +135,50 @@ std::string Describe(const v1::User& user) {
   return user.username() + (user.admin() ? " (admin)" : "");
 }
 
-// The password for `command` from --password, else $PHALANX_PASSWORD: 0, or a Usage error when
-// there is none.
-int RequirePassword(const Session& s, const Args& args, const std::string& command,
-                    std::string& password) {
-  password = args.Option("password").value_or(Env("PHALANX_PASSWORD", ""));
+// The password from --password, else $PHALANX_PASSWORD, else stdin: typed after `prompt` at a
+// terminal (and after `confirm` too when not empty), else its first line. 0, or a Usage error
+// naming `command` when it cannot be read.
+int GetPassword(const Session& s, const Args& args, const std::string& command,
+                const std::string& prompt, const std::string& confirm, std::string& password) {
+  if (std::optional<std::string> flag = args.Option("password")) {
+    password = *flag;
+    return 0;
+  }
+  password = Env("PHALANX_PASSWORD", "");
   if (!password.empty()) return 0;
-  return s.Usage(command + ": no password; give --password P or set $PHALANX_PASSWORD");
+  absl::StatusOr<std::string> read = ReadPassword(s.in, prompt, confirm);
+  if (!read.ok()) return s.Usage(absl::StrCat(command, ": ", read.status().message()));
+  password = *std::move(read);
+  return 0;
+}
+
+// A password to set, `what` ("new password for bob") asked twice at a terminal; an empty one is a
+// Usage error.
+int GetNewPassword(const Session& s, const Args& args, const std::string& command,
+                   const std::string& what, std::string& password) {
+  std::string prompt = what + ": ";
+  prompt[0] = absl::ascii_toupper(prompt[0]);
+  if (int rc = GetPassword(s, args, command, prompt, "Retype " + what + ": ", password)) return rc;
+  if (!password.empty()) return 0;
+  return s.Usage(command +
+                 ": empty password; type one, pipe one line to stdin, or give --password P or "
+                 "$PHALANX_PASSWORD");
 }
 
 int Login(const Session& s, const Args& args) {
-  constexpr char kLoginUsage[] = "usage: phalanx login USER [--password P]";
+  constexpr char kLoginUsage[] =
+      "usage: phalanx login USER [--password P]\n"
+      "The password is --password, else $PHALANX_PASSWORD, else typed at the prompt when stdin\n"
+      "is a terminal (an empty line is an empty password), else the first line of stdin.";
   if (args.Has("help")) return s.Help(kLoginUsage);
   if (int rc = s.CheckOptions(args, {"password"})) return rc;
   if (int rc = s.ExpectPositionals(args, 2, kLoginUsage)) return rc;
   v1::LoginRequest req;
   req.set_username(args.positional[1]);
-  req.set_password(args.Option("password").value_or(Env("PHALANX_PASSWORD", "")));
+  if (int rc = GetPassword(s, args, "login", "Password for " + req.username() + ": ", "",
+                           *req.mutable_password())) {
+    return rc;
+  }
   auto stub = s.Stub<v1::AuthService>();
   if (stub == nullptr) return 2;
   v1::LoginResponse resp;
@@ -201,15 +231,19 @@ int WhoAmI(const Session& s, const Args& args) {
 }
 
 constexpr char kUserUsage[] =
-    "usage: phalanx user create NAME [--password P] [--admin] | set-password [NAME] [--password P]";
+    "usage: phalanx user create NAME [--password P] [--admin]\n"
+    "       phalanx user set-password [NAME] [--password P]\n"
+    "The password is --password, else $PHALANX_PASSWORD, else typed twice at the prompt when\n"
+    "stdin is a terminal, else the first line of stdin (read once). It may not be empty.";
 
 int CreateUser(const Session& s, const Args& args) {
   if (int rc = s.ExpectPositionals(args, 3, kUserUsage)) return rc;
-  std::string password;
-  if (int rc = RequirePassword(s, args, "user create", password)) return rc;
   v1::CreateUserRequest req;
   req.set_username(args.positional[2]);
-  req.set_password(password);
+  if (int rc = GetNewPassword(s, args, "user create", "password for " + req.username(),
+                              *req.mutable_password())) {
+    return rc;
+  }
   req.set_admin(args.Has("admin"));
   auto stub = s.Stub<v1::AuthService>();
   if (stub == nullptr) return 2;
@@ -226,7 +260,11 @@ int SetPassword(const Session& s, const Args& args) {
   }
   v1::SetUserPasswordRequest req;
   if (args.positional.size() == 3) req.set_username(args.positional[2]);
-  if (int rc = RequirePassword(s, args, "user set-password", *req.mutable_password())) return rc;
+  const std::string what =
+      "new password" + (req.username().empty() ? "" : " for " + req.username());
+  if (int rc = GetNewPassword(s, args, "user set-password", what, *req.mutable_password())) {
+    return rc;
+  }
   auto stub = s.Stub<v1::AuthService>();
   if (stub == nullptr) return 2;
   v1::SetUserPasswordResponse resp;
@@ -359,7 +397,7 @@ bool ReadWholeFile(const std::string& path, std::string& out) {
   return true;
 }
 
-int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+int RunCli(const std::vector<std::string>& argv, int in, std::ostream& out, std::ostream& err) {
   Args args;
   if (std::string e = Args::Parse(argv, kValueOptions, kSwitches, args); !e.empty()) {
     err << "phalanx: " << e << "\n";
@@ -369,7 +407,8 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     (args.Has("help") ? out : err) << kUsage;
     return args.Has("help") ? 0 : 2;
   }
-  const Session s{args, Env("PHALANX_TOKEN_FILE", Env("HOME", ".") + "/.phalanx-token"), out, err};
+  const Session s{args, Env("PHALANX_TOKEN_FILE", Env("HOME", ".") + "/.phalanx-token"), in, out,
+                  err};
   const std::string& command = args.positional[0];
   if (command == "login") return Login(s, args);
   if (command == "logout") return Logout(s, args);

@@ -13,9 +13,10 @@
 //     trial preemption|checkpoint|ack|complete ALLOCATION ...
 // --help or -h prints the usage (of the command, when one is given). An option or argument the
 // command does not take is an error. The master defaults to $PHALANX_MASTER, else localhost:8080;
-// https://, --tls or --ca connect with TLS; --help and usage errors connect to nothing. The
-// password defaults to $PHALANX_PASSWORD, else "" for login; user create and set-password need
-// one. set-password's NAME defaults to the logged-in user.
+// https://, --tls or --ca connect with TLS; --help and usage errors connect to nothing. Without
+// --password or $PHALANX_PASSWORD the password is read from `in`: typed at the prompt when it is a
+// terminal (twice for user create and set-password), else its first line; login takes an empty
+// one, user create and set-password do not. set-password's NAME defaults to the logged-in user.
 // Exit codes: 0 ok, 1 the master refused (or login could not save the token, or logout remove
 // it), 2 bad usage, 3 trial preemption: continue (it exits 0 on preempt).
 #ifndef PHALANX_CLI_CLI_H_
@@ -27,7 +28,8 @@
 
 namespace phalanx::cli {
 
-int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `in` is stdin's descriptor.
+int RunCli(const std::vector<std::string>& args, int in, std::ostream& out, std::ostream& err);
 
 }  // namespace phalanx::cli
 

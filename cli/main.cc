@@ -1,4 +1,6 @@
 // phalanx: the command line client of phalanx-master (see cli.h).
+#include <unistd.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -6,6 +8,6 @@
 #include "cli/cli.h"
 
 int main(int argc, char** argv) {
-  return phalanx::cli::RunCli(std::vector<std::string>(argv + 1, argv + argc), std::cout,
-                              std::cerr);
+  return phalanx::cli::RunCli(std::vector<std::string>(argv + 1, argv + argc), STDIN_FILENO,
+                              std::cout, std::cerr);
 }

@@ -21,6 +21,7 @@ namespace phalanx::cli {
 struct Session {
   const Args& args;  // The global options --master, --tls and --ca say how to connect.
   std::string token_file;
+  int in;  // stdin, where passwords are read (password.h).
   std::ostream& out;
   std::ostream& err;
 

@@ -1,4 +1,6 @@
 // AuthService and bearer-token authentication (see services.h).
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -22,12 +24,15 @@ std::string Authenticator::BearerToken(const grpc::ServerContext& context) {
 }
 
 absl::StatusOr<User> Authenticator::Authenticate(const grpc::ServerContext& context) const {
-  const std::string token = BearerToken(context);
+  return AuthenticateToken(BearerToken(context));
+}
+
+absl::StatusOr<User> Authenticator::AuthenticateToken(const std::string& token) const {
   if (token.empty()) {
     return absl::UnauthenticatedError("missing \"authorization: Bearer <token>\"; log in first");
   }
   const std::string hash = TokenHash(token);
-  const absl::Time now = absl::Now();
+  const absl::Time now = now_();
   uint64_t forgets = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -39,9 +44,21 @@ absl::StatusOr<User> Authenticator::Authenticate(const grpc::ServerContext& cont
   if (user.ok()) {
     absl::MutexLock lock(&mu_);
     // A revocation since the store answered may have been of this token.
-    if (forgets_ == forgets) trusted_[hash] = {*user, now + kTrustFor};
+    if (forgets_ == forgets) Trust(hash, *user, now);
   }
   return user;
+}
+
+void Authenticator::Trust(const std::string& hash, const User& user, absl::Time now) const {
+  trusted_[hash] = {user, now + kTrustFor};
+  if (trusted_.size() <= sweep_above_) return;
+  absl::erase_if(trusted_, [&](const auto& entry) { return entry.second.second <= now; });
+  sweep_above_ = std::max(kSweepAbove, 2 * trusted_.size());
+}
+
+size_t Authenticator::trusted_count() const {
+  absl::MutexLock lock(&mu_);
+  return trusted_.size();
 }
 
 void Authenticator::Forget(const std::string& token) const {

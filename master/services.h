@@ -3,9 +3,13 @@
 #ifndef PHALANX_MASTER_SERVICES_H_
 #define PHALANX_MASTER_SERVICES_H_
 
+#include <functional>
+#include <utility>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "master/job_manager.h"
@@ -20,27 +24,43 @@ namespace phalanx::master {
 
 // The caller's identity from metadata "authorization: Bearer <token>". A token the store vouched
 // for is trusted without asking again for kTrustFor (Logout and SetUserPassword forget the tokens
-// they revoke at once).
+// they revoke at once). Tokens whose trust ran out are swept when the trusted ones grow to twice
+// as many as the last sweep left (and more than kSweepAbove), so memory follows the tokens seen
+// in the last kTrustFor, at amortized O(1) per call.
 class Authenticator {
  public:
   static constexpr absl::Duration kTrustFor = absl::Seconds(30);
+  static constexpr size_t kSweepAbove = 64;
 
-  explicit Authenticator(Store& store) : store_(store) {}
+  // `now` is the clock trust is timed by.
+  explicit Authenticator(Store& store, std::function<absl::Time()> now = absl::Now)
+      : store_(store), now_(std::move(now)) {}
   // Unauthenticated without a valid token.
   absl::StatusOr<User> Authenticate(const grpc::ServerContext& context) const;
+  // Authenticate of the raw bearer token.
+  absl::StatusOr<User> AuthenticateToken(const std::string& token) const;
   // Call after the store revoked the token (or the user's tokens), so that an Authenticate that
   // asked the store before does not trust it again.
   void Forget(const std::string& token) const;
   void ForgetUser(int64_t user_id) const;
   // The raw bearer token, or "" when there is none.
   static std::string BearerToken(const grpc::ServerContext& context);
+  // How many tokens are held as trusted, those whose trust ran out but are not swept yet included.
+  size_t trusted_count() const;
 
  private:
+  // Trusts `hash` until now + kTrustFor; sweeps when the trusted tokens have grown (see above).
+  void Trust(const std::string& hash, const User& user, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   Store& store_;
+  const std::function<absl::Time()> now_;
   mutable absl::Mutex mu_;
   // By token hash: the user and until when it is trusted.
   mutable absl::flat_hash_map<std::string, std::pair<User, absl::Time>> trusted_
       ABSL_GUARDED_BY(mu_);
+  // The size of trusted_ past which Trust sweeps.
+  mutable size_t sweep_above_ ABSL_GUARDED_BY(mu_) = kSweepAbove;
   // Counts Forget and ForgetUser calls: Authenticate trusts what the store said only when none
   // came in between.
   mutable uint64_t forgets_ ABSL_GUARDED_BY(mu_) = 0;
