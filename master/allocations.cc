@@ -335,14 +335,14 @@ absl::Status JobManager::SetTrialStateLocked(int64_t trial_id, RunState state,
   return store_.UpdateTrial(trial);
 }
 
-absl::Status JobManager::StoreOutcomeLocked(const Alloc& a, bool failed) {
+absl::Status JobManager::StoreOutcomeLocked(const Alloc& a, const std::string& error) {
   // While preemption is requested, pods exit either way as the trial checkpoints and stops: the
   // trial resumes, unless it reported its completion (ReportCompletion stored it COMPLETED).
   if (a.rec.preempt_requested) return absl::OkStatus();
   KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a.rec.trial_id));
   if (IsTerminal(trial.state)) return absl::OkStatus();
-  return SetTrialStateLocked(trial.id, failed ? RunState::kError : RunState::kCompleted,
-                             failed ? absl::StrCat(a.rec.id, ": a pod failed") : "");
+  return SetTrialStateLocked(trial.id, error.empty() ? RunState::kCompleted : RunState::kError,
+                             error.empty() ? "" : absl::StrCat(a.rec.id, ": ", error));
 }
 
 void JobManager::UpdateFromPodsLocked(Alloc& a) {
@@ -370,14 +370,16 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
     RunLostLocked(a, "a pod is being deleted or evicted by the cluster");
     return;
   }
-  if (failed || all_succeeded) {
-    if (absl::Status stored = StoreOutcomeLocked(a, failed); !stored.ok()) {
+  NoteStartFailuresLocked(a);
+  if (failed || all_succeeded || !a.fail_why.empty()) {
+    const std::string error = !a.fail_why.empty() ? a.fail_why : failed ? "a pod failed" : "";
+    if (absl::Status stored = StoreOutcomeLocked(a, error); !stored.ok()) {
       EventLocked(absl::StrCat(a.rec.id, ": storing its trial's outcome: ", stored.message(),
                                "; tried again at the next tick"));
       unstored_outcomes_.insert(a.rec.id);
       return;
     }
-    EventLocked(absl::StrCat(a.rec.id, failed ? ": a pod failed" : ": every pod succeeded"));
+    EventLocked(absl::StrCat(a.rec.id, ": ", error.empty() ? "every pod succeeded" : error));
     (void)TerminateLocked(a);
     return;
   }

@@ -128,6 +128,16 @@ absl::Status ParseSlots(const YamlMap& root, MasterConfig& c) {
   return absl::OkStatus();
 }
 
+// The duration at `key` into `out`, which keeps its default when the key is absent.
+absl::Status ParseDuration(const YamlMap& m, absl::string_view key, absl::Duration& out) {
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> text, m.String(key));
+  if (!text) return absl::OkStatus();
+  absl::StatusOr<absl::Duration> d = ParseConfigDuration(*text);
+  if (!d.ok()) return FieldError(m.FieldPath(key), d.status().message());
+  out = *d;
+  return absl::OkStatus();
+}
+
 absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
   KUBE_ASSIGN_OR_RETURN(c.port, IntUpTo(root, "port", c.port, kMaxPort));
   KUBE_ASSIGN_OR_RETURN(c.metrics_port, IntUpTo(root, "metrics_port", c.metrics_port, kMaxPort));
@@ -139,12 +149,9 @@ absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
                       absl::StrCat("must be phalanx or default, got \"", *scheduler, "\""));
   }
   c.default_scheduler = scheduler == "default" ? SchedulerKind::kDefault : SchedulerKind::kPhalanx;
-  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> timeout, root.String("preemption_timeout"));
-  if (timeout) {
-    absl::StatusOr<absl::Duration> d = ParseConfigDuration(*timeout);
-    if (!d.ok()) return FieldError("preemption_timeout", d.status().message());
-    c.preemption_timeout = *d;
-  }
+  KUBE_RETURN_IF_ERROR(ParseDuration(root, "preemption_timeout", c.preemption_timeout));
+  KUBE_RETURN_IF_ERROR(
+      ParseDuration(root, "pod_start_failure_timeout", c.pod_start_failure_timeout));
   KUBE_ASSIGN_OR_RETURN(
       c.checkpoint_storage,
       ParseCheckpointStorage(root, "checkpoint_storage",
@@ -198,9 +205,9 @@ absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {
   KUBE_ASSIGN_OR_RETURN(YamlMap root, YamlMap::Of(node, ""));
   KUBE_RETURN_IF_ERROR(root.CheckKeys(
       {"port", "metrics_port", "db", "max_slots_per_pod", "slot_type", "slot_resource_requests",
-       "default_scheduler", "preemption_timeout", "resource_pools", "default_compute_resource_pool",
-       "default_aux_resource_pool", "checkpoint_storage", "task_container_defaults", "tls", "auth",
-       "task_master_address"}));
+       "default_scheduler", "preemption_timeout", "pod_start_failure_timeout", "resource_pools",
+       "default_compute_resource_pool", "default_aux_resource_pool", "checkpoint_storage",
+       "task_container_defaults", "tls", "auth", "task_master_address"}));
   MasterConfig c;
   KUBE_RETURN_IF_ERROR(ParseSlots(root, c));
   KUBE_RETURN_IF_ERROR(ParsePools(root, c));

@@ -60,6 +60,9 @@ struct MasterConfig {
   int64_t cpu_milli_per_slot = 0;  // slot_resource_requests.cpu; required when slot_type is cpu.
   SchedulerKind default_scheduler = SchedulerKind::kPhalanx;
   absl::Duration preemption_timeout = absl::Minutes(5);
+  // How long a run's pod may fail to start a container for a reason that can clear (ErrImagePull,
+  // ImagePullBackOff, CreateContainerConfigError, CreateContainerError) before the run fails.
+  absl::Duration pod_start_failure_timeout = absl::Minutes(5);
   std::vector<ResourcePoolConfig> resource_pools;  // At least one; defaults to "default".
   std::string default_compute_pool;                // Defaults to the first pool.
   std::string default_aux_pool;                    // Zero-slot tasks; defaults to the compute pool.

@@ -14,6 +14,11 @@
 //      that finished meanwhile reported it, ReportCompletion). Finished pods are deleted once
 //      the outcome is stored; until then (the store refused it) the allocation stays open, and
 //      the next Tick stores it.
+//      A pod that cannot start a container fails the run too, with kubelet's reason and message as
+//      why: at once for an InvalidImageName, and for ErrImagePull, ImagePullBackOff,
+//      CreateContainerConfigError or CreateContainerError (a registry outage or a Secret created
+//      late can clear them) once that has lasted pod_start_failure_timeout. Meanwhile the queue
+//      shows it as the job's pending reason (start_failures.cc).
 //      A pod deleted or evicted by anyone but the master (a drain, node pressure, a taint, a node
 //      shutdown) loses the run, whatever its phase: the allocation ends and the trial resumes.
 //      Pods the API server refuses for good (a 4xx such as a missing namespace or an invalid pod)
@@ -141,14 +146,16 @@ class JobManager {
   // holds there that `listed` lacks is gone, as if its deletion had been watched. (Pods deleted
   // before the watch began, as Recover deletes them, send no event.)
   void OnPodsListed(const std::string& ns, const std::set<std::string>& listed);
-  // Preemption timeouts, then RetryLocked.
+  // Preemption timeouts, pod start failures that lasted pod_start_failure_timeout, then
+  // RetryLocked.
   void Tick(absl::Time now);
 
   const MasterConfig& config() const { return config_; }
   ManagerStats Stats();
   // Where the life cycle goes, one line per event ("exp-3-trial-3-r1: preemption requested; ..."):
   // submissions, runs started or whose pods could not be created, preemptions requested,
-  // acknowledged or timed out, a run's pods all succeeded or one failed, runs lost or ended.
+  // acknowledged or timed out, pods that cannot start a container (or start after all), a run's
+  // pods all succeeded or one failed, runs lost or ended.
   // phalanx-master logs them; none by default. Called with the manager's lock held.
   void SetEventLog(std::function<void(const std::string&)> log);
 
@@ -158,6 +165,12 @@ class JobManager {
     std::vector<std::string> pod_names;
     std::map<std::string, PodState> pods;  // Observed, by name.
     absl::Time preempt_at = absl::InfiniteFuture();
+    // A pod container that cannot start for now ("pod ns/name cannot start container c: Reason:
+    // message"), empty when none; since when one has not.
+    std::string start_failure;
+    absl::Time start_failing_at = absl::InfiniteFuture();
+    // Why the run fails though no pod did (its pods cannot start); empty otherwise.
+    std::string fail_why;
   };
 
   // job_manager.cc
@@ -285,9 +298,16 @@ class JobManager {
   absl::Status SetTrialStateLocked(int64_t trial_id, RunState state, const std::string& error = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateFromPodsLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores the outcome of the run whose pods all ended (`failed`: a pod Failed, else all
-  // Succeeded) as its trial's state (see 2. above).
-  absl::Status StoreOutcomeLocked(const Alloc& a, bool failed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores the outcome of the run whose pods all ended, or that failed, as its trial's state (see
+  // 2. above): COMPLETED when `error` is empty, else ERROR with `error` as why.
+  absl::Status StoreOutcomeLocked(const Alloc& a, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // start_failures.cc
+  // Updates the allocation's start_failure from its pods (an event when one appears or clears),
+  // and sets fail_why when a pod cannot start for good.
+  void NoteStartFailuresLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails the runs whose start_failure has lasted pod_start_failure_timeout at `now`.
+  void FailStalledStartsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // TERMINATING with no pod left: TERMINATED (stays TERMINATING when the store refuses), forgotten,
   // and its job marked for Reconcile.
   void FinishIfGoneLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -55,6 +55,9 @@ JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
         row.pending_reason = &pod.pending_reason;
       }
     }
+    if (row.pending_reason == nullptr && !a->start_failure.empty()) {
+      row.pending_reason = &a->start_failure;
+    }
   }
   row.state = queued       ? QueueState::kQueued
               : backfilled ? QueueState::kBackfilled

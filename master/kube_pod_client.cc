@@ -33,6 +33,26 @@ absl::StatusOr<bool> Disrupted(const kube::JsonObject& status) {
   return false;
 }
 
+// The waiting containers of the pod's status (PodState::waiting).
+absl::StatusOr<std::vector<ContainerWaiting>> Waiting(const kube::JsonObject& status) {
+  std::vector<ContainerWaiting> out;
+  for (std::string_view key : {"initContainerStatuses", "containerStatuses"}) {
+    KUBE_ASSIGN_OR_RETURN(std::vector<kube::JsonObject> containers, status.ObjectArray(key));
+    for (const kube::JsonObject& c : containers) {
+      KUBE_ASSIGN_OR_RETURN(kube::JsonObject state, c.Object("state"));
+      KUBE_ASSIGN_OR_RETURN(kube::JsonObject waiting, state.Object("waiting"));
+      if (!waiting.present()) continue;
+      KUBE_ASSIGN_OR_RETURN(std::string_view name, c.String("name"));
+      KUBE_ASSIGN_OR_RETURN(std::string_view reason, waiting.String("reason"));
+      KUBE_ASSIGN_OR_RETURN(std::string_view message, waiting.String("message"));
+      out.push_back({.container = std::string(name),
+                     .reason = std::string(reason),
+                     .message = std::string(message)});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ManagedPodSelector() { return absl::StrCat(kManagedByLabel, "=", kManagedByValue); }
@@ -45,6 +65,7 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
   KUBE_ASSIGN_OR_RETURN(std::string_view deletion, meta.String("deletionTimestamp"));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject status, root.Object("status"));
   KUBE_ASSIGN_OR_RETURN(bool disrupted, Disrupted(status));
+  KUBE_ASSIGN_OR_RETURN(std::vector<ContainerWaiting> waiting, Waiting(status));
   PodState s{.ns = info.ns,
              .name = info.name,
              .allocation_id = info.gang,
@@ -54,7 +75,8 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
              .preempt_requested = info.preempt_requested,
              .backfilled = info.backfilled,
              .deleting = !deletion.empty(),
-             .disrupted = disrupted};
+             .disrupted = disrupted,
+             .waiting = std::move(waiting)};
   if (const std::string* reason = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
     s.pending_reason = *reason;
   }

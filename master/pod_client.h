@@ -14,6 +14,13 @@
 
 namespace phalanx::master {
 
+// A container whose status is state.waiting: kubelet has not started it (yet).
+struct ContainerWaiting {
+  std::string container;
+  std::string reason;   // ContainerCreating, ErrImagePull, CreateContainerConfigError, ...
+  std::string message;  // Kubelet's, often empty.
+};
+
 // One pod the master created, as last observed.
 struct PodState {
   std::string ns;
@@ -29,6 +36,8 @@ struct PodState {
   // status.reason Evicted (node pressure) or condition DisruptionTarget=True (a drain, a taint,
   // a node shutdown, a preemption): the cluster, not its program, ends it.
   bool disrupted = false;
+  // status.initContainerStatuses, then status.containerStatuses, that are waiting.
+  std::vector<ContainerWaiting> waiting;
 };
 
 // Called from several threads at once (the pods of a submission are created side by side).

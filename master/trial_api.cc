@@ -97,6 +97,7 @@ void JobManager::Tick(absl::Time now) {
                              "; deleting its pods"));
     (void)TerminateLocked(*a);
   }
+  FailStalledStartsLocked(now);
   RetryLocked();
 }
 

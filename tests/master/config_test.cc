@@ -34,6 +34,7 @@ db:
   user: postgres
 default_scheduler: phalanx
 max_slots_per_pod: 4
+pod_start_failure_timeout: 5m
 port: 8080
 preemption_timeout: 5m
 resource_pools:
@@ -116,6 +117,19 @@ TEST(MasterConfigTest, CpuSlots) {
   EXPECT_EQ(c->resource_pools.at(0).name, "default");
 }
 
+// How long a pod may fail to start a container before its run fails: 5m unless set.
+TEST(MasterConfigTest, PodStartFailureTimeout) {
+  absl::StatusOr<MasterConfig> c = ParseMasterConfig("max_slots_per_pod: 2\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pod_start_failure_timeout, absl::Minutes(5));
+  c = ParseMasterConfig("max_slots_per_pod: 2\npod_start_failure_timeout: 90\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pod_start_failure_timeout, absl::Seconds(90));
+  c = ParseMasterConfig("max_slots_per_pod: 2\npod_start_failure_timeout: 0s\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pod_start_failure_timeout, absl::ZeroDuration());
+}
+
 struct BadConfig {
   std::string name;
   std::string yaml;
@@ -158,6 +172,14 @@ INSTANTIATE_TEST_SUITE_P(
          "default_scheduler: must be phalanx or default"},
         {"BadTimeout", "max_slots_per_pod: 4\npreemption_timeout: soon\n",
          "preemption_timeout: expected a duration"},
+        {"PodStartFailureTimeoutNotAString",
+         "max_slots_per_pod: 4\npod_start_failure_timeout: [5m]\n",
+         "pod_start_failure_timeout: expected a string, got a sequence"},
+        {"PodStartFailureTimeoutNotADuration",
+         "max_slots_per_pod: 4\npod_start_failure_timeout: soon\n",
+         "pod_start_failure_timeout: expected a duration"},
+        {"PodStartFailureTimeoutNegative", "max_slots_per_pod: 4\npod_start_failure_timeout: -1m\n",
+         "pod_start_failure_timeout: must not be negative"},
         {"PoolWithoutName", "max_slots_per_pod: 4\nresource_pools: [{kubernetes_namespace: x}]\n",
          "resource_pools[0].pool_name: required"},
         {"DuplicatePool",
