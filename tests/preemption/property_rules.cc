@@ -1,0 +1,432 @@
+// The rules restated for uniform gangs (every pod alike, as the random worlds make them) and the
+// checks of a round against them (list in the header).
+#include "tests/preemption/property_rules.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace phalanx::preemption {
+
+// Verdicts by name in failure messages.
+void PrintTo(Verdict v, std::ostream* os) { *os << VerdictName(v); }
+
+namespace property {
+namespace {
+
+using Capacity = std::vector<core::Resources>;
+
+bool Started(const GangDecision& d) {
+  return d.verdict == Verdict::kAdmit || d.verdict == Verdict::kBackfill;
+}
+
+// Copies of `req` that fit in `avail`.
+int64_t Copies(const core::Resources& req, const core::Resources& avail) {
+  int64_t copies = std::numeric_limits<int64_t>::max();
+  for (auto [need, have] :
+       {std::pair{req.milli_cpu(), avail.milli_cpu()}, std::pair{req.memory(), avail.memory()},
+        std::pair{req.gpu(), avail.gpu()}}) {
+    if (need > 0) copies = std::min(copies, std::max<int64_t>(have, 0) / need);
+  }
+  return copies;
+}
+
+// What decides eligibility for the generated pods.
+std::string Signature(const core::PodInfo& p) {
+  std::string sig;
+  for (const auto& [k, v] : p.node_selector) absl::StrAppend(&sig, k, "=", v, ";");
+  for (const core::Toleration& t : p.tolerations) {
+    absl::StrAppend(&sig, "|", t.key, static_cast<int>(t.op), t.value);
+  }
+  return sig;
+}
+
+// A gang as the test reads it from its live pods.
+struct GangView {
+  std::string key;
+  std::vector<const core::PodInfo*> pods;
+  int32_t priority = std::numeric_limits<int32_t>::min();
+  double position = core::kNoQueuePosition;
+  int64_t created = std::numeric_limits<int64_t>::max();
+  int32_t expected = 1;
+  bool preemptible = true;
+  bool gated = false;                           // Some pod gated.
+  bool holding = false;                         // Some pod holds a node.
+  bool all_holding = true;                      // Every pod does.
+  std::string marked_by;                        // Set when marked for preemption.
+  const std::vector<bool>* eligible = nullptr;  // Per node index.
+
+  bool Pending() const { return gated && !holding; }
+  bool Running() const { return !gated && all_holding; }
+  bool Marked() const { return !marked_by.empty(); }
+  bool Complete() const { return static_cast<int32_t>(pods.size()) >= expected; }
+};
+
+class RoundChecker {
+ public:
+  RoundChecker(const core::ClusterSnapshot& snap, const AdmissionOptions& opts,
+               const RoundResult& r)
+      : snap_(snap), opts_(opts), r_(r) {}
+
+  Coverage Run() {
+    // The later checks rely on what these assert.
+    for (auto step :
+         {&RoundChecker::ReadWorld, &RoundChecker::CheckOrder, &RoundChecker::CheckPlans}) {
+      (this->*step)();
+      if (::testing::Test::HasFatalFailure()) return seen_;
+    }
+    CheckCapacity();
+    CheckFeasibility();
+    CheckVictims();
+    CheckFirstToRun();
+    CheckPassing();
+    return seen_;
+  }
+
+ private:
+  const std::vector<bool>& MaskOf(const core::PodInfo& p) {
+    auto [it, fresh] = masks_.try_emplace(Signature(p));
+    if (fresh) {
+      for (int i = 0; i < snap_.node_count(); ++i) it->second.push_back(Eligible(p, snap_.node(i)));
+    }
+    return it->second;
+  }
+
+  void AddPod(const core::PodInfo& p) {
+    GangView& g = gangs_[p.GangKey()];
+    g.key = p.GangKey();
+    g.pods.push_back(&p);
+    g.priority = std::max(g.priority, p.priority);
+    g.position = std::min(g.position, p.queue_position);
+    g.created = std::min(g.created, p.creation_ms);
+    g.expected = std::max(g.expected, p.gang_size);
+    g.preemptible &= p.preemptible;
+    g.gated |= p.gated;
+    const bool holds = !p.AssignedNode().empty();
+    g.holding |= holds;
+    g.all_holding &= holds;
+    if (p.preempt_requested) g.marked_by = p.preempted_by;
+    if (holds) {
+      ASSERT_GE(HeldNode(p), 0) << p.uid;
+      used_[HeldNode(p)] += p.requests;
+    }
+  }
+
+  void ReadWorld() {
+    for (int i = 0; i < snap_.node_count(); ++i) alloc_.push_back(snap_.node(i).allocatable);
+    used_ = Capacity(alloc_.size());
+    snap_.ForEachPod([&](const core::PodInfo& p) {
+      if (!p.IsTerminal()) AddPod(p);
+    });
+    for (int i = 0; i < snap_.node_count(); ++i) free_.push_back(alloc_[i] - used_[i]);
+    for (auto& [key, g] : gangs_) {
+      const core::PodInfo& first = *g.pods.front();
+      for (const core::PodInfo* p : g.pods) {
+        ASSERT_TRUE(p->requests == first.requests && Signature(*p) == Signature(first)) << key;
+      }
+      g.eligible = &MaskOf(first);
+      if (g.Pending()) queue_.push_back(&g);
+    }
+    std::sort(queue_.begin(), queue_.end(), [](const GangView* a, const GangView* b) {
+      return std::tie(b->priority, a->position, a->created, a->key) <
+             std::tie(a->priority, b->position, b->created, b->key);
+    });
+    for (const GangDecision& d : r_.decisions) {
+      decision_[d.gang] = &d;
+      victims_.insert(d.victims.begin(), d.victims.end());
+    }
+  }
+
+  const GangDecision& DecisionOf(const GangView& g) const { return *decision_.at(g.key); }
+
+  // Some pod breaks maxSlotsPerPod, or the gang's slots are more than it and not a multiple.
+  bool BreaksSlots(const GangView& g) const {
+    const int64_t max = opts_.slots.max_slots_per_pod;
+    int64_t total = 0;
+    for (const core::PodInfo* p : g.pods) {
+      if (max > 0 && p->requests.gpu() > max) return true;
+      total += p->requests.gpu();
+    }
+    return max > 0 && total > max && total % max != 0;
+  }
+
+  bool Fits(const GangView& g, const Capacity& cap) const {
+    int64_t copies = 0;
+    for (size_t n = 0; n < cap.size(); ++n) {
+      if ((*g.eligible)[n]) copies += Copies(g.pods.front()->requests, cap[n]);
+      if (copies >= static_cast<int64_t>(g.pods.size())) return true;
+    }
+    return false;
+  }
+
+  bool Feasible(const GangView& g) const { return !BreaksSlots(g) && Fits(g, alloc_); }
+  bool Waiting(const GangView& g) const {
+    const GangDecision& d = DecisionOf(g);
+    return g.Complete() && Feasible(g) && !Started(d) && d.verdict != Verdict::kPreempt;
+  }
+
+  int NodeOf(const Assignment& a) const { return *snap_.NodeIndex(a.node); }
+  // The index of the node `p` holds, or -1.
+  int HeldNode(const core::PodInfo& p) const {
+    return p.AssignedNode().empty() ? -1 : snap_.NodeIndex(p.AssignedNode()).value_or(-1);
+  }
+
+  // Adds the requests of `g`'s pods that hold a node to `cap`; TakePlan takes a plan's.
+  void AddHeld(const GangView& g, Capacity& cap) const {
+    for (const core::PodInfo* p : g.pods) {
+      if (HeldNode(*p) >= 0) cap[HeldNode(*p)] += p->requests;
+    }
+  }
+  void TakePlan(const GangDecision& d, Capacity& cap) const {
+    for (const Assignment& a : d.plan) cap[NodeOf(a)] -= snap_.FindPod(a.pod_uid)->requests;
+  }
+  // What the gangs already marked for `key` will free.
+  Capacity Incoming(const std::string& key, Capacity cap) const {
+    for (const auto& [k, g] : gangs_) {
+      if (g.marked_by == key) AddHeld(g, cap);
+    }
+    return cap;
+  }
+  bool HasIncoming(const std::string& key) const {
+    return std::any_of(gangs_.begin(), gangs_.end(),
+                       [&](const auto& kv) { return kv.second.marked_by == key; });
+  }
+
+  void CheckOrder() {
+    std::vector<std::string> want, got;
+    for (const GangView* g : queue_) want.push_back(g->key);
+    for (const GangDecision& d : r_.decisions) got.push_back(d.gang);
+    std::vector<std::string> want_sorted = want, got_sorted = got;
+    std::sort(want_sorted.begin(), want_sorted.end());
+    std::sort(got_sorted.begin(), got_sorted.end());
+    ASSERT_EQ(got_sorted, want_sorted) << "not one decision per pending gang";
+    EXPECT_EQ(got, want) << "decisions are not in queue order";
+  }
+
+  void CheckPlans() {
+    for (const GangDecision& d : r_.decisions) {
+      const GangView& g = gangs_.at(d.gang);
+      EXPECT_TRUE(d.victims.empty() || d.verdict == Verdict::kPreempt) << d.gang;
+      if (!Started(d) && d.verdict != Verdict::kPreempt) {
+        ASSERT_TRUE(d.plan.empty()) << d.gang << " " << VerdictName(d.verdict) << " has a plan";
+        continue;
+      }
+      ASSERT_EQ(d.plan.size(), g.pods.size()) << d.gang << ": the plan is not the whole gang";
+      absl::flat_hash_set<std::string> uids;
+      for (const Assignment& a : d.plan) {
+        ASSERT_TRUE(snap_.NodeIndex(a.node).has_value()) << d.gang << " planned on " << a.node;
+        const core::PodInfo* p = snap_.FindPod(a.pod_uid);
+        ASSERT_TRUE(p != nullptr && p->GangKey() == d.gang && uids.insert(a.pod_uid).second)
+            << d.gang << " plans " << a.pod_uid;
+        EXPECT_TRUE(Eligible(*p, snap_.node(NodeOf(a)))) << a.pod_uid << " on " << a.node;
+      }
+    }
+  }
+
+  // Now: running pods and started plans. Once every marked gang has left: the rest, and every
+  // plan, preemptors' included (their capacity is reserved).
+  void CheckCapacity() {
+    Capacity now = used_, later(alloc_.size());
+    for (const auto& [key, g] : gangs_) {
+      if (!g.Marked() && !victims_.contains(key)) AddHeld(g, later);
+    }
+    for (const GangDecision& d : r_.decisions) {
+      for (const Assignment& a : d.plan) {
+        const core::Resources& req = snap_.FindPod(a.pod_uid)->requests;
+        if (Started(d)) now[NodeOf(a)] += req;
+        later[NodeOf(a)] += req;
+      }
+    }
+    for (size_t n = 0; n < alloc_.size(); ++n) {
+      EXPECT_TRUE(now[n].FitsIn(alloc_[n])) << snap_.node(n).name << " over capacity";
+      EXPECT_TRUE(later[n].FitsIn(alloc_[n]))
+          << "(d) " << snap_.node(n).name << " over capacity once victims leave";
+    }
+  }
+
+  // A gang that can never run is infeasible, incomplete or not; a feasible incomplete one waits.
+  void CheckFeasibility() {
+    for (const GangView* g : queue_) {
+      const Verdict v = DecisionOf(*g).verdict;
+      if (!Feasible(*g)) {
+        ++seen_.infeasible;
+        EXPECT_EQ(v, Verdict::kInfeasible) << "(e) " << g->key << " can never run";
+      } else if (!g->Complete()) {
+        ++seen_.incomplete;
+        EXPECT_EQ(v, Verdict::kWait) << "(e) " << g->key << " is incomplete";
+      } else {
+        EXPECT_NE(v, Verdict::kInfeasible) << "(e) " << g->key << " can run";
+      }
+    }
+  }
+
+  void CheckVictims() {
+    absl::flat_hash_set<std::string> taken;
+    for (const GangDecision& d : r_.decisions) {
+      if (d.verdict == Verdict::kPreempt && d.victims.empty()) {
+        EXPECT_TRUE(HasIncoming(d.gang)) << "(d) " << d.gang << " preempts nothing";
+      }
+      const GangView& g = gangs_.at(d.gang);
+      for (const std::string& v : d.victims) {
+        ++seen_.victims;
+        EXPECT_TRUE(taken.insert(v).second) << "(d) " << v << " is taken twice";
+        EXPECT_TRUE(opts_.preemption) << "(d) " << d.gang << " preempts with preemption off";
+        auto it = gangs_.find(v);
+        ASSERT_NE(it, gangs_.end()) << "(d) unknown victim " << v;
+        const GangView& victim = it->second;
+        EXPECT_TRUE(victim.Running() && !victim.Marked()) << "(d) " << v << " for " << d.gang;
+        EXPECT_LT(victim.priority, g.priority) << "(d) " << v << " for " << d.gang;
+        EXPECT_TRUE(victim.preemptible) << "(d) " << v << " for " << d.gang;
+        EXPECT_TRUE(std::any_of(
+            victim.pods.begin(), victim.pods.end(),
+            [&](const auto* p) { return HeldNode(*p) >= 0 && (*g.eligible)[HeldNode(*p)]; }))
+            << "(d) " << v << " is on no node " << d.gang << " may use";
+      }
+    }
+  }
+
+  // (a): the first gang not started that can run, on what the gangs ahead of it left.
+  void CheckFirstToRun() {
+    Capacity cap = free_;
+    for (const GangView* g : queue_) {
+      const GangDecision& d = DecisionOf(*g);
+      if (!g->Complete() || !Feasible(*g)) continue;
+      if (!Started(d)) return CheckFirst(*g, d, cap);
+      ++seen_.first_fits;  // Each in turn was the first to run.
+      TakePlan(d, cap);
+    }
+  }
+
+  void CheckFirst(const GangView& g, const GangDecision& d, const Capacity& cap) {
+    const std::string what =
+        absl::StrCat("(a) first to run ", g.key, " is ", VerdictName(d.verdict), ": ", d.reason);
+    if (Fits(g, cap)) {
+      ++seen_.first_fits;
+      // A gang with victims marked may keep to the nodes they free (admission.h, step 2).
+      bool keeps = d.verdict == Verdict::kPreempt && d.victims.empty() && HasIncoming(g.key);
+      EXPECT_TRUE(d.verdict == Verdict::kAdmit || keeps) << what << "; it fits on free capacity";
+      return;
+    }
+    const Capacity incoming = Incoming(g.key, cap);
+    if (Fits(g, incoming)) {
+      ++seen_.first_preempts;
+      EXPECT_TRUE(d.verdict == Verdict::kPreempt && d.victims.empty())
+          << what << "; it fits once its marked victims leave";
+      return;
+    }
+    Capacity all = incoming;
+    for (const auto& [k, c] : gangs_) {
+      if (c.Running() && !c.Marked() && c.preemptible && c.priority < g.priority) AddHeld(c, all);
+    }
+    const bool can = opts_.preemption && Fits(g, all);
+    ++(can ? seen_.first_preempts : seen_.first_waits);
+    EXPECT_EQ(d.verdict, can ? Verdict::kPreempt : Verdict::kWait) << what << "; it may preempt";
+    if (d.verdict != Verdict::kPreempt) return;
+    for (const std::string& v : d.victims) {  // Cheapest implies minimal.
+      Capacity rest = incoming;
+      for (const std::string& u : d.victims) {
+        if (u != v) AddHeld(gangs_.at(u), rest);
+      }
+      EXPECT_FALSE(Fits(g, rest)) << what << "; it fits without victim " << v;
+    }
+  }
+
+  bool Uses(const GangDecision& d, const std::vector<bool>& nodes) const {
+    return std::any_of(d.plan.begin(), d.plan.end(),
+                       [&](const Assignment& a) { return nodes[NodeOf(a)]; });
+  }
+
+  // (b) and (c): what starts on a node a waiting gang ahead of it may use.
+  void CheckPassing() {
+    std::vector<const GangView*> waiting;
+    for (const GangView* g : queue_) {
+      const GangDecision& d = DecisionOf(*g);
+      if (Waiting(*g)) waiting.push_back(g);
+      if (!Started(d)) continue;
+      seen_.behind_waiting += !waiting.empty();
+      bool passes = false;
+      for (const GangView* h : waiting) {
+        if (!Uses(d, *h->eligible)) continue;
+        passes = true;
+        ++seen_.passing;
+        const std::string what =
+            absl::StrCat(g->key, " (priority ", g->priority, ") starts on a node ", h->key,
+                         " (priority ", h->priority, ") waits for");
+        EXPECT_TRUE(opts_.backfill) << "(b) strict order: " << what;
+        EXPECT_TRUE(!opts_.backfill || g->priority >= h->priority ||
+                    (opts_.preemption && g->preemptible))
+            << "(c) not allowed to backfill: " << what;
+      }
+      EXPECT_EQ(d.verdict == Verdict::kBackfill, passes)
+          << "(c) " << g->key << " is " << VerdictName(d.verdict);
+    }
+  }
+
+  const core::ClusterSnapshot& snap_;
+  const AdmissionOptions& opts_;
+  const RoundResult& r_;
+  absl::flat_hash_map<std::string, GangView> gangs_;
+  std::vector<const GangView*> queue_;
+  absl::flat_hash_map<std::string, const GangDecision*> decision_;
+  absl::flat_hash_set<std::string> victims_;                   // Marked this round.
+  absl::node_hash_map<std::string, std::vector<bool>> masks_;  // By Signature; stable.
+  Capacity alloc_, used_, free_;
+  Coverage seen_;
+};
+
+}  // namespace
+
+bool Eligible(const core::PodInfo& pod, const core::Node& node) {
+  if (node.unschedulable) return false;
+  for (const auto& [key, value] : pod.node_selector) {
+    if (std::find(node.labels.begin(), node.labels.end(), std::pair{key, value}) ==
+        node.labels.end()) {
+      return false;
+    }
+  }
+  return std::all_of(node.taints.begin(), node.taints.end(), [&](const core::Taint& t) {
+    return std::any_of(
+        pod.tolerations.begin(), pod.tolerations.end(), [&](const core::Toleration& tol) {
+          return tol.key == t.key &&
+                 (tol.op == core::Toleration::Operator::kExists || tol.value == t.value);
+        });
+  });
+}
+
+Coverage& Coverage::operator+=(const Coverage& o) {
+  first_fits += o.first_fits;
+  first_preempts += o.first_preempts;
+  first_waits += o.first_waits;
+  behind_waiting += o.behind_waiting;
+  passing += o.passing;
+  victims += o.victims;
+  infeasible += o.infeasible;
+  incomplete += o.incomplete;
+  return *this;
+}
+
+Coverage CheckRound(const core::ClusterSnapshot& snap, const AdmissionOptions& opts,
+                    const RoundResult& r) {
+  return RoundChecker(snap, opts, r).Run();
+}
+
+void CheckWholeGangs(const core::ClusterSnapshot& snap) {
+  for (const core::Gang& g : snap.Gangs()) {
+    size_t holding = std::count_if(g.members.begin(), g.members.end(),
+                                   [](const core::PodInfo* p) { return p->HoldsCapacity(); });
+    EXPECT_TRUE(holding == 0 || holding == g.members.size()) << g.key << " holds in part";
+    size_t marked = std::count_if(g.members.begin(), g.members.end(),
+                                  [](const core::PodInfo* p) { return p->preempt_requested; });
+    EXPECT_TRUE(marked == 0 || marked == g.members.size()) << g.key << " marked in part";
+  }
+}
+
+}  // namespace property
+}  // namespace phalanx::preemption
