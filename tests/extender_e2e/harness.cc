@@ -163,9 +163,8 @@ void ExtenderE2eTest::RunExtender(const std::vector<std::string>& args, int* sta
 
 void ExtenderE2eTest::StopExtender(int signal) {
   if (extender_ <= 0) return;
-  if (!StopProcess(extender_, signal)) {
-    ADD_FAILURE() << "phalanx-extender ignored signal " << signal << " for 10 s";
-  }
+  const std::string stopped = StopProcess(extender_, signal);
+  EXPECT_EQ(stopped, "") << "phalanx-extender " << stopped << "; its log:\n" << Tail(log_path_, 20);
   extender_ = -1;
 }
 
