@@ -12,10 +12,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -49,6 +51,16 @@ std::string EnvValue(const std::string& env, absl::string_view name) {
 }
 
 }  // namespace
+
+unsigned E2eSeed() {
+  unsigned seed = std::random_device{}();
+  const char* set = std::getenv("PHALANX_E2E_SEED");
+  if (set != nullptr && !absl::SimpleAtoi(set, &seed)) {
+    ADD_FAILURE() << "PHALANX_E2E_SEED=" << set << " is not an unsigned number";
+  }
+  std::printf("seed %u (replay with PHALANX_E2E_SEED=%u)\n", seed, seed);
+  return seed;
+}
 
 void ExtenderE2eTest::SetUp() {
   absl::StatusOr<kube::Config> config = testing::TestClusterConfig();

@@ -44,6 +44,10 @@ struct QueueEntry {
   std::vector<std::string> victims;
 };
 
+// The seed of a randomized test: $PHALANX_E2E_SEED when set, to replay a run, else a random one;
+// printed either way.
+unsigned E2eSeed();
+
 class ExtenderE2eTest : public ::testing::Test {
  protected:
   void SetUp() override;

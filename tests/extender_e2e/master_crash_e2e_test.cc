@@ -42,9 +42,7 @@ TEST_F(MasterCrashE2e, KillNineDuringSubmissionsLosesNothingAndDuplicatesNoPod) 
   AddNodes("n", 2, 8);
   StartExtender(8);
   StartMaster(8);
-  const unsigned seed = std::random_device{}();
-  std::mt19937 rng(seed);
-  std::printf("seed %u\n", seed);
+  std::mt19937 rng(E2eSeed());
 
   absl::Mutex mu;
   std::map<int64_t, std::string> acked;  // Experiment id -> name, once CreateExperiment answered.
