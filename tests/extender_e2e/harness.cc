@@ -232,10 +232,17 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
                            R"(Execution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":)",
                            R"("kubernetes.io/hostname","operator":"In","values":[)",
                            EncodeJsonString(gang.affinity_host), "]}]}]}}},");
+    // Deleted, it terminates for exit_seconds (kwok's pod-delete-graceful).
+    const bool slow_exit = gang.exit_seconds > 0;
+    const std::string annotations =
+        slow_exit ? R"(,"annotations":{"phalanx.io/sim-graceful-exit":"true"})" : "";
+    const std::string grace =
+        slow_exit ? absl::StrCat(R"("terminationGracePeriodSeconds":)", gang.exit_seconds, ",")
+                  : "";
     std::string pod =
         absl::StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r",
-                     run, "-", i, R"(","labels":{)", labels, R"(}},"spec":{)", affinity,
-                     R"("schedulerName":"phalanx","priorityClassName":")", pc,
+                     run, "-", i, R"(","labels":{)", labels, "}", annotations, R"(},"spec":{)",
+                     affinity, grace, R"("schedulerName":"phalanx","priorityClassName":")", pc,
                      R"(","schedulingGates":[{"name":"phalanx.io/admission"}],"nodeSelector":{")",
                      kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
                      R"(","operator":"Equal","value":")", ns_,

@@ -14,7 +14,8 @@ namespace {
 
 std::string Describe(const PodState& p) {
   return absl::StrCat(p.info.name, "(gpus=", p.info.requests.gpu(), " node=", p.info.node,
-                      " placement=", p.info.placement, p.info.gated ? " gated" : "", ")");
+                      " placement=", p.info.placement, p.info.gated ? " gated" : "",
+                      p.deleting ? " terminating" : "", ")");
 }
 
 // Live pods grouped by gang key.
@@ -27,14 +28,15 @@ std::map<std::string, std::vector<const PodState*>> LiveGangs(
   return gangs;
 }
 
-// "node X holds N GPUs of live pods, allocatable M: ..." when over-booked.
+// "node X double-booked: N GPUs of pods holding capacity on M allocatable: ..." when the pods that
+// hold its capacity as the engine counts them (terminating ones too) need more than it has.
 std::vector<std::string> OverBooked(const std::vector<const PodState*>& pods,
                                     const std::map<std::string, int64_t>& gpus,
                                     const std::set<std::string>& only) {
   std::map<std::string, std::vector<const PodState*>> on_node;
   for (const PodState* p : pods) {
     std::string node(p->info.AssignedNode());
-    if (p->Live() && !node.empty() && (only.empty() || only.count(node) > 0)) {
+    if (p->HoldsCapacity() && (only.empty() || only.count(node) > 0)) {
       on_node[node].push_back(p);
     }
   }
@@ -49,8 +51,9 @@ std::vector<std::string> OverBooked(const std::vector<const PodState*>& pods,
       names.push_back(Describe(*p));
     }
     if (used > cap->second) {
-      out.push_back(absl::StrCat("node ", node, " double-booked: ", used, " GPUs of live pods on ",
-                                 cap->second, " allocatable: ", absl::StrJoin(names, ", ")));
+      out.push_back(absl::StrCat("node ", node, " double-booked: ", used,
+                                 " GPUs of pods holding capacity on ", cap->second,
+                                 " allocatable: ", absl::StrJoin(names, ", ")));
     }
   }
   return out;

@@ -2,7 +2,9 @@
 //  - when a pod of a gang is bound (gets spec.nodeName), it is bound to its phalanx.io/placement
 //  and
 //    every live member of its gang, all phalanx.io/gang-size of them, already carries a placement;
-//  - no node is double-booked: the GPUs of live pods bound to or placed on it fit its allocatable.
+//  - no node is double-booked: the GPUs of the pods holding its capacity as the engine counts them
+//    (core::PodInfo::HoldsCapacity: bound to or placed on it and not finished, terminating ones
+//    included) fit its allocatable.
 // Live means neither terminating (deletionTimestamp) nor finished.
 #ifndef PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
 #define PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
@@ -29,6 +31,9 @@ struct PodState {
   bool deleting = false;  // Has a deletionTimestamp.
   std::string pending_reason;
   bool Live() const { return !deleting && !info.IsTerminal(); }
+  // Holds its node's capacity as the engine counts it: bound or placed, not finished, terminating
+  // or not. Restates core::PodInfo::HoldsCapacity, so that a change there cannot hide from checks.
+  bool HoldsCapacity() const { return !info.IsTerminal() && !info.AssignedNode().empty(); }
 };
 
 absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod);
