@@ -2,6 +2,7 @@
 #include "tests/extender_e2e/watcher.h"
 
 #include <set>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -67,6 +68,8 @@ absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod) {
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(pod, "pod"));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject meta, root.Object("metadata"));
   s.deleting = meta.Get("deletionTimestamp").has_value();
+  KUBE_ASSIGN_OR_RETURN(std::string_view version, meta.String("resourceVersion"));
+  s.resource_version = std::string(version);
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
   if (const std::string* r = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
     s.pending_reason = *r;
@@ -115,8 +118,63 @@ absl::Status Watcher::Start() {
 }
 
 void Watcher::Stop() {
+  if (!thread_.joinable()) return;
+  std::string missed = CatchUp(absl::Seconds(15));
+  Halt();
+  if (missed.empty()) return;
+  absl::MutexLock lock(&mu_);
+  violations_.push_back(std::move(missed));
+}
+
+std::string Watcher::CatchUp(absl::Duration timeout) {
+  absl::StatusOr<std::string> unseen;
+  for (absl::Time deadline = absl::Now() + timeout;; absl::SleepFor(absl::Milliseconds(200))) {
+    unseen = Unseen();
+    if (unseen.ok() && unseen->empty()) return "";
+    if (absl::Now() > deadline) break;
+  }
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("the watch had not delivered in ", absl::FormatDuration(timeout),
+                      " what a list of the namespace shows, so events may have gone unchecked "
+                      "(last watch error: ",
+                      watch_error_, "): ", unseen.ok() ? *unseen : unseen.status().ToString());
+}
+
+void Watcher::Halt() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::string> Watcher::Unseen() {
+  std::map<std::string, PodState> listed;  // By uid.
+  absl::StatusOr<std::string> version =
+      client_->ListAll(kube::kPods, ns_, {}, [&](simdjson::dom::element item) {
+        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item));
+        listed[p.info.uid] = std::move(p);
+        return absl::OkStatus();
+      });
+  if (!version.ok()) return version.status();
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [uid, p] : listed) {
+    auto seen = pods_.find(uid);
+    if (seen == pods_.end()) {
+      out.push_back(absl::StrCat(p.info.name, " never seen"));
+    } else if (seen->second.resource_version != p.resource_version) {
+      out.push_back(absl::StrCat(p.info.name, " at version ", p.resource_version, ", seen at ",
+                                 seen->second.resource_version));
+    }
+  }
+  for (const auto& [uid, p] : pods_) {
+    if (listed.count(uid) == 0) out.push_back(absl::StrCat(p.info.name, " gone unseen"));
+  }
+  constexpr size_t kShown = 10;
+  if (out.size() > kShown) {
+    const size_t more = out.size() - kShown;
+    out.resize(kShown);
+    out.push_back(absl::StrCat("and ", more, " more"));
+  }
+  return absl::StrJoin(out, ", ");
 }
 
 void Watcher::Run(std::string resource_version) {
@@ -139,6 +197,7 @@ void Watcher::Run(std::string resource_version) {
     if (!r.resource_version.empty()) resource_version = r.resource_version;
     if (!r.status.ok()) {
       absl::MutexLock lock(&mu_);
+      watch_error_ = absl::StrCat(r.status.ToString(), " at ", absl::FormatTime(absl::Now()));
       if (kube::IsGone(r.status)) {
         violations_.push_back("watch expired: events were missed, invariants unchecked");
         return;

@@ -5,7 +5,8 @@
 //  - no node is double-booked: the GPUs of the pods holding its capacity as the engine counts them
 //    (core::PodInfo::HoldsCapacity: bound to or placed on it and not finished, terminating ones
 //    included) fit its allocatable.
-// Live means neither terminating (deletionTimestamp) nor finished.
+// Live means neither terminating (deletionTimestamp) nor finished. Stop checks that the watch saw
+// every change up to then.
 #ifndef PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
 #define PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
 
@@ -30,6 +31,7 @@ struct PodState {
   core::PodInfo info;
   bool deleting = false;  // Has a deletionTimestamp.
   std::string pending_reason;
+  std::string resource_version;
   bool Live() const { return !deleting && !info.IsTerminal(); }
   // Holds its node's capacity as the engine counts it: bound or placed, not finished, terminating
   // or not. Restates core::PodInfo::HoldsCapacity, so that a change there cannot hide from checks.
@@ -46,10 +48,12 @@ std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
 class Watcher {
  public:
   Watcher(kube::Client* client, std::string ns) : client_(client), ns_(std::move(ns)) {}
-  ~Watcher() { Stop(); }
+  ~Watcher() { Halt(); }
 
   // Lists the namespace and watches from there in a thread.
   absl::Status Start();
+  // Waits until the watch has delivered every change a list of the namespace shows (a violation
+  // after 15 s: events may have gone unchecked), then stops watching.
   void Stop();
   void AddNode(const std::string& node, int64_t gpus);
 
@@ -61,6 +65,12 @@ class Watcher {
 
  private:
   void Run(std::string resource_version);
+  void Halt();
+  // "" once the watch has delivered all that a list of the namespace shows, tried for `timeout`;
+  // else what it has not.
+  std::string CatchUp(absl::Duration timeout);
+  // What a list of the namespace shows that the watch has not delivered; "" when nothing.
+  absl::StatusOr<std::string> Unseen();
   void Apply(bool deleted, const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckBinding(const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckNode(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -76,6 +86,7 @@ class Watcher {
   int64_t bindings_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t placements_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_event_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  std::string watch_error_ ABSL_GUARDED_BY(mu_) = "none";  // The last failed watch's.
 };
 
 }  // namespace phalanx::e2e
