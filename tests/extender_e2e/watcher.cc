@@ -1,9 +1,12 @@
 // Pod-contract invariants over a namespace's watch stream (see watcher.h).
 #include "tests/extender_e2e/watcher.h"
 
+#include <algorithm>
 #include <set>
 #include <string_view>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kube/decode.h"
@@ -70,11 +73,24 @@ absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod) {
   s.deleting = meta.Get("deletionTimestamp").has_value();
   KUBE_ASSIGN_OR_RETURN(std::string_view version, meta.String("resourceVersion"));
   s.resource_version = std::string(version);
+  KUBE_ASSIGN_OR_RETURN(core::Labels labels, meta.StringMap("labels"));
+  if (const std::string* job = core::FindLabel(labels, kube::kJobIdLabel)) s.job_id = *job;
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
   if (const std::string* r = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
     s.pending_reason = *r;
   }
   return s;
+}
+
+std::string TrialOf(const PodState& pod) {
+  const std::string& gang = pod.info.gang;
+  const size_t run = gang.rfind("-r");
+  if (pod.job_id.empty() || !absl::StartsWith(gang, pod.job_id) || run == std::string::npos ||
+      run < pod.job_id.size() || run + 2 == gang.size() ||
+      !std::all_of(gang.begin() + run + 2, gang.end(), absl::ascii_isdigit)) {
+    return "";
+  }
+  return gang.substr(0, run);
 }
 
 std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
@@ -226,6 +242,7 @@ void Watcher::Apply(bool deleted, const PodState& pod) {
   }
   std::string node(pod.info.AssignedNode());
   if (!node.empty()) CheckNode(node);
+  CheckTrial(pod);
 }
 
 void Watcher::CheckBinding(const PodState& pod) {
@@ -254,6 +271,23 @@ void Watcher::CheckNode(const std::string& node) {
   std::vector<const PodState*> all;
   for (const auto& [uid, p] : pods_) all.push_back(&p);
   for (std::string& v : OverBooked(all, gpus_, {node})) violations_.push_back(std::move(v));
+}
+
+void Watcher::CheckTrial(const PodState& pod) {
+  const std::string trial = TrialOf(pod);
+  if (trial.empty() || !pod.Live()) return;
+  std::set<std::string> allocations;
+  std::vector<std::string> names;
+  for (const auto& [uid, p] : pods_) {
+    if (p.Live() && TrialOf(p) == trial) {
+      allocations.insert(p.info.gang);
+      names.push_back(Describe(p));
+    }
+  }
+  if (allocations.size() > 1) {
+    violations_.push_back(absl::StrCat("trial ", trial, " has live pods of ", allocations.size(),
+                                       " allocations at once: ", absl::StrJoin(names, ", ")));
+  }
 }
 
 void Watcher::AddNode(const std::string& node, int64_t gpus) {

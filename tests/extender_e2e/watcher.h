@@ -4,7 +4,8 @@
 //    every live member of its gang, all phalanx.io/gang-size of them, already carries a placement;
 //  - no node is double-booked: the GPUs of the pods holding its capacity as the engine counts them
 //    (core::PodInfo::HoldsCapacity: bound to or placed on it and not finished, terminating ones
-//    included) fit its allocatable.
+//    included) fit its allocatable;
+//  - no trial of phalanx-master has live pods of two allocations at once.
 // Live means neither terminating (deletionTimestamp) nor finished. Stop checks that the watch saw
 // every change up to then.
 #ifndef PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
@@ -31,6 +32,7 @@ struct PodState {
   core::PodInfo info;
   bool deleting = false;  // Has a deletionTimestamp.
   std::string pending_reason;
+  std::string job_id;  // phalanx.io/job-id.
   std::string resource_version;
   bool Live() const { return !deleting && !info.IsTerminal(); }
   // Holds its node's capacity as the engine counts it: bound or placed, not finished, terminating
@@ -39,6 +41,10 @@ struct PodState {
 };
 
 absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod);
+
+// The trial of a phalanx-master allocation's pod: "<job>-trial-<id>" of gang
+// "<job>-trial-<id>-r<run>", "<job>" of a task's "<job>-r<run>"; "" for other pods.
+std::string TrialOf(const PodState& pod);
 
 // Violations found in `pods` (one namespace): gangs with bound members that are only partly bound
 // or not all placed, and double-booked nodes. `gpus` is each known node's GPU allocatable.
@@ -74,6 +80,7 @@ class Watcher {
   void Apply(bool deleted, const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckBinding(const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckNode(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckTrial(const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   kube::Client* client_;
   std::string ns_;
