@@ -93,9 +93,7 @@ TEST_F(CrashE2e, AStrandedGangOfAnotherToolIsEvicted) {
 // the first placement of its first round, which admits a whole cluster's worth of gangs.
 TEST_F(CrashE2e, SigkillMidAdmissionLeavesNoDoubleBookingOrPartialGang) {
   AddNodes("n", 6, 8);  // 48 GPUs.
-  const unsigned seed = std::random_device{}();
-  std::mt19937 rng(seed);
-  std::printf("seed %u\n", seed);
+  std::mt19937 rng(E2eSeed());
   int position = 0;
   int half_done_kills = 0, admitting_kills = 0;
   for (int cycle = 0; cycle < 8; ++cycle) {

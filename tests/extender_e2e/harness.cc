@@ -12,10 +12,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -49,6 +51,16 @@ std::string EnvValue(const std::string& env, absl::string_view name) {
 }
 
 }  // namespace
+
+unsigned E2eSeed() {
+  unsigned seed = std::random_device{}();
+  const char* set = std::getenv("PHALANX_E2E_SEED");
+  if (set != nullptr && !absl::SimpleAtoi(set, &seed)) {
+    ADD_FAILURE() << "PHALANX_E2E_SEED=" << set << " is not an unsigned number";
+  }
+  std::printf("seed %u (replay with PHALANX_E2E_SEED=%u)\n", seed, seed);
+  return seed;
+}
 
 void ExtenderE2eTest::SetUp() {
   absl::StatusOr<kube::Config> config = testing::TestClusterConfig();
@@ -163,9 +175,8 @@ void ExtenderE2eTest::RunExtender(const std::vector<std::string>& args, int* sta
 
 void ExtenderE2eTest::StopExtender(int signal) {
   if (extender_ <= 0) return;
-  if (!StopProcess(extender_, signal)) {
-    ADD_FAILURE() << "phalanx-extender ignored signal " << signal << " for 10 s";
-  }
+  const std::string stopped = StopProcess(extender_, signal);
+  EXPECT_EQ(stopped, "") << "phalanx-extender " << stopped << "; its log:\n" << Tail(log_path_, 20);
   extender_ = -1;
 }
 
@@ -221,10 +232,17 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
                            R"(Execution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":)",
                            R"("kubernetes.io/hostname","operator":"In","values":[)",
                            EncodeJsonString(gang.affinity_host), "]}]}]}}},");
+    // Deleted, it terminates for exit_seconds (kwok's pod-delete-graceful).
+    const bool slow_exit = gang.exit_seconds > 0;
+    const std::string annotations =
+        slow_exit ? R"(,"annotations":{"phalanx.io/sim-graceful-exit":"true"})" : "";
+    const std::string grace =
+        slow_exit ? absl::StrCat(R"("terminationGracePeriodSeconds":)", gang.exit_seconds, ",")
+                  : "";
     std::string pod =
         absl::StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r",
-                     run, "-", i, R"(","labels":{)", labels, R"(}},"spec":{)", affinity,
-                     R"("schedulerName":"phalanx","priorityClassName":")", pc,
+                     run, "-", i, R"(","labels":{)", labels, "}", annotations, R"(},"spec":{)",
+                     affinity, grace, R"("schedulerName":"phalanx","priorityClassName":")", pc,
                      R"(","schedulingGates":[{"name":"phalanx.io/admission"}],"nodeSelector":{")",
                      kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
                      R"(","operator":"Equal","value":")", ns_,

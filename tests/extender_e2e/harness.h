@@ -34,6 +34,8 @@ struct GangSpec {
   // Non-empty: required node affinity kubernetes.io/hostname In [affinity_host].
   std::string affinity_host;
   bool managed = true;  // False: no phalanx.io/job-id, a gang some other tool created gated.
+  // > 0: deleted pods stay terminating this long (their grace period; kwok's pod-delete-graceful).
+  int exit_seconds = 0;
 };
 
 // One gang's entry in the extender's /debug/queue.
@@ -43,6 +45,10 @@ struct QueueEntry {
   std::vector<std::string> nodes;  // Planned or reserved nodes.
   std::vector<std::string> victims;
 };
+
+// The seed of a randomized test: $PHALANX_E2E_SEED when set, to replay a run, else a random one;
+// printed either way.
+unsigned E2eSeed();
 
 class ExtenderE2eTest : public ::testing::Test {
  protected:

@@ -32,7 +32,6 @@ class MasterE2eTest : public ExtenderE2eTest {
   // returns once it accepts a login.
   void StartMaster(int max_slots_per_pod);
   void StopMaster(int signal);
-  bool MasterAlive();
   // Where the master listens (the same across restarts).
   const std::string& master_address() const { return master_address_; }
   // Logs in as admin on `channel`; "" when the master does not answer.

@@ -1,7 +1,7 @@
 // Preemption through the real kube-scheduler and phalanx-extender: victims are whole gangs, the
-// preemptor runs on the nodes reserved for it once the master deletes them, backfilled gangs go
-// first, and a non-preemptible pod is never a victim, neither of the admission loop nor of
-// kube-scheduler's own preemption (the extender's preempt verb).
+// preemptor runs on the nodes reserved for it once the master deletes them and they have finished
+// terminating, backfilled gangs go first, and a non-preemptible pod is never a victim, neither of
+// the admission loop nor of kube-scheduler's own preemption (the extender's preempt verb).
 #include <string>
 #include <vector>
 
@@ -55,6 +55,36 @@ TEST_F(PreemptionE2e, WholeVictimGangIsMarkedAndHeadRunsOnReservedNode) {
   Settle();
   EXPECT_TRUE(Gated("low"));  // 8 GPUs on 2 nodes no longer fit.
   EXPECT_EQ(Queued("low").state, "WAIT");
+}
+
+// Victims that take 5 s to terminate, as under a kubelet with a grace period: their nodes stay
+// full until they are gone (the Watcher counts terminating pods against their nodes, as the engine
+// does), so the preemptor stays gated and unplaced meanwhile, and runs once they are gone.
+TEST_F(PreemptionE2e, PreemptorWaitsWhileVictimsTerminate) {
+  AddNodes("n", 2, 4);
+  Submit({.name = "low", .pods = 2, .gpus = 4, .priority = 40, .position = 1, .exit_seconds = 5});
+  StartExtender(4);
+  ASSERT_TRUE(WaitUntil([&] { return Running("low"); }));
+  Submit({.name = "high", .pods = 2, .gpus = 4, .priority = 60, .position = 2});
+  ASSERT_TRUE(WaitUntil([&] { return Marked("low"); }));
+
+  for (const PodState& p : GangPods("low")) {
+    ASSERT_TRUE(client_->Delete(kube::kPods, ns_, p.info.name).ok());
+  }
+  Holds(
+      "low terminates while high stays gated and unplaced",
+      [&] {
+        bool terminating = false;
+        for (const PodState& p : Pods()) {
+          terminating |= p.info.gang == "low" && p.deleting;
+          if (p.info.gang == "high" && (!p.info.gated || !p.info.placement.empty())) return false;
+        }
+        return terminating;
+      },
+      absl::Seconds(3));
+  ASSERT_NO_FATAL_FAILURE(Finish("low"));
+  ASSERT_TRUE(WaitUntil([&] { return Running("high"); }));
+  EXPECT_EQ(BoundNodes("high"), (Nodes{NodeName("n", 0), NodeName("n", 1)}));
 }
 
 // Two equal candidates: "reg" started last (least lost work) but "bf" was admitted as backfill, so

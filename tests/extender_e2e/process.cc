@@ -7,9 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 
@@ -33,16 +36,40 @@ pid_t SpawnLogged(const std::vector<std::string>& args, const std::string& log_p
   return pid;
 }
 
-bool StopProcess(pid_t pid, int signal) {
-  kill(pid, signal);
-  int status = 0;
-  for (int i = 0; i < 100; ++i) {
-    if (waitpid(pid, &status, WNOHANG) != 0) return true;
-    absl::SleepFor(absl::Milliseconds(100));
+namespace {
+
+// "exited with status 1", "killed by signal 11 (Segmentation fault)".
+std::string WaitStatusText(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
+                        ")");
   }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return false;
+  return absl::StrCat("ended with wait status ", status);
+}
+
+}  // namespace
+
+std::string StopProcess(pid_t pid, int signal) {
+  int status = 0;
+  if (const pid_t r = waitpid(pid, &status, WNOHANG); r != 0) {
+    return r == pid ? absl::StrCat("had ended before signal ", signal, ": ", WaitStatusText(status))
+                    : absl::StrCat("cannot wait for pid ", pid, ": ", strerror(errno));
+  }
+  kill(pid, signal);
+  bool reaped = false;
+  for (int i = 0; i < 100 && !reaped; ++i) {
+    reaped = waitpid(pid, &status, WNOHANG) == pid;
+    if (!reaped) absl::SleepFor(absl::Milliseconds(100));
+  }
+  if (!reaped) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return absl::StrCat("ignored signal ", signal, " for 10 s");
+  }
+  const bool as_asked = signal == SIGKILL ? WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
+                                          : WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return as_asked ? "" : absl::StrCat(WaitStatusText(status), " on signal ", signal);
 }
 
 std::string Command(const std::string& command, int* status) {

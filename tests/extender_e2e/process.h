@@ -13,8 +13,10 @@ namespace phalanx::e2e {
 // Starts args[0] with `args`, stdout and stderr appended to `log_path`. -1 on failure.
 pid_t SpawnLogged(const std::vector<std::string>& args, const std::string& log_path);
 
-// Sends `signal` and reaps `pid`; SIGKILL after 10 s. False when the signal was ignored that long.
-bool StopProcess(pid_t pid, int signal);
+// Sends `signal` and reaps `pid`; SIGKILL after 10 s. Returns "" when it ended as `signal` asks
+// (killed by SIGKILL; otherwise exit status 0), else what happened instead: it had exited before
+// the signal, ignored it for 10 s, exited non-zero or died of another signal.
+std::string StopProcess(pid_t pid, int signal);
 
 // What `command` (run by the shell) prints on stdout; its wait status in `status` if given.
 std::string Command(const std::string& command, int* status = nullptr);

@@ -1,8 +1,12 @@
 // Pod-contract invariants over a namespace's watch stream (see watcher.h).
 #include "tests/extender_e2e/watcher.h"
 
+#include <algorithm>
 #include <set>
+#include <string_view>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kube/decode.h"
@@ -14,7 +18,8 @@ namespace {
 
 std::string Describe(const PodState& p) {
   return absl::StrCat(p.info.name, "(gpus=", p.info.requests.gpu(), " node=", p.info.node,
-                      " placement=", p.info.placement, p.info.gated ? " gated" : "", ")");
+                      " placement=", p.info.placement, p.info.gated ? " gated" : "",
+                      p.deleting ? " terminating" : "", ")");
 }
 
 // Live pods grouped by gang key.
@@ -27,14 +32,15 @@ std::map<std::string, std::vector<const PodState*>> LiveGangs(
   return gangs;
 }
 
-// "node X holds N GPUs of live pods, allocatable M: ..." when over-booked.
+// "node X double-booked: N GPUs of pods holding capacity on M allocatable: ..." when the pods that
+// hold its capacity as the engine counts them (terminating ones too) need more than it has.
 std::vector<std::string> OverBooked(const std::vector<const PodState*>& pods,
                                     const std::map<std::string, int64_t>& gpus,
                                     const std::set<std::string>& only) {
   std::map<std::string, std::vector<const PodState*>> on_node;
   for (const PodState* p : pods) {
     std::string node(p->info.AssignedNode());
-    if (p->Live() && !node.empty() && (only.empty() || only.count(node) > 0)) {
+    if (p->HoldsCapacity() && (only.empty() || only.count(node) > 0)) {
       on_node[node].push_back(p);
     }
   }
@@ -49,8 +55,9 @@ std::vector<std::string> OverBooked(const std::vector<const PodState*>& pods,
       names.push_back(Describe(*p));
     }
     if (used > cap->second) {
-      out.push_back(absl::StrCat("node ", node, " double-booked: ", used, " GPUs of live pods on ",
-                                 cap->second, " allocatable: ", absl::StrJoin(names, ", ")));
+      out.push_back(absl::StrCat("node ", node, " double-booked: ", used,
+                                 " GPUs of pods holding capacity on ", cap->second,
+                                 " allocatable: ", absl::StrJoin(names, ", ")));
     }
   }
   return out;
@@ -64,11 +71,26 @@ absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod) {
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(pod, "pod"));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject meta, root.Object("metadata"));
   s.deleting = meta.Get("deletionTimestamp").has_value();
+  KUBE_ASSIGN_OR_RETURN(std::string_view version, meta.String("resourceVersion"));
+  s.resource_version = std::string(version);
+  KUBE_ASSIGN_OR_RETURN(core::Labels labels, meta.StringMap("labels"));
+  if (const std::string* job = core::FindLabel(labels, kube::kJobIdLabel)) s.job_id = *job;
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
   if (const std::string* r = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
     s.pending_reason = *r;
   }
   return s;
+}
+
+std::string TrialOf(const PodState& pod) {
+  const std::string& gang = pod.info.gang;
+  const size_t run = gang.rfind("-r");
+  if (pod.job_id.empty() || !absl::StartsWith(gang, pod.job_id) || run == std::string::npos ||
+      run < pod.job_id.size() || run + 2 == gang.size() ||
+      !std::all_of(gang.begin() + run + 2, gang.end(), absl::ascii_isdigit)) {
+    return "";
+  }
+  return gang.substr(0, run);
 }
 
 std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
@@ -112,8 +134,63 @@ absl::Status Watcher::Start() {
 }
 
 void Watcher::Stop() {
+  if (!thread_.joinable()) return;
+  std::string missed = CatchUp(absl::Seconds(15));
+  Halt();
+  if (missed.empty()) return;
+  absl::MutexLock lock(&mu_);
+  violations_.push_back(std::move(missed));
+}
+
+std::string Watcher::CatchUp(absl::Duration timeout) {
+  absl::StatusOr<std::string> unseen;
+  for (absl::Time deadline = absl::Now() + timeout;; absl::SleepFor(absl::Milliseconds(200))) {
+    unseen = Unseen();
+    if (unseen.ok() && unseen->empty()) return "";
+    if (absl::Now() > deadline) break;
+  }
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("the watch had not delivered in ", absl::FormatDuration(timeout),
+                      " what a list of the namespace shows, so events may have gone unchecked "
+                      "(last watch error: ",
+                      watch_error_, "): ", unseen.ok() ? *unseen : unseen.status().ToString());
+}
+
+void Watcher::Halt() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::string> Watcher::Unseen() {
+  std::map<std::string, PodState> listed;  // By uid.
+  absl::StatusOr<std::string> version =
+      client_->ListAll(kube::kPods, ns_, {}, [&](simdjson::dom::element item) {
+        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item));
+        listed[p.info.uid] = std::move(p);
+        return absl::OkStatus();
+      });
+  if (!version.ok()) return version.status();
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [uid, p] : listed) {
+    auto seen = pods_.find(uid);
+    if (seen == pods_.end()) {
+      out.push_back(absl::StrCat(p.info.name, " never seen"));
+    } else if (seen->second.resource_version != p.resource_version) {
+      out.push_back(absl::StrCat(p.info.name, " at version ", p.resource_version, ", seen at ",
+                                 seen->second.resource_version));
+    }
+  }
+  for (const auto& [uid, p] : pods_) {
+    if (listed.count(uid) == 0) out.push_back(absl::StrCat(p.info.name, " gone unseen"));
+  }
+  constexpr size_t kShown = 10;
+  if (out.size() > kShown) {
+    const size_t more = out.size() - kShown;
+    out.resize(kShown);
+    out.push_back(absl::StrCat("and ", more, " more"));
+  }
+  return absl::StrJoin(out, ", ");
 }
 
 void Watcher::Run(std::string resource_version) {
@@ -136,6 +213,7 @@ void Watcher::Run(std::string resource_version) {
     if (!r.resource_version.empty()) resource_version = r.resource_version;
     if (!r.status.ok()) {
       absl::MutexLock lock(&mu_);
+      watch_error_ = absl::StrCat(r.status.ToString(), " at ", absl::FormatTime(absl::Now()));
       if (kube::IsGone(r.status)) {
         violations_.push_back("watch expired: events were missed, invariants unchecked");
         return;
@@ -164,6 +242,7 @@ void Watcher::Apply(bool deleted, const PodState& pod) {
   }
   std::string node(pod.info.AssignedNode());
   if (!node.empty()) CheckNode(node);
+  CheckTrial(pod);
 }
 
 void Watcher::CheckBinding(const PodState& pod) {
@@ -192,6 +271,23 @@ void Watcher::CheckNode(const std::string& node) {
   std::vector<const PodState*> all;
   for (const auto& [uid, p] : pods_) all.push_back(&p);
   for (std::string& v : OverBooked(all, gpus_, {node})) violations_.push_back(std::move(v));
+}
+
+void Watcher::CheckTrial(const PodState& pod) {
+  const std::string trial = TrialOf(pod);
+  if (trial.empty() || !pod.Live()) return;
+  std::set<std::string> allocations;
+  std::vector<std::string> names;
+  for (const auto& [uid, p] : pods_) {
+    if (p.Live() && TrialOf(p) == trial) {
+      allocations.insert(p.info.gang);
+      names.push_back(Describe(p));
+    }
+  }
+  if (allocations.size() > 1) {
+    violations_.push_back(absl::StrCat("trial ", trial, " has live pods of ", allocations.size(),
+                                       " allocations at once: ", absl::StrJoin(names, ", ")));
+  }
 }
 
 void Watcher::AddNode(const std::string& node, int64_t gpus) {

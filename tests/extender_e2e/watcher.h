@@ -2,8 +2,12 @@
 //  - when a pod of a gang is bound (gets spec.nodeName), it is bound to its phalanx.io/placement
 //  and
 //    every live member of its gang, all phalanx.io/gang-size of them, already carries a placement;
-//  - no node is double-booked: the GPUs of live pods bound to or placed on it fit its allocatable.
-// Live means neither terminating (deletionTimestamp) nor finished.
+//  - no node is double-booked: the GPUs of the pods holding its capacity as the engine counts them
+//    (core::PodInfo::HoldsCapacity: bound to or placed on it and not finished, terminating ones
+//    included) fit its allocatable;
+//  - no trial of phalanx-master has live pods of two allocations at once.
+// Live means neither terminating (deletionTimestamp) nor finished. Stop checks that the watch saw
+// every change up to then.
 #ifndef PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
 #define PHALANX_TESTS_EXTENDER_E2E_WATCHER_H_
 
@@ -28,10 +32,19 @@ struct PodState {
   core::PodInfo info;
   bool deleting = false;  // Has a deletionTimestamp.
   std::string pending_reason;
+  std::string job_id;  // phalanx.io/job-id.
+  std::string resource_version;
   bool Live() const { return !deleting && !info.IsTerminal(); }
+  // Holds its node's capacity as the engine counts it: bound or placed, not finished, terminating
+  // or not. Restates core::PodInfo::HoldsCapacity, so that a change there cannot hide from checks.
+  bool HoldsCapacity() const { return !info.IsTerminal() && !info.AssignedNode().empty(); }
 };
 
 absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod);
+
+// The trial of a phalanx-master allocation's pod: "<job>-trial-<id>" of gang
+// "<job>-trial-<id>-r<run>", "<job>" of a task's "<job>-r<run>"; "" for other pods.
+std::string TrialOf(const PodState& pod);
 
 // Violations found in `pods` (one namespace): gangs with bound members that are only partly bound
 // or not all placed, and double-booked nodes. `gpus` is each known node's GPU allocatable.
@@ -41,10 +54,12 @@ std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
 class Watcher {
  public:
   Watcher(kube::Client* client, std::string ns) : client_(client), ns_(std::move(ns)) {}
-  ~Watcher() { Stop(); }
+  ~Watcher() { Halt(); }
 
   // Lists the namespace and watches from there in a thread.
   absl::Status Start();
+  // Waits until the watch has delivered every change a list of the namespace shows (a violation
+  // after 15 s: events may have gone unchecked), then stops watching.
   void Stop();
   void AddNode(const std::string& node, int64_t gpus);
 
@@ -56,9 +71,16 @@ class Watcher {
 
  private:
   void Run(std::string resource_version);
+  void Halt();
+  // "" once the watch has delivered all that a list of the namespace shows, tried for `timeout`;
+  // else what it has not.
+  std::string CatchUp(absl::Duration timeout);
+  // What a list of the namespace shows that the watch has not delivered; "" when nothing.
+  absl::StatusOr<std::string> Unseen();
   void Apply(bool deleted, const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckBinding(const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckNode(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckTrial(const PodState& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   kube::Client* client_;
   std::string ns_;
@@ -71,6 +93,7 @@ class Watcher {
   int64_t bindings_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t placements_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_event_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  std::string watch_error_ ABSL_GUARDED_BY(mu_) = "none";  // The last failed watch's.
 };
 
 }  // namespace phalanx::e2e
