@@ -93,10 +93,10 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
                                            ")");
     rows.push_back({std::to_string(t.id()),
                     EnumName(v1::TrialState_descriptor(), t.state(), "TRIAL_STATE_"),
-                    t.hparams_json(), std::to_string(t.runs()),
+                    t.hparams_json(), std::to_string(t.runs()), std::to_string(t.restarts()),
                     t.latest_checkpoint().empty() ? "-" : t.latest_checkpoint(), alloc});
   }
-  PrintTable(s.out, {"TRIAL", "STATE", "HPARAMS", "RUNS", "CHECKPOINT", "ALLOCATION"}, rows);
+  PrintTable(s.out, {"TRIAL", "STATE", "HPARAMS", "RUNS", "RESTARTS", "CHECKPOINT", "ALLOCATION"}, rows);
   for (const v1::Trial& t : resp.trials()) {
     if (!t.error().empty()) s.out << "trial " << t.id() << ": " << t.error() << "\n";
   }

@@ -14,6 +14,9 @@ namespace {
 
 using Type = Hyperparameter::Type;
 
+// A bound on max_restarts that no real experiment needs, so that a count cannot overflow.
+constexpr int kMaxRestarts = 1000000;
+
 absl::StatusOr<Type> ParseType(const YamlMap& m) {
   KUBE_ASSIGN_OR_RETURN(std::string type, m.RequiredString("type"));
   if (type == "const") return Type::kConst;
@@ -159,6 +162,11 @@ absl::Status ParseTopLevel(const YamlMap& root, ExperimentConfig& c) {
   if (seed && *seed < 0) return FieldError(repro.FieldPath("experiment_seed"), "must be >= 0");
   if (seed) c.seed = static_cast<uint64_t>(*seed);
   KUBE_ASSIGN_OR_RETURN(c.data, root.Json("data"));
+  KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> restarts, root.Int("max_restarts"));
+  if (restarts && (*restarts < 0 || *restarts > kMaxRestarts)) {
+    return FieldError(root.FieldPath("max_restarts"), absl::StrCat("must be 0 to ", kMaxRestarts));
+  }
+  if (restarts) c.max_restarts = static_cast<int>(*restarts);
   return absl::OkStatus();
 }
 
@@ -174,7 +182,7 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
   KUBE_ASSIGN_OR_RETURN(YamlMap root, YamlMap::Of(node, ""));
   KUBE_RETURN_IF_ERROR(root.CheckKeys({"name", "description", "entrypoint", "hyperparameters",
                                        "searcher", "resources", "environment", "checkpoint_storage",
-                                       "reproducibility", "data"}));
+                                       "reproducibility", "data", "max_restarts"}));
   ExperimentConfig c;
   KUBE_RETURN_IF_ERROR(ParseTopLevel(root, c));
   KUBE_ASSIGN_OR_RETURN(c.hyperparameters, ParseHyperparameters(root));

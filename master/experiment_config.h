@@ -60,6 +60,9 @@ struct ExperimentConfig {
   nlohmann::json checkpoint_storage;  // The experiment's, else the master's.
   std::optional<uint64_t> seed;       // reproducibility.experiment_seed.
   nlohmann::json data;                // The user's own `data` (any YAML), as written; or null.
+  // How many failed runs are started again from their checkpoint, over all the trials (Determined's
+  // max_restarts and default).
+  int max_restarts = 5;
 };
 
 absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,

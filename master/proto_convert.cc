@@ -107,6 +107,7 @@ void ToProto(const TrialView& t, int64_t experiment_id, v1::Trial* out) {
   out->set_state(TrialStateOf(t.trial.state));
   out->set_hparams_json(t.trial.hparams);
   out->set_runs(t.trial.runs);
+  out->set_restarts(t.trial.restarts);
   out->set_latest_checkpoint(t.trial.latest_checkpoint);
   out->set_error(t.trial.error);
   if (t.allocation) {

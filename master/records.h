@@ -55,6 +55,7 @@ struct TrialRecord {
   std::string latest_checkpoint;
   int64_t steps_completed = 0;
   std::string error;  // Why it is in ERROR, when known.
+  int restarts = 0;   // Runs that failed and were started again (max_restarts).
 };
 
 struct AllocationRecord {

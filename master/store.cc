@@ -73,6 +73,8 @@ CREATE TABLE checkpoints (
     "DROP SEQUENCE experiment_numbers, task_numbers",
     // Version 3: why a trial is in ERROR.
     "ALTER TABLE trials ADD COLUMN error TEXT NOT NULL DEFAULT ''",
+    // Version 4: runs of a trial started again after they failed (max_restarts).
+    "ALTER TABLE trials ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

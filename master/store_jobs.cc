@@ -13,7 +13,7 @@ constexpr char kJobColumns[] =
     "entrypoint, (extract(epoch FROM submitted_at) * 1000)::BIGINT AS submit_ms, "
     "(SELECT count(*) FROM trials WHERE trials.job_id = jobs.job_id)::INTEGER AS num_trials";
 constexpr char kTrialColumns[] =
-    "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed, error";
+    "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed, error, restarts";
 constexpr char kAllocationColumns[] =
     "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
@@ -72,6 +72,7 @@ TrialRecord TrialFromRow(const pqxx::row& row) {
       .latest_checkpoint = row["latest_checkpoint"].as<std::string>(),
       .steps_completed = row["steps_completed"].as<int64_t>(),
       .error = row["error"].as<std::string>(),
+      .restarts = row["restarts"].as<int>(),
   };
 }
 
@@ -96,9 +97,9 @@ AllocationRecord AllocationFromRow(const pqxx::row& row) {
 void WriteTrial(pqxx::transaction_base& tx, const TrialRecord& t) {
   tx.exec_params(
       "UPDATE trials SET state = $2, runs = $3, latest_checkpoint = $4, steps_completed = $5, "
-      "error = $6 WHERE id = $1",
+      "error = $6, restarts = $7 WHERE id = $1",
       t.id, std::string(RunStateName(t.state)), t.runs, t.latest_checkpoint, t.steps_completed,
-      t.error);
+      t.error, t.restarts);
 }
 
 void WriteAllocation(pqxx::transaction_base& tx, const AllocationRecord& a) {

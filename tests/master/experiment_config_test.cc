@@ -102,6 +102,13 @@ environment:
   EXPECT_TRUE(ParseExperimentConfig("name: x\n", Master())->data.is_null());
 }
 
+// max_restarts: Determined's default, 5, unless the config says otherwise.
+TEST(ExperimentConfigTest, MaxRestarts) {
+  EXPECT_EQ(ParseExperimentConfig("name: x\n", Master())->max_restarts, 5);
+  EXPECT_EQ(ParseExperimentConfig("max_restarts: 0\n", Master())->max_restarts, 0);
+  EXPECT_EQ(ParseExperimentConfig("max_restarts: 12\n", Master())->max_restarts, 12);
+}
+
 // Determined's checkpoint retention counts: alone, they apply to the master's storage; with a type,
 // to the experiment's own.
 TEST(ExperimentConfigTest, CheckpointRetentionCounts) {
@@ -229,6 +236,8 @@ INSTANTIATE_TEST_SUITE_P(
         {"TooManySlots", "resources: {slots_per_trial: 200000}\n",
          "resources.slots_per_trial: must be between 0 and 100000, got 200000"},
         {"TaskSlotsKey", "resources: {slots: 2}\n", "resources.slots: unknown field"},
+        {"NegativeMaxRestarts", "max_restarts: -1\n", "max_restarts: must be 0 to 1000000"},
+        {"MaxRestartsType", "max_restarts: many\n", "max_restarts: expected an integer"},
         {"UnknownTopLevel", "name: x\nhyperparameter: {}\n", "hyperparameter: unknown field"},
         {"UnknownEnvironmentKey", "environment: {images: x}\n",
          "environment.images: unknown field"},

@@ -126,9 +126,15 @@ TEST_F(StoreTest, JobsTrialsAndFilters) {
 
   TrialRecord t = store_->ListTrials(exp)->at(1);
   t.runs = 2;
+  t.restarts = 1;
+  t.error = "a pod failed";
   t.state = RunState::kCompleted;
   ASSERT_TRUE(store_->UpdateTrial(t).ok());
-  EXPECT_EQ(store_->ListTrials(exp)->at(1).runs, 2);
+  const TrialRecord stored = store_->ListTrials(exp)->at(1);
+  EXPECT_EQ(stored.runs, 2);
+  EXPECT_EQ(stored.restarts, 1);
+  EXPECT_EQ(stored.error, "a pod failed");
+  EXPECT_EQ(stored.state, RunState::kCompleted);
 }
 
 // Values travel as quoted literals in one request: quotes, backslashes and semicolons arrive as
