@@ -335,14 +335,49 @@ absl::Status JobManager::SetTrialStateLocked(int64_t trial_id, RunState state,
   return store_.UpdateTrial(trial);
 }
 
-absl::Status JobManager::StoreOutcomeLocked(const Alloc& a, const std::string& error) {
+absl::StatusOr<std::string> JobManager::StoreOutcomeLocked(const Alloc& a,
+                                                           const std::string& error) {
+  const std::string what = error.empty() ? "every pod succeeded" : error;
   // While preemption is requested, pods exit either way as the trial checkpoints and stops: the
   // trial resumes, unless it reported its completion (ReportCompletion stored it COMPLETED).
-  if (a.rec.preempt_requested) return absl::OkStatus();
+  if (a.rec.preempt_requested) return what;
   KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a.rec.trial_id));
-  if (IsTerminal(trial.state)) return absl::OkStatus();
-  return SetTrialStateLocked(trial.id, error.empty() ? RunState::kCompleted : RunState::kError,
-                             error.empty() ? "" : absl::StrCat(a.rec.id, ": ", error));
+  if (IsTerminal(trial.state)) return what;
+  if (error.empty()) {
+    trial.state = RunState::kCompleted;
+    KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
+    return what;
+  }
+  // A container that cannot start would fail the same way again: only runs that ran restart.
+  RestartBudget budget;
+  if (a.fail_why.empty()) KUBE_ASSIGN_OR_RETURN(budget, RestartBudgetLocked(trial.job_id));
+  if (budget.used < budget.max) {  // The trial stays ACTIVE: Reconcile starts its next run.
+    ++trial.restarts;
+    KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
+    return absl::StrCat(what, "; restart ", budget.used + 1, " of the experiment's max_restarts ",
+                        budget.max, ": the trial resumes from its latest checkpoint");
+  }
+  std::string why = what;
+  if (budget.max > 0) {
+    absl::StrAppend(&why, "; the experiment's max_restarts (", budget.max, ") are used up");
+  }
+  trial.state = RunState::kError;
+  trial.error = absl::StrCat(a.rec.id, ": ", why);
+  KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
+  return why;
+}
+
+absl::StatusOr<JobManager::RestartBudget> JobManager::RestartBudgetLocked(
+    const std::string& job_id) {
+  if (TaskTypeOfJobId(job_id) != TaskType::kExperiment) return RestartBudget{};
+  KUBE_ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(job_id));
+  // A stored config that no longer parses cannot build the next run either.
+  absl::StatusOr<ExperimentConfig> config = ParseExperimentConfig(job.config, config_);
+  if (!config.ok()) return RestartBudget{};
+  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
+  RestartBudget budget{.max = config->max_restarts};
+  for (const TrialRecord& t : trials) budget.used += t.restarts;
+  return budget;
 }
 
 void JobManager::UpdateFromPodsLocked(Alloc& a) {
@@ -373,13 +408,14 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
   NoteStartFailuresLocked(a);
   if (failed || all_succeeded || !a.fail_why.empty()) {
     const std::string error = !a.fail_why.empty() ? a.fail_why : failed ? "a pod failed" : "";
-    if (absl::Status stored = StoreOutcomeLocked(a, error); !stored.ok()) {
-      EventLocked(absl::StrCat(a.rec.id, ": storing its trial's outcome: ", stored.message(),
-                               "; tried again at the next tick"));
+    absl::StatusOr<std::string> outcome = StoreOutcomeLocked(a, error);
+    if (!outcome.ok()) {
+      EventLocked(absl::StrCat(a.rec.id, ": storing its trial's outcome: ",
+                               outcome.status().message(), "; tried again at the next tick"));
       unstored_outcomes_.insert(a.rec.id);
       return;
     }
-    EventLocked(absl::StrCat(a.rec.id, ": ", error.empty() ? "every pod succeeded" : error));
+    EventLocked(absl::StrCat(a.rec.id, ": ", *outcome));
     (void)TerminateLocked(a);
     return;
   }

@@ -9,21 +9,23 @@
 //      allocation (a gang of gated pods, pod_builder.h) for each ACTIVE trial that has none, up to
 //      searcher.max_concurrent_trials; a PAUSED or CANCELED job's allocations are stopped.
 //   2. Pod phases drive the allocation: PENDING → SCHEDULED (all bound) → RUNNING (all running).
-//      All pods Succeeded: the trial is COMPLETED; a pod Failed: the trial is in ERROR (unless the
-//      allocation was being preempted: then it was stopped, not failed, and it resumes; a trial
-//      that finished meanwhile reported it, ReportCompletion). Finished pods are deleted once
+//      All pods Succeeded: the trial is COMPLETED; a pod Failed: the trial starts again from its
+//      latest checkpoint while its experiment's max_restarts allow (counted over all its trials),
+//      else it is in ERROR; a task's is in ERROR at once. (Unless the allocation was being
+//      preempted: then it was stopped, not failed, and it resumes; a trial that finished meanwhile
+//      reported it, ReportCompletion.) Finished pods are deleted once
 //      the outcome is stored; until then (the store refused it) the allocation stays open, and
 //      the next Tick stores it.
-//      A pod that cannot start a container fails the run too, with kubelet's reason and message as
-//      why: at once for an InvalidImageName, and for ErrImagePull, ImagePullBackOff,
-//      CreateContainerConfigError or CreateContainerError (a registry outage or a Secret created
-//      late can clear them) once that has lasted pod_start_failure_timeout. Meanwhile the queue
-//      shows it as the job's pending reason (start_failures.cc).
-//      A pod deleted or evicted by anyone but the master (a drain, node pressure, a taint, a node
-//      shutdown) loses the run, whatever its phase: the allocation ends and the trial resumes.
-//      Pods the API server refuses for good (a 4xx such as a missing namespace or an invalid pod)
-//      put the trial in ERROR with the refusal as why; other refusals start a new run at the next
-//      Tick.
+//      A pod that cannot start a container fails the run too, for good (it would fail the same way
+//      again), with kubelet's reason and message as why: at once for an InvalidImageName, and for
+//      ErrImagePull, ImagePullBackOff, CreateContainerConfigError or CreateContainerError (a
+//      registry outage or a Secret created late can clear them) once that has lasted
+//      pod_start_failure_timeout. Meanwhile the queue shows it as the job's pending reason
+//      (start_failures.cc). A pod deleted or evicted by anyone but the master (a drain, node
+//      pressure, a taint, a node shutdown) loses the run, whatever its phase: the allocation ends
+//      and the trial resumes. Pods the API server refuses for good (a 4xx such as a missing
+//      namespace or an invalid pod) put the trial in ERROR with the refusal as why; other refusals
+//      start a new run at the next Tick.
 //   3. Preemption (label phalanx.io/preempt=requested from the extender, or a pause): the trial is
 //      signalled (WatchPreemption answers true); its pods are deleted after AckPreemption or after
 //      preemption_timeout. Non-experiment tasks are never preempted: their marks are ignored
@@ -299,8 +301,17 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateFromPodsLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores the outcome of the run whose pods all ended, or that failed, as its trial's state (see
-  // 2. above): COMPLETED when `error` is empty, else ERROR with `error` as why.
-  absl::Status StoreOutcomeLocked(const Alloc& a, const std::string& error)
+  // 2. above): COMPLETED when `error` is empty, else ERROR with `error` as why, or ACTIVE again
+  // while the experiment's max_restarts last (not for a container that cannot start). Answers
+  // what happened, for the event log.
+  absl::StatusOr<std::string> StoreOutcomeLocked(const Alloc& a, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An experiment's max_restarts and the restarts its trials have used (none for tasks).
+  struct RestartBudget {
+    int max = 0;
+    int used = 0;
+  };
+  absl::StatusOr<RestartBudget> RestartBudgetLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // start_failures.cc
   // Updates the allocation's start_failure from its pods (an event when one appears or clears),

@@ -212,7 +212,7 @@ TEST_F(ServiceTest, PreemptionMarkIsTakenWhileTheJobCannotBeRead) {
 // When the trial's outcome cannot be stored, the run is kept, pods and all, until it is: a failed
 // trial ends in ERROR rather than running again.
 TEST_F(ServiceTest, OutcomesTheDatabaseRefusedAreStoredAtTheNextTick) {
-  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\nmax_restarts: 0\n");
   const std::string a = Get(exp.id()).trials(0).allocation_id();
   Play(a, core::PodPhase::kRunning);
   RenameTable(url_, "trials", "trials_away");
