@@ -350,7 +350,9 @@ absl::StatusOr<std::string> JobManager::StoreOutcomeLocked(const Alloc& a,
   }
   // A container that cannot start would fail the same way again: only runs that ran restart.
   RestartBudget budget;
-  if (a.fail_why.empty()) KUBE_ASSIGN_OR_RETURN(budget, RestartBudgetLocked(trial.job_id));
+  if (a.fail_why.empty()) {
+    KUBE_ASSIGN_OR_RETURN(budget, RestartBudgetLocked(trial.job_id));
+  }
   if (budget.used < budget.max) {  // The trial stays ACTIVE: Reconcile starts its next run.
     ++trial.restarts;
     KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));

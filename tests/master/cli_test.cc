@@ -239,6 +239,7 @@ TEST_F(CliTest, LoginThenManageExperimentsAndJobs) {
   EXPECT_THAT(out_, HasSubstr("mnist"));
   EXPECT_THAT(out_, HasSubstr("ACTIVE"));
   ASSERT_EQ(Run({"experiment", "describe", "1"}), 0) << err_;
+  EXPECT_THAT(out_, ContainsRegex("TRIAL +STATE +HPARAMS +RUNS +RESTARTS +CHECKPOINT +ALLOCATION"));
   EXPECT_THAT(out_, HasSubstr("(PENDING)"));
   ASSERT_EQ(Run({"job", "list"}), 0) << err_;
   EXPECT_THAT(out_, ContainsRegex("PRIORITY +SLOTS +USER +SUBMITTED \\(UTC\\) +PENDING REASON"));
