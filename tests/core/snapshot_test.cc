@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tests/testing/fixtures.h"
 
 namespace phalanx::core {
@@ -199,12 +200,41 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
   }
 }
 
+// What a snapshot shows: its pods, each node's usage and occupants, and its gang lists.
+std::string Fingerprint(const ClusterSnapshot& s) {
+  std::vector<std::string> pods;
+  s.ForEachPod([&](const PodInfo& p) {
+    pods.push_back(absl::StrCat(p.uid, " ", p.node, " ", p.placement, " ",
+                                static_cast<int>(p.phase), " ", p.priority, " ", p.gated, " ",
+                                p.preempt_requested, " ", p.requests.ToString()));
+  });
+  std::sort(pods.begin(), pods.end());
+  std::string out = absl::StrJoin(pods, "\n");
+  for (int i = 0; i < s.node_count(); ++i) {
+    absl::StrAppend(&out, "\n", s.node(i).name, " used ", s.used(i).ToString());
+    for (const ClusterSnapshot::Occupant& o : s.Occupants(i)) {
+      absl::StrAppend(&out, " ", o.gang->key, "/", o.gang->priority, "/", o.held.ToString());
+    }
+  }
+  for (auto filter : {ClusterSnapshot::GangFilter::kPending, ClusterSnapshot::GangFilter::kMarked,
+                      ClusterSnapshot::GangFilter::kPlacing}) {
+    absl::StrAppend(&out, "\n");
+    for (const Gang& g : s.Gangs(filter)) {
+      absl::StrAppend(&out, g.key, ":");
+      for (const PodInfo* p : g.members) absl::StrAppend(&out, " ", p->uid);
+      absl::StrAppend(&out, "; ");
+    }
+  }
+  return out;
+}
+
 TEST(SnapshotTest, IndexesAgreeWithRecomputationAfterRandomUpdates) {
   for (int seed = 1; seed <= 40; ++seed) {
     std::mt19937 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(rng() % n); };
     SnapshotBuilder b;
     std::vector<std::shared_ptr<const ClusterSnapshot>> built;
+    std::vector<std::string> shown;  // Each snapshot's Fingerprint when it was built.
     for (int step = 0; step < 400; ++step) {
       const std::string node = absl::StrCat("n", pick(8));
       switch (pick(10)) {
@@ -239,11 +269,15 @@ TEST(SnapshotTest, IndexesAgreeWithRecomputationAfterRandomUpdates) {
       }
       if (step % 7 == 0) {
         built.push_back(b.Build());
+        shown.push_back(Fingerprint(*built.back()));
         ExpectAgreesWithRecomputation(*built.back());
       }
     }
     // Later updates left every earlier snapshot as it was.
-    for (const auto& s : built) ExpectAgreesWithRecomputation(*s);
+    for (size_t i = 0; i < built.size(); ++i) {
+      EXPECT_EQ(Fingerprint(*built[i]), shown[i]) << "snapshot " << i;
+      ExpectAgreesWithRecomputation(*built[i]);
+    }
     if (HasFailure()) FAIL() << "seed " << seed;
   }
 }
