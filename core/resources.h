@@ -16,6 +16,8 @@ namespace phalanx::core {
 inline constexpr absl::string_view kCpu = "cpu";
 inline constexpr absl::string_view kMemory = "memory";
 inline constexpr absl::string_view kNvidiaGpu = "nvidia.com/gpu";
+// A node's pod count limit (allocatable "pods"); every decoded pod requests 1 (kube/decode.h).
+inline constexpr absl::string_view kPods = "pods";
 
 // A named integer amount of a resource other than cpu, memory and nvidia.com/gpu.
 struct Scalar {
