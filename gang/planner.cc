@@ -168,13 +168,13 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
                                     absl::string_view what, absl::string_view none) const {
   int64_t need = slots_.SlotsOf(gang.total);
   int64_t pods = 0;  // Node pods its members take (decoded pods take one each).
-  for (const core::PodInfo* p : gang.members) pods += p->requests.Get(core::kPods);
+  for (const core::PodInfo* p : gang.members) pods += p->requests.pods();
   int64_t free_slots = 0;
   int64_t pod_room = 0;  // Pods the fitting nodes have room for.
   int fitting = 0;
   int full = 0;  // Eligible nodes with no room for another pod.
   for (int n : EligibleNodes(gang)) {
-    if (pods > 0 && free[n].Get(core::kPods) <= 0) {
+    if (pods > 0 && free[n].pods() <= 0) {
       ++full;
       continue;
     }
@@ -183,7 +183,7 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
     if (!fits) continue;
     ++fitting;
     free_slots += slots_.SlotsOf(free[n]);
-    pod_room += free[n].Get(core::kPods);
+    pod_room += free[n].pods();
   }
   const std::string needs = absl::StrCat("needs ", slots_.Count(need), " on ", gang.members.size(),
                                          gang.members.size() == 1 ? " node; " : " nodes; ");
