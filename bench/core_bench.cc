@@ -32,7 +32,7 @@ core::SnapshotBuilder MakeCluster(int nodes, int pods, double gpu_fill) {
     p.phase = core::PodPhase::kRunning;
     p.priority = gpus > 0 ? 10 * (1 + static_cast<int>(rng() % 4)) : 1000;
     p.start_ms = 1000;
-    p.requests = core::Resources(gpus > 0 ? 1000 : 100, 1 << 20, gpus);
+    p.requests = testing::PodRequests(gpus > 0 ? 1000 : 100, 1 << 20, gpus);
     b.UpsertPod(std::move(p));
   };
   const int64_t target_gpus = static_cast<int64_t>(nodes * 8 * gpu_fill);

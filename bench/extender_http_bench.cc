@@ -59,7 +59,7 @@ std::shared_ptr<const core::ClusterSnapshot> Cluster() {
     p.uid = p.name = absl::StrCat("pod-", i);
     p.node = absl::StrCat("node-", i % kNodes);
     p.phase = core::PodPhase::kRunning;
-    p.requests = core::Resources(100, 1 << 20, i % 20 == 0 ? 1 : 0);
+    p.requests = testing::PodRequests(100, 1 << 20, i % 20 == 0 ? 1 : 0);
     b.UpsertPod(std::move(p));
   }
   return b.Build();

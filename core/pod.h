@@ -22,7 +22,7 @@ struct PodInfo {
   std::string uid;
   std::string ns;
   std::string name;
-  Resources requests;
+  Resources requests;  // Decoded pods also request one of the node's pods (kube/decode.h).
   int32_t priority = 0;
   std::string gang;       // Gang name within the namespace; empty for a gang of one.
   int32_t gang_size = 1;  // Members the gang expects.

@@ -41,6 +41,8 @@ void Resources::Set(absl::string_view name, int64_t value) {
     memory_ = value;
   } else if (name == kNvidiaGpu) {
     gpu_ = value;
+  } else if (name == kPods) {
+    pods_ = value;
   } else {
     auto it = std::lower_bound(scalars_.begin(), scalars_.end(), name,
                                [](const Scalar& s, absl::string_view n) { return s.name < n; });
@@ -61,6 +63,7 @@ void Resources::Combine(const Resources& o, Op op) {
   milli_cpu_ = op(milli_cpu_, o.milli_cpu_);
   memory_ = op(memory_, o.memory_);
   gpu_ = op(gpu_, o.gpu_);
+  pods_ = op(pods_, o.pods_);
   if (o.scalars_.empty() && scalars_.empty()) return;
   absl::InlinedVector<Scalar, 1> merged;
   auto a = scalars_.begin();
@@ -99,17 +102,9 @@ Resources Resources::Min(const Resources& a, const Resources& b) {
   return r;
 }
 
-bool Resources::FitsIn(const Resources& avail) const {
-  // As kube-scheduler's NodeResourcesFit: a resource not requested fits even where overcommitted.
-  auto exceeds = [](int64_t need, int64_t have) { return need > 0 && need > have; };
-  if (exceeds(milli_cpu_, avail.milli_cpu_) || exceeds(memory_, avail.memory_) ||
-      exceeds(gpu_, avail.gpu_)) {
-    return false;
-  }
-  for (const Scalar& s : scalars_) {
-    if (exceeds(s.value, avail.Get(s.name))) return false;
-  }
-  return true;
+bool Resources::ScalarsFitIn(const Resources& avail) const {
+  return std::none_of(scalars_.begin(), scalars_.end(),
+                      [&](const Scalar& s) { return Exceeds(s.value, avail.Get(s.name)); });
 }
 
 int64_t Resources::CopiesThatFit(const Resources& avail) const {
@@ -120,16 +115,17 @@ int64_t Resources::CopiesThatFit(const Resources& avail) const {
   limit(milli_cpu_, avail.milli_cpu_);
   limit(memory_, avail.memory_);
   limit(gpu_, avail.gpu_);
+  limit(pods_, avail.pods_);
   for (const Scalar& s : scalars_) limit(s.value, avail.Get(s.name));
   return n;
 }
 
 bool Resources::IsZero() const {
-  return milli_cpu_ == 0 && memory_ == 0 && gpu_ == 0 && scalars_.empty();
+  return milli_cpu_ == 0 && memory_ == 0 && gpu_ == 0 && pods_ == 0 && scalars_.empty();
 }
 
 bool Resources::IsNonNegative() const {
-  if (milli_cpu_ < 0 || memory_ < 0 || gpu_ < 0) return false;
+  if (milli_cpu_ < 0 || memory_ < 0 || gpu_ < 0 || pods_ < 0) return false;
   return std::all_of(scalars_.begin(), scalars_.end(),
                      [](const Scalar& s) { return s.value >= 0; });
 }
@@ -137,6 +133,7 @@ bool Resources::IsNonNegative() const {
 std::string Resources::ToString() const {
   std::string out = absl::StrCat("cpu=", milli_cpu_, "m memory=", memory_);
   if (gpu_ != 0) absl::StrAppend(&out, " ", kNvidiaGpu, "=", gpu_);
+  if (pods_ != 0) absl::StrAppend(&out, " ", kPods, "=", pods_);
   for (const Scalar& s : scalars_) absl::StrAppend(&out, " ", s.name, "=", s.value);
   return out;
 }

@@ -167,20 +167,34 @@ GangPlan GangPlanner::Plan(const core::Gang& gang, const Capacity& free,
 std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free,
                                     absl::string_view what, absl::string_view none) const {
   int64_t need = slots_.SlotsOf(gang.total);
+  int64_t pods = 0;  // Node pods its members take (decoded pods take one each).
+  for (const core::PodInfo* p : gang.members) pods += p->requests.pods();
   int64_t free_slots = 0;
+  int64_t pod_room = 0;  // Pods the fitting nodes have room for.
   int fitting = 0;
+  int full = 0;  // Eligible nodes with no room for another pod.
   for (int n : EligibleNodes(gang)) {
+    if (pods > 0 && free[n].pods() <= 0) {
+      ++full;
+      continue;
+    }
     bool fits = std::any_of(gang.members.begin(), gang.members.end(),
                             [&](const core::PodInfo* p) { return p->requests.FitsIn(free[n]); });
     if (!fits) continue;
     ++fitting;
     free_slots += slots_.SlotsOf(free[n]);
+    pod_room += free[n].pods();
   }
   const std::string needs = absl::StrCat("needs ", slots_.Count(need), " on ", gang.members.size(),
                                          gang.members.size() == 1 ? " node; " : " nodes; ");
-  if (fitting == 0) return absl::StrCat(needs, none);
-  return absl::StrCat(needs, free_slots, " ", what, " on ", fitting,
-                      fitting == 1 ? " fitting node" : " fitting nodes");
+  if (fitting == 0) {
+    if (full == 0) return absl::StrCat(needs, none);
+    return absl::StrCat(needs, none, "; too many pods on ", full, full == 1 ? " node" : " nodes");
+  }
+  std::string reason = absl::StrCat(needs, free_slots, " ", what, " on ", fitting,
+                                    fitting == 1 ? " fitting node" : " fitting nodes");
+  if (pod_room < pods) absl::StrAppend(&reason, "; too many pods: room for ", pod_room, " more");
+  return reason;
 }
 
 core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots) {

@@ -78,7 +78,9 @@ class GangPlanner {
   const std::vector<int>& EligibleFor(const std::string& signature,
                                       const std::vector<const core::PodInfo*>& pods) const;
   // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes" (nodes with room for one of its pods
-  // in `free`); "needs 16 GPUs on 4 nodes; <none>" when no node has.
+  // in `free`); "needs 16 GPUs on 4 nodes; <none>" when no node has. Node pod counts that bind add
+  // "; too many pods: room for 2 more" (on the fitting nodes), or "; too many pods on 3 nodes"
+  // (eligible nodes that are full) when no node fits.
   std::string WaitReason(const core::Gang& gang, const Capacity& free, absl::string_view what,
                          absl::string_view none) const;
 

@@ -90,7 +90,10 @@ absl::StatusOr<core::Resources> EffectiveRequests(const JsonObject& spec) {
                         Quantities(pod_level, "requests", &pod_level_names));
   for (const auto& [name, value] : pod_level_names) total.Set(name, pod_requests.Get(name));
   KUBE_ASSIGN_OR_RETURN(core::Resources overhead, Quantities(spec, "overhead"));
-  return total + overhead;
+  core::Resources requests = total + overhead;
+  // One of the node's pods, as NodeResourcesFit counts it; a "pods" the spec lists is ignored.
+  requests.Set(core::kPods, 1);
+  return requests;
 }
 
 absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key) {

@@ -36,7 +36,11 @@ inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 // A v1 Pod. Requests are the pod's effective requests as kube-scheduler computes them:
 // max(sum of containers and sidecars, each init container plus the sidecars started before it),
 // pod-level spec.resources.requests where set, plus spec.overhead. A container's limits stand in
-// for requests it leaves out. Gang: phalanx.io/gang + gang-size labels, else the
+// for requests it leaves out. They also hold "pods": 1, whatever the pod requests, so a node's
+// allocatable "pods" bounds the pods holding capacity there as kube-scheduler's NodeResourcesFit
+// bounds them ("Too many pods" when len(nodeInfo.Pods)+1 > allocatable pods; its nodeInfo.Pods are
+// the bound pods its informer sees, which leaves out Succeeded and Failed ones, as
+// PodInfo::HoldsCapacity does). Gang: phalanx.io/gang + gang-size labels, else the
 // pod-group.scheduling .sigs.k8s.io name + min-available labels, else scheduling.x-k8s.io/pod-group
 // (size from a phalanx.io/gang-size label or annotation, else 1). Preemptible: the
 // phalanx.io/preemptible label, else only pods phalanx-master created (phalanx.io/job-id): other
@@ -44,7 +48,8 @@ inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 // `contract_error` set (core/pod.h).
 absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod);
 
-// A v1 Node: name, status.allocatable, labels, spec.taints, spec.unschedulable.
+// A v1 Node: name, status.allocatable, labels, spec.taints, spec.unschedulable. A node whose
+// allocatable lists no "pods" has room for none, as in kube-scheduler (AllowedPodNumber 0).
 absl::StatusOr<core::Node> DecodeNode(simdjson::dom::element node);
 
 }  // namespace phalanx::kube

@@ -44,6 +44,9 @@ core::PodInfo ConfinedTo(const core::PodInfo& pod, const std::vector<std::string
 // "Insufficient nvidia.com/gpu": it counts failed nodes by message, and a constant costs no
 // formatting per node.
 absl::string_view Shortfall(const core::Resources& need, const core::Resources& free) {
+  if (need.pods() > 0 && need.pods() > free.pods()) {
+    return "too many pods after reservations";  // Checked first, as NodeResourcesFit does.
+  }
   if (need.gpu() > 0 && need.gpu() > free.gpu()) {
     return "insufficient nvidia.com/gpu after reservations";
   }

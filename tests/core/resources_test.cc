@@ -41,6 +41,25 @@ TEST(ResourcesTest, FitsAndCopies) {
   EXPECT_EQ(Resources::Min(Resources(1, 5, 3), Resources(2, 4, 3)), Resources(1, 4, 3));
 }
 
+// "pods" is a field like GPUs (no scalar): a pod with one extended resource keeps it inline.
+TEST(ResourcesTest, PodsCountLikeTheOtherFields) {
+  Resources node(8000, 64, 8);
+  node.Set(kPods, 3);
+  Resources pod(1000, 8, 1);
+  pod.Set(kPods, 1);
+  pod.Set("example.com/fpga", 1);
+  EXPECT_EQ(pod.Get(kPods), 1);
+  EXPECT_EQ(pod.ToString(), "cpu=1000m memory=8 nvidia.com/gpu=1 pods=1 example.com/fpga=1");
+  node.Set("example.com/fpga", 8);
+  EXPECT_EQ(pod.CopiesThatFit(node), 3);  // min(8, 8, 8, 3 pods, 8)
+  const Resources full = node - pod - pod - pod;
+  EXPECT_EQ(full.pods(), 0);
+  EXPECT_FALSE(pod.FitsIn(full));
+  EXPECT_TRUE(Resources(1000, 8, 1).FitsIn(full));  // Not counted as a pod: fits.
+  EXPECT_FALSE((full - pod).IsNonNegative());
+  EXPECT_EQ(Resources::Min(node, pod).pods(), 1);
+}
+
 TEST(ResourcesTest, FromQuantitiesParsesCpuInMillis) {
   absl::StatusOr<Resources> r = Resources::FromQuantities(
       {{"cpu", "2500m"}, {"memory", "1Gi"}, {"nvidia.com/gpu", "4"}, {"hugepages-2Mi", "2Mi"}});

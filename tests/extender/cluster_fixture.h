@@ -24,7 +24,7 @@ inline core::PodInfo RunningPod(std::string uid, std::string gang, int size, std
   p.phase = core::PodPhase::kRunning;
   p.priority = 10;
   p.preemptible = preemptible;
-  p.requests = core::Resources(1000, 1 << 30, gpus);
+  p.requests = testing::PodRequests(1000, 1 << 30, gpus);
   return p;
 }
 

@@ -121,6 +121,23 @@ TEST_F(ServerTest, FilterNodeListReturnsNodesUnchanged) {
             "insufficient nvidia.com/gpu after reservations");
 }
 
+// gpu-node-03 has room for one pod (allocatable "pods"), and holds one: the filtered pod, decoded
+// from the request, would be one too many there (kube-scheduler's "Too many pods").
+TEST_F(ServerTest, FilterFailsANodeWithoutRoomForAnotherPod) {
+  core::SnapshotBuilder b(snap_);
+  core::Node full = testing::GpuNode("gpu-node-03", 8);
+  full.allocatable.Set(core::kPods, 1);
+  b.UpsertNode(full);
+  snap_ = b.Build();
+  absl::StatusOr<testing::HttpReply> r = Post("/filter", Testdata("filter_node_names.json"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body,
+            "{\"Nodes\":null,\"NodeNames\":[\"gpu-node-01\"],"
+            "\"FailedNodes\":{\"gpu-node-02\":\"insufficient nvidia.com/gpu after reservations\","
+            "\"gpu-node-03\":\"too many pods after reservations\"},"
+            "\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}");
+}
+
 TEST_F(ServerTest, PrioritizePacks) {
   absl::StatusOr<testing::HttpReply> r = Post("/prioritize", Testdata("filter_node_names.json"));
   ASSERT_TRUE(r.ok()) << r.status();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "kube/decode.h"
 #include "tests/extender/cluster_fixture.h"
 
 namespace phalanx::extender {
@@ -174,6 +175,36 @@ TEST_F(ForeignGangTest, ASeatStopsCountingOnceItsPodIsBound) {
   auto bound = b.Build();
   EXPECT_EQ(book.Held(*bound, 0, "")[*bound->NodeIndex(node)].gpu(), 0);
   EXPECT_EQ(book.ByNode(*bound, 0, "").count(node), 0u);
+}
+
+// A gang of four 1-GPU pods another tool created, decoded as the informer decodes them. Node "a"
+// has 8 free GPUs but room for two pods (allocatable "pods"): two seats go there, and two to "b",
+// rather than four on "a", which kube-scheduler would refuse ("Too many pods").
+TEST(VerbsTest, ForeignGangSeatsRespectANodesPodCount) {
+  core::SnapshotBuilder b;
+  core::Node a = testing::GpuNode("a", 8);
+  a.allocatable.Set(core::kPods, 2);
+  b.UpsertNode(a);
+  b.UpsertNode(testing::GpuNode("b", 8));
+  simdjson::dom::parser parser;
+  std::vector<core::PodInfo> members;
+  for (int i = 0; i < 4; ++i) {
+    const std::string json = absl::StrCat(
+        R"({"metadata":{"name":"ext-)", i, R"(","namespace":"ml","uid":"ext-)", i,
+        R"(","labels":{"phalanx.io/gang":"ext","phalanx.io/gang-size":"4"}},)",
+        R"("spec":{"containers":[{"resources":{"requests":{"nvidia.com/gpu":"1"}}}]}})");
+    absl::StatusOr<core::PodInfo> pod = kube::DecodePod(parser.parse(json));
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    members.push_back(*pod);
+    b.UpsertPod(*pod);
+  }
+  auto snap = b.Build();
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  EXPECT_EQ(verbs.Filter(*snap, members[0], {"a", "b"}, 0).passed, (std::vector<std::string>{"a"}));
+  std::vector<std::string> seats;
+  for (const core::PodInfo& m : members) seats.push_back(book.NodeFor("ml/ext", m.uid, 0).value());
+  EXPECT_EQ(seats, (std::vector<std::string>{"a", "a", "b", "b"}));
 }
 
 TEST(VerbsTest, FilterPassesOnlyTheBestFitsUpToTheCandidateLimit) {

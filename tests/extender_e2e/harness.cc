@@ -112,11 +112,11 @@ std::string ExtenderE2eTest::NodeName(const std::string& suffix, int i) const {
   return absl::StrCat(ns_, "-", suffix, "-", i);
 }
 
-void ExtenderE2eTest::AddNodes(const std::string& suffix, int count, int64_t gpus) {
-  std::string cmd =
-      absl::StrCat(PHALANX_TEST_CLUSTER_SCRIPT, " add-nodes --dir ", cluster_dir_, " --prefix ",
-                   ns_, "-", suffix, " --nodes ", count, " --gpus ", gpus, " --label ", kPoolKey,
-                   "=", ns_, " --taint ", kPoolKey, "=", ns_, ":NoSchedule 2>&1");
+void ExtenderE2eTest::AddNodes(const std::string& suffix, int count, int64_t gpus, int max_pods) {
+  std::string cmd = absl::StrCat(PHALANX_TEST_CLUSTER_SCRIPT, " add-nodes --dir ", cluster_dir_,
+                                 " --prefix ", ns_, "-", suffix, " --nodes ", count, " --gpus ",
+                                 gpus, " --max-pods ", max_pods, " --label ", kPoolKey, "=", ns_,
+                                 " --taint ", kPoolKey, "=", ns_, ":NoSchedule 2>&1");
   for (int i = 0; i < count; ++i) {
     nodes_.push_back(NodeName(suffix, i));  // Deleted in TearDown even if adding fails half-way.
     watcher_->AddNode(nodes_.back(), gpus);

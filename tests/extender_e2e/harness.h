@@ -55,8 +55,9 @@ class ExtenderE2eTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  // Adds nodes "<pool>-<suffix>-0".. with `gpus` GPUs, labelled and tainted for this test only.
-  void AddNodes(const std::string& suffix, int count, int64_t gpus);
+  // Adds nodes "<pool>-<suffix>-0".. with `gpus` GPUs and room for `max_pods` pods (allocatable
+  // "pods"), labelled and tainted for this test only.
+  void AddNodes(const std::string& suffix, int count, int64_t gpus, int max_pods = 110);
   std::string NodeName(const std::string& suffix, int i) const;
   void StartExtender(int max_slots_per_pod);
   // Sends `signal` and reaps the process (SIGTERM falls back to SIGKILL after 10 s).

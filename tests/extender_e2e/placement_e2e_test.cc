@@ -44,5 +44,26 @@ TEST_F(PlacementE2e, PinsNameTheNodesHostnameLabel) {
   EXPECT_EQ(BoundNodes("g"), (std::vector<std::string>{node}));
 }
 
+// kube-scheduler refuses a pod beyond its node's allocatable "pods" ("Too many pods"). Node "a"
+// has 8 GPUs but room for two pods: best fit alone would plan all four 1-GPU pods of "g" there,
+// and kube-scheduler would bind two and refuse the others, leaving the gang stuck holding its
+// nodes. Its other two members go to "b" (room for three pods). "h" then finds room for one pod
+// where it needs two, and waits saying so.
+TEST_F(PlacementE2e, NodePodCountsBoundWhatIsPlannedThere) {
+  AddNodes("a", 1, 8, /*max_pods=*/2);
+  AddNodes("b", 1, 8, /*max_pods=*/3);
+  StartExtender(4);
+  Submit({.name = "g", .pods = 4, .gpus = 1, .position = 1});
+  ASSERT_TRUE(WaitUntil([&] { return Running("g"); })) << "g never bound";
+  const std::string a = NodeName("a", 0);
+  const std::string b = NodeName("b", 0);
+  EXPECT_EQ(BoundNodes("g"), (std::vector<std::string>{a, a, b, b}));
+
+  Submit({.name = "h", .pods = 2, .gpus = 1, .position = 2});
+  ExpectReason("h",
+               "needs 2 GPUs on 2 nodes; 6 free on 1 fitting node; too many pods: room for 1 "
+               "more; no set of lower-priority preemptible gangs frees enough");
+}
+
 }  // namespace
 }  // namespace phalanx::e2e

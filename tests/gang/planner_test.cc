@@ -281,6 +281,63 @@ TEST(PlannerTest, AMixedGangLargerThanThePoolIsInfeasible) {
   EXPECT_EQ(plan.outcome, GangPlan::Outcome::kInfeasible) << plan.reason;
 }
 
+// "crowded" has 8 free GPUs but room for 3 pods (allocatable "pods"), one taken by a CPU pod
+// (a DaemonSet's, say). kube-scheduler refuses a pod beyond that count ("Too many pods").
+core::SnapshotBuilder CrowdedNode(int64_t max_pods) {
+  core::SnapshotBuilder b;
+  core::Node crowded = GpuNode("crowded", 8);
+  crowded.allocatable.Set(core::kPods, max_pods);
+  b.UpsertNode(crowded);
+  core::PodInfo daemon;
+  daemon.uid = daemon.name = "daemon";
+  daemon.ns = "kube-system";
+  daemon.node = "crowded";
+  daemon.phase = core::PodPhase::kRunning;
+  daemon.requests = testing::PodRequests(100, 1 << 20, 0);
+  b.UpsertPod(daemon);
+  for (core::PodInfo& p : GatedGang({.name = "g", .pods = 4})) b.UpsertPod(std::move(p));
+  return b;
+}
+
+// Best fit would put all four 1-GPU pods on "crowded"; its pod count lets two in, and the other
+// two go to the next node.
+TEST(PlannerTest, ANodesPodCountBindsBeforeItsGpus) {
+  core::SnapshotBuilder b = CrowdedNode(3);
+  b.UpsertNode(GpuNode("roomy", 8));
+  auto snap = b.Build();
+  GangPlanner planner(*snap, SlotPolicy{});
+  GangPlan plan = planner.Plan(*snap->FindGang("default/g"), FreeCapacity(*snap));
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  std::vector<std::string> got;
+  for (int n : plan.nodes) got.push_back(snap->node(n).name);
+  EXPECT_EQ(got, (std::vector<std::string>{"crowded", "crowded", "roomy", "roomy"}));
+}
+
+// Alone, "crowded" cannot take the gang, and the reasons say the pod count is why, not the GPUs.
+TEST(PlannerTest, AGangBlockedByPodCountsSaysTooManyPods) {
+  {
+    auto snap = CrowdedNode(3).Build();
+    GangPlanner planner(*snap, SlotPolicy{});
+    const core::Gang g = *snap->FindGang("default/g");
+    GangPlan plan = planner.Plan(g, FreeCapacity(*snap));
+    EXPECT_EQ(plan.outcome, GangPlan::Outcome::kWait);
+    EXPECT_EQ(plan.reason,
+              "needs 4 GPUs on 4 nodes; 8 free on 1 fitting node; too many pods: room for 2 more");
+    plan = planner.CheckFeasible(g);
+    EXPECT_EQ(plan.outcome, GangPlan::Outcome::kInfeasible);
+    EXPECT_EQ(plan.reason,
+              "larger than the pool: needs 4 GPUs on 4 nodes; 8 in the whole pool on 1 fitting "
+              "node; too many pods: room for 3 more");
+  }
+  auto snap = CrowdedNode(1).Build();
+  GangPlanner planner(*snap, SlotPolicy{});
+  GangPlan plan = planner.Plan(*snap->FindGang("default/g"), FreeCapacity(*snap));
+  EXPECT_EQ(plan.outcome, GangPlan::Outcome::kWait);
+  EXPECT_EQ(
+      plan.reason,
+      "needs 4 GPUs on 4 nodes; no node has room for one of its pods; too many pods on 1 node");
+}
+
 TEST(PlannerTest, CpuSlots) {
   core::SnapshotBuilder b;
   b.UpsertNode(GpuNode("a", 0));  // 64 CPUs

@@ -89,7 +89,9 @@ TEST_F(KubeClientE2eTest, PodLifecycleWithEveryPatchType) {
   const std::string name = testing::UniqueName("crud");
   core::PodInfo created = CreatePod(name, /*gated=*/true);
   EXPECT_TRUE(created.gated);
-  EXPECT_EQ(created.requests, core::Resources(500, 1LL << 30, 0));
+  core::Resources requests(500, 1LL << 30, 0);
+  requests.Set(core::kPods, 1);
+  EXPECT_EQ(created.requests, requests);
 
   absl::StatusOr<std::string> got = client_->Get(kPods, "default", name);
   ASSERT_TRUE(got.ok()) << got.status();

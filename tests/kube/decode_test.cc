@@ -41,9 +41,10 @@ TEST(KubeDecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_TRUE(pod->gated);
   EXPECT_EQ(pod->node, "");
   // Containers + sidecar: 4100m / 32Gi+64Mi; the init container runs beside the sidecar started
-  // before it: 6100m / 1Gi+64Mi. The max of both, plus overhead 250m / 120Mi.
+  // before it: 6100m / 1Gi+64Mi. The max of both, plus overhead 250m / 120Mi, and one pod.
   core::Resources want(6350, 34359738368 + 67108864 + 125829120, 4);
   want.Set("ephemeral-storage", 10737418240);  // From limits only.
+  want.Set(core::kPods, 1);
   EXPECT_EQ(pod->requests, want) << pod->requests.ToString();
   // phalanx.io/gang wins over the pod-group labels.
   EXPECT_EQ(pod->gang, "exp-12-trial-34");
@@ -94,6 +95,7 @@ TEST(KubeDecodePodTest, PodGroupLabelledRunningPod) {
   EXPECT_EQ(pod->queue_position, core::kNoQueuePosition);  // Only phalanx.io/queue-position counts.
   core::Resources want(2000, 8000000000 + 536870912, 2);   // The metrics container: limits only.
   want.Set("example.com/fpga", 1);
+  want.Set(core::kPods, 1);
   EXPECT_EQ(pod->requests, want) << pod->requests.ToString();
 }
 
@@ -144,7 +146,23 @@ TEST(KubeDecodePodTest, BarePodIsAGangOfOne) {
   EXPECT_EQ(pod->queue_position, core::kNoQueuePosition);
   EXPECT_FALSE(pod->preemptible);
   EXPECT_EQ(pod->phase, core::PodPhase::kSucceeded);
-  EXPECT_TRUE(pod->requests.IsZero());
+}
+
+// kube-scheduler's NodeResourcesFit counts every pod against its node's allocatable "pods", one
+// each, whatever (or whether) it requests; a "pods" entry in the pod's own lists does not count.
+TEST(KubeDecodePodTest, EveryPodRequestsOneOfItsNodesPods) {
+  simdjson::dom::parser parser;
+  core::Resources one_pod;
+  one_pod.Set(core::kPods, 1);
+  absl::StatusOr<core::PodInfo> bare =
+      DecodePod(Parse(parser, MiniPod("", R"("containers":[{}])")));
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->requests, one_pod) << bare->requests.ToString();
+  absl::StatusOr<core::PodInfo> listed = DecodePod(
+      Parse(parser, MiniPod("", R"("containers":[{"resources":{"requests":{"pods":"3"}}}],)"
+                                R"("overhead":{"pods":"2"})")));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->requests, one_pod) << listed->requests.ToString();
 }
 
 TEST(KubeDecodePodTest, PodLevelRequestsOverrideContainers) {
@@ -154,7 +172,9 @@ TEST(KubeDecodePodTest, PodLevelRequestsOverrideContainers) {
       MiniPod("", R"("resources":{"requests":{"cpu":"3"}},)"
                   R"("containers":[{"resources":{"requests":{"cpu":"1","memory":"1Ki"}}}])")));
   ASSERT_TRUE(pod.ok()) << pod.status();
-  EXPECT_EQ(pod->requests, core::Resources(3000, 1024, 0));
+  core::Resources want(3000, 1024, 0);
+  want.Set(core::kPods, 1);
+  EXPECT_EQ(pod->requests, want);
 }
 
 TEST(KubeDecodePodTest, RequiredNodeAffinity) {
@@ -315,6 +335,23 @@ TEST(KubeDecodeNodeTest, TaintedCordonedNode) {
   EXPECT_EQ(node->taints[1].value, "");
   EXPECT_EQ(node->taints[2].effect, core::TaintEffect::kPreferNoSchedule);
   EXPECT_EQ(node->taints[3].effect, core::TaintEffect::kNoExecute);
+}
+
+// A node's allocatable "pods" bounds the pods on it; a node that lists none takes no pod at all
+// (kube-scheduler's AllowedPodNumber is then 0: "Too many pods" for every pod).
+TEST(KubeDecodeNodeTest, AllocatablePodsBoundThePodsANodeTakes) {
+  simdjson::dom::parser parser;
+  absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, MiniPod("", R"("containers":[{}])")));
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  absl::StatusOr<core::Node> listed = DecodeNode(Parse(parser, Fixture("tainted_node.json")));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->allocatable.Get(core::kPods), 110);
+  EXPECT_EQ(pod->requests.CopiesThatFit(listed->allocatable), 110);
+  absl::StatusOr<core::Node> none = DecodeNode(Parse(
+      parser, R"({"metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"8","memory":"1Gi"}}})"));
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->allocatable.Get(core::kPods), 0);
+  EXPECT_FALSE(pod->requests.FitsIn(none->allocatable));
 }
 
 TEST(KubeDecodeNodeTest, MalformedFields) {

@@ -97,9 +97,11 @@ TEST_F(KubeInformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart
   }));
 
   const std::string uid = CreatePod();
+  core::Resources requests(2000, 0, 1);
+  requests.Set(core::kPods, 1);
   ASSERT_TRUE(Eventually(informer, [&](const Snapshot& s) {
     const core::PodInfo* p = s.FindPod(uid);
-    return p != nullptr && p->gated && p->requests == core::Resources(2000, 0, 1);
+    return p != nullptr && p->gated && p->requests == requests;
   }));
 
   // Remove the gate, then bind: the node's used capacity follows.
@@ -110,7 +112,7 @@ TEST_F(KubeInformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart
   ASSERT_TRUE(client_->Bind("default", pod_, node_).ok());
   ASSERT_TRUE(Eventually(informer, [&](const Snapshot& s) {
     std::optional<int> i = s.NodeIndex(node_);
-    return i && s.used(*i) == core::Resources(2000, 0, 1) && s.PodsOnNode(*i).size() == 1;
+    return i && s.used(*i) == requests && s.PodsOnNode(*i).size() == 1;
   }));
 
   int64_t restarts = informer.counters().watch_restarts;

@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/kube/scripted_server.h"
+#include "tests/testing/fixtures.h"
 
 namespace phalanx::kube {
 namespace {
@@ -81,7 +82,7 @@ TEST(KubeInformerTest, RetriesFailedListsRelistsAfterGoneAndCountsDecodeErrors) 
 
   std::shared_ptr<const core::ClusterSnapshot> s = informer.Snapshot();
   ASSERT_EQ(s->node(0).name, "b");
-  EXPECT_EQ(s->used(0), core::Resources(1000, 0, 0));
+  EXPECT_EQ(s->used(0), testing::PodRequests(1000, 0, 0));
   EXPECT_EQ(s->pod_count(), 1u);
   EXPECT_NE(s->FindPod("uid-p1"), nullptr);
   InformerCounters c = informer.counters();
@@ -129,7 +130,7 @@ TEST(KubeInformerTest, ObjectsThatStopDecodingKeepTheirLastGoodVersion) {
   // One from the event, two from the relist.
   ASSERT_TRUE(Eventually([&] { return informer.counters().decode_errors == 3; }));
   std::shared_ptr<const core::ClusterSnapshot> s = informer.Snapshot();
-  EXPECT_EQ(s->used(0), core::Resources(1000, 0, 0));
+  EXPECT_EQ(s->used(0), testing::PodRequests(1000, 0, 0));
   EXPECT_EQ(s->pod_count(), 1u);
   EXPECT_NE(s->FindPod("uid-p"), nullptr);
   InformerCounters c = informer.counters();
@@ -191,7 +192,7 @@ TEST(KubeInformerTest, WatchEventsUpdateTheSnapshotAndVersion) {
   ASSERT_TRUE(Eventually([&] { return informer.counters().events == 4; }));
   EXPECT_GT(informer.WaitForChange(seen, absl::Seconds(1)), seen);
   std::shared_ptr<const core::ClusterSnapshot> s = informer.Snapshot();
-  EXPECT_EQ(s->used(0), core::Resources(3000, 0, 0));
+  EXPECT_EQ(s->used(0), testing::PodRequests(3000, 0, 0));
   EXPECT_EQ(s->pod_count(), 1u);
   EXPECT_EQ(s->FindPod("uid-q"), nullptr);
   EXPECT_EQ(informer.Snapshot(), s);  // Nothing changed: the same snapshot.

@@ -11,7 +11,14 @@ core::Node GpuNode(std::string name, int64_t gpus) {
   core::Node n;
   n.name = std::move(name);
   n.allocatable = core::Resources(64'000, 512LL << 30, gpus);
+  n.allocatable.Set(core::kPods, 110);
   return n;
+}
+
+core::Resources PodRequests(int64_t milli_cpu, int64_t memory, int64_t gpus) {
+  core::Resources r(milli_cpu, memory, gpus);
+  r.Set(core::kPods, 1);
+  return r;
 }
 
 std::vector<core::PodInfo> GatedGang(const GangSpec& spec) {
@@ -23,7 +30,7 @@ std::vector<core::PodInfo> GatedGang(const GangSpec& spec) {
     p.uid = absl::StrCat(spec.ns, "/", p.name);
     p.gang = spec.name;
     p.gang_size = spec.pods;
-    p.requests = core::Resources(1000, 1LL << 30, spec.gpus_per_pod);
+    p.requests = PodRequests(1000, 1LL << 30, spec.gpus_per_pod);
     p.priority = spec.priority;
     p.creation_ms = spec.created_ms;
     p.preemptible = spec.preemptible;

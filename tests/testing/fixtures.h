@@ -12,8 +12,11 @@
 
 namespace phalanx::testing {
 
-// A node with `gpus` GPUs, 64 CPUs and 512 GiB.
+// A node with `gpus` GPUs, 64 CPUs, 512 GiB and room for 110 pods (the kubelet's default).
 core::Node GpuNode(std::string name, int64_t gpus);
+
+// A pod's requests as kube/decode.h gives them: these amounts and one of the node's pods.
+core::Resources PodRequests(int64_t milli_cpu, int64_t memory, int64_t gpus);
 
 struct GangSpec {
   std::string name;
