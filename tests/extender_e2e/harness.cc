@@ -86,7 +86,7 @@ void ExtenderE2eTest::SetUp() {
 void ExtenderE2eTest::TearDown() {
   if (client_ == nullptr || watcher_ == nullptr) return;
   if (extender_ > 0 && !HasFailure()) Settle();
-  std::vector<std::string> end = CheckFinalState(Pods(), watcher_->node_gpus());
+  std::vector<std::string> end = CheckFinalState(Pods(), watcher_->nodes());
   EXPECT_TRUE(end.empty()) << "final state:\n" << absl::StrJoin(end, "\n");
   if (extender_ > 0) StopExtender(SIGTERM);
   watcher_->Stop();
@@ -119,7 +119,7 @@ void ExtenderE2eTest::AddNodes(const std::string& suffix, int count, int64_t gpu
                                  " --taint ", kPoolKey, "=", ns_, ":NoSchedule 2>&1");
   for (int i = 0; i < count; ++i) {
     nodes_.push_back(NodeName(suffix, i));  // Deleted in TearDown even if adding fails half-way.
-    watcher_->AddNode(nodes_.back(), gpus);
+    watcher_->AddNode(nodes_.back(), {.gpus = gpus, .pods = max_pods});
   }
   int exit_status = -1;
   std::string text = Command(cmd, &exit_status);

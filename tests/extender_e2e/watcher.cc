@@ -35,7 +35,7 @@ std::map<std::string, std::vector<const PodState*>> LiveGangs(
 // "node X double-booked: N GPUs of pods holding capacity on M allocatable: ..." when the pods that
 // hold its capacity as the engine counts them (terminating ones too) need more than it has.
 std::vector<std::string> OverBooked(const std::vector<const PodState*>& pods,
-                                    const std::map<std::string, int64_t>& gpus,
+                                    const std::map<std::string, NodeRoom>& nodes,
                                     const std::set<std::string>& only) {
   std::map<std::string, std::vector<const PodState*>> on_node;
   for (const PodState* p : pods) {
@@ -46,18 +46,24 @@ std::vector<std::string> OverBooked(const std::vector<const PodState*>& pods,
   }
   std::vector<std::string> out;
   for (const auto& [node, members] : on_node) {
-    auto cap = gpus.find(node);
-    if (cap == gpus.end()) continue;
+    auto room = nodes.find(node);
+    if (room == nodes.end()) continue;
     int64_t used = 0;
     std::vector<std::string> names;
     for (const PodState* p : members) {
       used += p->info.requests.gpu();
       names.push_back(Describe(*p));
     }
-    if (used > cap->second) {
+    if (used > room->second.gpus) {
       out.push_back(absl::StrCat("node ", node, " double-booked: ", used,
-                                 " GPUs of pods holding capacity on ", cap->second,
+                                 " GPUs of pods holding capacity on ", room->second.gpus,
                                  " allocatable: ", absl::StrJoin(names, ", ")));
+    }
+    // Every pod takes one of its node's pods, whatever it requests (NodeResourcesFit).
+    if (static_cast<int64_t>(members.size()) > room->second.pods) {
+      out.push_back(absl::StrCat("node ", node, " over-booked: ", members.size(),
+                                 " pods holding capacity on room for ", room->second.pods, ": ",
+                                 absl::StrJoin(names, ", ")));
     }
   }
   return out;
@@ -94,10 +100,10 @@ std::string TrialOf(const PodState& pod) {
 }
 
 std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
-                                         const std::map<std::string, int64_t>& gpus) {
+                                         const std::map<std::string, NodeRoom>& nodes) {
   std::vector<const PodState*> ptrs;
   for (const PodState& p : pods) ptrs.push_back(&p);
-  std::vector<std::string> out = OverBooked(ptrs, gpus, {});
+  std::vector<std::string> out = OverBooked(ptrs, nodes, {});
   for (const auto& [gang, members] : LiveGangs(ptrs)) {
     size_t bound = 0, placed = 0;
     std::vector<std::string> names;
@@ -270,7 +276,7 @@ void Watcher::CheckBinding(const PodState& pod) {
 void Watcher::CheckNode(const std::string& node) {
   std::vector<const PodState*> all;
   for (const auto& [uid, p] : pods_) all.push_back(&p);
-  for (std::string& v : OverBooked(all, gpus_, {node})) violations_.push_back(std::move(v));
+  for (std::string& v : OverBooked(all, nodes_, {node})) violations_.push_back(std::move(v));
 }
 
 void Watcher::CheckTrial(const PodState& pod) {
@@ -290,9 +296,9 @@ void Watcher::CheckTrial(const PodState& pod) {
   }
 }
 
-void Watcher::AddNode(const std::string& node, int64_t gpus) {
+void Watcher::AddNode(const std::string& node, NodeRoom room) {
   absl::MutexLock lock(&mu_);
-  gpus_[node] = gpus;
+  nodes_[node] = room;
 }
 
 std::vector<std::string> Watcher::violations() {
@@ -300,9 +306,9 @@ std::vector<std::string> Watcher::violations() {
   return violations_;
 }
 
-std::map<std::string, int64_t> Watcher::node_gpus() {
+std::map<std::string, NodeRoom> Watcher::nodes() {
   absl::MutexLock lock(&mu_);
-  return gpus_;
+  return nodes_;
 }
 
 int64_t Watcher::bindings() {

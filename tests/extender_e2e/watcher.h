@@ -46,10 +46,16 @@ absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod);
 // "<job>-trial-<id>-r<run>", "<job>" of a task's "<job>-r<run>"; "" for other pods.
 std::string TrialOf(const PodState& pod);
 
+// A known node's allocatable GPUs and pods.
+struct NodeRoom {
+  int64_t gpus = 0;
+  int64_t pods = 0;
+};
+
 // Violations found in `pods` (one namespace): gangs with bound members that are only partly bound
-// or not all placed, and double-booked nodes. `gpus` is each known node's GPU allocatable.
+// or not all placed, and over-booked nodes (more GPUs or pods holding capacity than `nodes` allow).
 std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
-                                         const std::map<std::string, int64_t>& gpus);
+                                         const std::map<std::string, NodeRoom>& nodes);
 
 class Watcher {
  public:
@@ -61,10 +67,10 @@ class Watcher {
   // Waits until the watch has delivered every change a list of the namespace shows (a violation
   // after 15 s: events may have gone unchecked), then stops watching.
   void Stop();
-  void AddNode(const std::string& node, int64_t gpus);
+  void AddNode(const std::string& node, NodeRoom room);
 
   std::vector<std::string> violations();
-  std::map<std::string, int64_t> node_gpus();
+  std::map<std::string, NodeRoom> nodes();
   int64_t bindings();    // Pods seen getting spec.nodeName.
   int64_t placements();  // Pods seen getting phalanx.io/placement.
   absl::Time last_event();
@@ -88,7 +94,7 @@ class Watcher {
   std::thread thread_;
   absl::Mutex mu_;
   std::map<std::string, PodState> pods_ ABSL_GUARDED_BY(mu_);  // By uid.
-  std::map<std::string, int64_t> gpus_ ABSL_GUARDED_BY(mu_);   // Node -> allocatable GPUs.
+  std::map<std::string, NodeRoom> nodes_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> violations_ ABSL_GUARDED_BY(mu_);
   int64_t bindings_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t placements_ ABSL_GUARDED_BY(mu_) = 0;
