@@ -43,7 +43,7 @@ Gang SummarizeGang(std::string key, std::vector<const PodInfo*> pods) {
     g.gated |= p->gated;
     g.backfilled |= p->backfilled;
     g.placing |= p->node.empty() && !p->placement.empty();
-    g.managed |= p->managed;
+    g.managed |= p->managed();
     if (p->preempt_requested) {
       g.preempt_requested = true;
       if (g.preempted_by.empty()) g.preempted_by = p->preempted_by;

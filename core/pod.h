@@ -34,7 +34,7 @@ struct PodInfo {
   bool preempt_requested = false;  // Labelled phalanx.io/preempt=requested.
   std::string preempted_by;        // Gang key of the preemptor when preempt_requested.
   bool backfilled = false;         // Admitted as backfill behind a blocked head.
-  bool managed = false;            // Created by phalanx-master (labelled phalanx.io/job-id).
+  std::string job_id;              // phalanx.io/job-id: set on the pods phalanx-master created.
   std::string pool;                // phalanx.io/resource-pool; empty when unlabelled.
   std::string node;                // spec.nodeName once bound.
   std::string placement;           // phalanx.io/placement: the planned node.
@@ -44,12 +44,19 @@ struct PodInfo {
   // Required node affinity (requiredDuringSchedulingIgnoredDuringExecution): a node must match one
   // of these terms; empty when the pod has none.
   std::vector<NodeSelectorTerm> node_affinity;
+  // Nodes it must not be planned on (annotation phalanx.io/avoid-nodes), sorted.
+  std::vector<std::string> avoid_nodes;
+  // kube-scheduler's message while it reports the pod unschedulable (condition PodScheduled False,
+  // reason Unschedulable); empty otherwise.
+  std::string refused;
   // Why its phalanx labels or annotations could not be read, if so. Such a pod still counts
   // against its node, is never a victim and is not admitted.
   std::string contract_error;
 
   // "namespace/gang", or "namespace/name" for a gang of one.
   std::string GangKey() const;
+  // Created by phalanx-master.
+  bool managed() const { return !job_id.empty(); }
   // The node whose capacity this pod holds: its bound node, else its planned node.
   absl::string_view AssignedNode() const { return node.empty() ? placement : node; }
   bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }

@@ -66,6 +66,7 @@ bool NodeAdmits(const core::PodInfo& pod, const core::Node& node) {
 }
 
 bool NodeMatches(const core::PodInfo& pod, const core::Node& node, absl::string_view ignored_key) {
+  if (std::binary_search(pod.avoid_nodes.begin(), pod.avoid_nodes.end(), node.name)) return false;
   for (const auto& [key, value] : pod.node_selector) {
     if (key == ignored_key) continue;
     const std::string* have = core::FindLabel(node.labels, key);

@@ -1,5 +1,5 @@
-// Which nodes a pod may use at all: cordon state, taints/tolerations, nodeSelector and required
-// node affinity.
+// Which nodes a pod may use at all: cordon state, taints/tolerations, nodeSelector, required node
+// affinity and the nodes it avoids (core::PodInfo::avoid_nodes).
 #ifndef PHALANX_GANG_ELIGIBILITY_H_
 #define PHALANX_GANG_ELIGIBILITY_H_
 
@@ -14,8 +14,9 @@ namespace phalanx::gang {
 // NoExecute taint is tolerated.
 bool NodeAdmits(const core::PodInfo& pod, const core::Node& node);
 
-// True when `node` matches what `pod` asks of its labels and name: every nodeSelector pair but
-// the one keyed `ignored_key` matches a node label, and the node matches one term of the pod's
+// True when `node` matches what `pod` asks of its labels and name: the node is not one the pod
+// avoids, every nodeSelector pair but the one keyed `ignored_key` matches a node label, and the
+// node matches one term of the pod's
 // required node affinity (if it has any): every requirement of the term holds (In, NotIn, Exists,
 // DoesNotExist; Gt and Lt on integer label values; matchFields on the node's name).
 bool NodeMatches(const core::PodInfo& pod, const core::Node& node,

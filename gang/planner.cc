@@ -22,6 +22,7 @@ std::string Signature(const core::PodInfo& pod) {
     absl::StrAppend(&sig, t.key, ":", static_cast<int>(t.op), ":", t.value, ":", t.any_effect, ":",
                     static_cast<int>(t.effect), ";");
   }
+  absl::StrAppend(&sig, "|", absl::StrJoin(pod.avoid_nodes, ","));
   for (const core::NodeSelectorTerm& term : pod.node_affinity) {
     absl::StrAppend(&sig, "|");
     for (const core::NodeRequirement& r : term.requirements) {
@@ -34,7 +35,7 @@ std::string Signature(const core::PodInfo& pod) {
 
 bool SameEligibility(const core::PodInfo& a, const core::PodInfo& b) {
   return a.node_selector == b.node_selector && a.tolerations == b.tolerations &&
-         a.node_affinity == b.node_affinity;
+         a.node_affinity == b.node_affinity && a.avoid_nodes == b.avoid_nodes;
 }
 
 bool AllAlike(const core::Gang& gang) {

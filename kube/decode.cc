@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "core/resources.h"
@@ -214,7 +216,7 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
     const std::string* v = core::FindLabel(annotations, key);
     return v != nullptr && !v->empty() ? v : nullptr;
   };
-  pod.managed = label(kJobIdLabel) != nullptr;
+  if (const std::string* job = label(kJobIdLabel)) pod.job_id = *job;
   if (const std::string* pool = label(kResourcePoolLabel)) pod.pool = *pool;
   if (const std::string* gang = label(kGangLabel)) {
     pod.gang = *gang;
@@ -239,15 +241,35 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
     }
     pod.queue_position = v == 0 ? core::kNoQueuePosition : v;
   }
-  KUBE_ASSIGN_OR_RETURN(pod.preemptible, Flag(label(kPreemptibleLabel), pod.managed,
+  KUBE_ASSIGN_OR_RETURN(pod.preemptible, Flag(label(kPreemptibleLabel), pod.managed(),
                                               MetaPath("labels", kPreemptibleLabel)));
   const std::string* preempt = label(kPreemptLabel);
   pod.preempt_requested = preempt != nullptr && *preempt == kPreemptRequested;
   if (const std::string* by = annotation(kPreemptedByAnnotation)) pod.preempted_by = *by;
   if (const std::string* placement = annotation(kPlacementAnnotation)) pod.placement = *placement;
+  if (const std::string* avoid = annotation(kAvoidNodesAnnotation)) {
+    pod.avoid_nodes = absl::StrSplit(*avoid, ',', absl::SkipWhitespace());
+    for (std::string& n : pod.avoid_nodes) n = std::string(absl::StripAsciiWhitespace(n));
+    std::sort(pod.avoid_nodes.begin(), pod.avoid_nodes.end());
+  }
   KUBE_ASSIGN_OR_RETURN(pod.backfilled, Flag(annotation(kBackfilledAnnotation), false,
                                              MetaPath("annotations", kBackfilledAnnotation)));
   return absl::OkStatus();
+}
+
+// kube-scheduler's message while condition PodScheduled is False for reason Unschedulable.
+absl::StatusOr<std::string> RefusedMessage(const JsonObject& status) {
+  KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> conditions, status.ObjectArray("conditions"));
+  for (const JsonObject& c : conditions) {
+    KUBE_ASSIGN_OR_RETURN(std::string_view type, c.String("type"));
+    if (type != "PodScheduled") continue;
+    KUBE_ASSIGN_OR_RETURN(std::string_view value, c.String("status"));
+    KUBE_ASSIGN_OR_RETURN(std::string_view reason, c.String("reason"));
+    if (value != "False" || reason != "Unschedulable") return std::string();
+    KUBE_ASSIGN_OR_RETURN(std::string_view message, c.String("message"));
+    return message.empty() ? std::string("unschedulable") : std::string(message);
+  }
+  return std::string();
 }
 
 absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root) {
@@ -272,6 +294,7 @@ absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root) {
     KUBE_ASSIGN_OR_RETURN(std::string_view name, gate.String("name"));
     if (name == Sv(kAdmissionGate)) pod.gated = true;
   }
+  KUBE_ASSIGN_OR_RETURN(pod.refused, RefusedMessage(status));
   KUBE_ASSIGN_OR_RETURN(pod.requests, EffectiveRequests(spec));
   KUBE_ASSIGN_OR_RETURN(std::vector<JsonObject> tolerations, spec.ObjectArray("tolerations"));
   for (const JsonObject& t : tolerations) {

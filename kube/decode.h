@@ -31,6 +31,8 @@ inline constexpr absl::string_view kPreemptedByAnnotation = "phalanx.io/preempte
 inline constexpr absl::string_view kPlacementAnnotation = "phalanx.io/placement";
 inline constexpr absl::string_view kBackfilledAnnotation = "phalanx.io/backfilled";
 inline constexpr absl::string_view kPendingReasonAnnotation = "phalanx.io/pending-reason";
+// Nodes the extender keeps a pod off, comma-separated: where kube-scheduler refused its work.
+inline constexpr absl::string_view kAvoidNodesAnnotation = "phalanx.io/avoid-nodes";
 inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 
 // A v1 Pod. Requests are the pod's effective requests as kube-scheduler computes them:

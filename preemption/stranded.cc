@@ -1,10 +1,11 @@
-// Stranded gangs (algorithm in stranded.h).
+// Stranded gangs and refused members (algorithms in stranded.h).
 #include "preemption/stranded.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "gang/eligibility.h"
@@ -79,6 +80,26 @@ std::vector<StrandedGang> StrandedGangs(const core::ClusterSnapshot& snap) {
   for (int i : overbooked) KeepWhileTheyFit(snap, i, found);
   std::vector<StrandedGang> out;
   for (auto& [gang, reason] : found) out.push_back({gang, std::move(reason)});
+  return out;
+}
+
+std::vector<RefusedMember> RefusedMembers(const core::ClusterSnapshot& snap) {
+  std::vector<RefusedMember> out;
+  for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPlacing)) {
+    if (g.preempt_requested) continue;
+    for (const core::PodInfo* p : g.members) {
+      if (!Planned(*p) || p->gated || p->refused.empty()) continue;
+      std::optional<int> i = snap.NodeIndex(p->placement);
+      if (!i || !gang::NodeAdmits(*p, snap.node(*i)) ||
+          !gang::NodeMatches(*p, snap.node(*i), kPinLabel) || !snap.Free(*i).IsNonNegative()) {
+        continue;
+      }
+      out.push_back({g.key, p->uid, p->name, p->placement, p->refused});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const RefusedMember& a, const RefusedMember& b) {
+    return std::tie(a.gang, a.pod_name) < std::tie(b.gang, b.pod_name);
+  });
   return out;
 }
 

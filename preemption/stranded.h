@@ -29,6 +29,21 @@ struct StrandedGang {
 // The stranded gangs of `snap`, sorted by key.
 std::vector<StrandedGang> StrandedGangs(const core::ClusterSnapshot& snap);
 
+// A member kube-scheduler reports unschedulable although it is ungated and planned on a node that,
+// by every rule modelled here, takes it (not stranded, and the node not overbooked): kube-scheduler
+// holds it to something phalanx does not model (host ports, inter-pod affinity, volumes), or has
+// not yet seen the room. Gangs marked for preemption are left out.
+struct RefusedMember {
+  std::string gang;
+  std::string pod_uid;
+  std::string pod_name;
+  std::string node;
+  std::string message;  // kube-scheduler's.
+};
+
+// The refused members of `snap`, by gang key, then pod name.
+std::vector<RefusedMember> RefusedMembers(const core::ClusterSnapshot& snap);
+
 }  // namespace phalanx::preemption
 
 #endif  // PHALANX_PREEMPTION_STRANDED_H_

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gang/planner.h"
+#include "kube/decode.h"
 #include "kube/json.h"
 #include "preemption/stranded.h"
 
@@ -170,15 +171,41 @@ absl::Status AdmissionLoop::MarkVictims(const core::ClusterSnapshot& snap, const
 }
 
 absl::flat_hash_set<std::string> AdmissionLoop::Replan(const core::ClusterSnapshot& snap) {
+  std::vector<preemption::StrandedGang> stranded = preemption::StrandedGangs(snap);
+  const int64_t now = deps_.now_ms();
+  for (const preemption::RefusedMember& r : refusals_.Due(snap, now)) {
+    if (const core::PodInfo* p = snap.FindPod(r.pod_uid)) refusals_.Avoid(*p, r.node, now);
+    stranded.push_back(
+        {r.gang, absl::StrCat("kube-scheduler refused pod ", r.pod_name, " on node ", r.node,
+                              " for ", refusals_.RefusedFor(r.pod_uid, now) / 1000,
+                              " s where it fits (it avoids that node from now on): ", r.message)});
+  }
   absl::flat_hash_set<std::string> marked;
-  for (const preemption::StrandedGang& s : preemption::StrandedGangs(snap)) {
+  for (const preemption::StrandedGang& s : stranded) {
+    if (!marked.insert(s.gang).second) continue;  // Never ungated by recovery, marked or not.
     std::fprintf(stderr, "phalanx-extender: gang %s is recreated to be planned again: %s\n",
                  s.gang.c_str(), s.reason.c_str());
     if (std::optional<core::Gang> g = snap.FindGang(s.gang)) Check(s.gang, Recreate(snap, *g));
-    marked.insert(s.gang);  // Never ungated by recovery, marked or not.
   }
   if (deps_.metrics != nullptr) deps_.metrics->AddReplans(marked.size());
   return marked;
+}
+
+absl::flat_hash_set<std::string> AdmissionLoop::NoteAvoidedNodes(
+    const core::ClusterSnapshot& snap) {
+  absl::flat_hash_set<std::string> noted;
+  if (refusals_.empty()) return noted;
+  for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
+    for (const core::PodInfo* p : g.members) {
+      std::optional<std::string> avoid = refusals_.Annotation(*p);
+      if (!avoid) continue;
+      noted.insert(g.key);
+      Check(g.key, MergePatch(*p, AnnotationPatch({{std::string(kube::kAvoidNodesAnnotation),
+                                                    *avoid}},
+                                                  std::nullopt, false)));
+    }
+  }
+  return noted;
 }
 
 void AdmissionLoop::Check(absl::string_view gang, const absl::Status& st) {
@@ -280,7 +307,9 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   // Published before the writes, so /debug/queue never lags what the pods' annotations show.
   Publish(r, took.count());
+  const absl::flat_hash_set<std::string> avoiding = NoteAvoidedNodes(snap);
   for (const GangDecision& d : r.decisions) {
+    if (avoiding.contains(d.gang)) continue;  // Planned once the cache shows what it avoids.
     absl::Status st;
     switch (d.verdict) {
       case Verdict::kAdmit:

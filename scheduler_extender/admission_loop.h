@@ -11,7 +11,10 @@
 //   some placed members get the rest planned around the pinned ones (pins cannot be removed), or,
 //   when that does not fit, are marked for the master to recreate.
 // - Re-planning: a gang with a member planned on a node that is gone, closed to it or full
-//   (preemption/stranded.h) is marked for the master to recreate, before recovery could ungate it.
+//   (preemption/stranded.h) is marked for the master to recreate, before recovery could ungate it;
+//   so is a gang with a member kube-scheduler keeps refusing on its planned node (refusals.h),
+//   whose work then avoids that node: its gated pods get phalanx.io/avoid-nodes before they are
+//   planned.
 // Marks for recreation name the gang itself in phalanx.io/preempted-by; gangs phalanx-master did
 // not create are evicted as well. Pins name the node's kubernetes.io/hostname label (its name when
 // it has none).
@@ -34,6 +37,7 @@
 #include "kube/client.h"
 #include "preemption/admission.h"
 #include "scheduler_extender/metrics.h"
+#include "scheduler_extender/refusals.h"
 #include "scheduler_extender/reservations.h"
 
 namespace phalanx::extender {
@@ -50,8 +54,12 @@ struct LoopDeps {
 
 class AdmissionLoop {
  public:
-  AdmissionLoop(preemption::AdmissionOptions options, int64_t resync_ms, LoopDeps deps)
-      : options_(std::move(options)), resync_ms_(resync_ms), deps_(std::move(deps)) {}
+  AdmissionLoop(preemption::AdmissionOptions options, int64_t resync_ms, LoopDeps deps,
+                Refusals refusals)
+      : options_(std::move(options)),
+        resync_ms_(resync_ms),
+        deps_(std::move(deps)),
+        refusals_(std::move(refusals)) {}
 
   // Recovers half-done admissions, runs one round on `snap` and applies it.
   preemption::RoundResult RunOnce(const core::ClusterSnapshot& snap);
@@ -85,9 +93,12 @@ class AdmissionLoop {
   // Marks each victim gang; the pods of those phalanx-master did not create (nobody else would act
   // on the mark) are evicted as well.
   absl::Status MarkVictims(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
-  // Marks the stranded gangs (preemption/stranded.h) for recreation, marked by themselves;
-  // returns their keys.
+  // Marks the stranded gangs (preemption/stranded.h) and those with a member refused for too long
+  // (refusals.h) for recreation, marked by themselves; returns their keys.
   absl::flat_hash_set<std::string> Replan(const core::ClusterSnapshot& snap);
+  // Writes phalanx.io/avoid-nodes on gated pods whose work avoids nodes they do not list yet;
+  // returns their gangs, which wait for the cache to show it.
+  absl::flat_hash_set<std::string> NoteAvoidedNodes(const core::ClusterSnapshot& snap);
   absl::Status NoteReason(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
   // Finishes admissions a crash left half done, except those of `stranded` gangs.
   void Recover(const core::ClusterSnapshot& snap, const absl::flat_hash_set<std::string>& stranded);
@@ -110,6 +121,7 @@ class AdmissionLoop {
   preemption::AdmissionOptions options_;
   int64_t resync_ms_;
   LoopDeps deps_;
+  Refusals refusals_;
   struct WrittenReason {
     std::string reason;
     int64_t at_ms = 0;

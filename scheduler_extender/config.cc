@@ -202,6 +202,15 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
        {Int(1, &ExtenderConfig::reservation_ttl_ms, "reservation_ttl_ms"),
         "MS >= 1: a filter-time reservation lives this long after its last use",
         ShowInt(&ExtenderConfig::reservation_ttl_ms)}},
+      {"refused_placement_timeout_ms",
+       {Int(0, &ExtenderConfig::refused_placement_timeout_ms, "refused_placement_timeout_ms"),
+        "MS: re-plan a gang off a node where kube-scheduler refuses a member this long "
+        "although it fits (0: never)",
+        ShowInt(&ExtenderConfig::refused_placement_timeout_ms)}},
+      {"avoid_node_memory_ms",
+       {Int(1, &ExtenderConfig::avoid_node_memory_ms, "avoid_node_memory_ms"),
+        "MS >= 1: work stays off a node that refused it this long after the last refusal",
+        ShowInt(&ExtenderConfig::avoid_node_memory_ms)}},
       {"resync_ms",
        {Int(10, &ExtenderConfig::resync_ms, "resync_ms"),
         "MS >= 10: admission rounds run at least this often", ShowInt(&ExtenderConfig::resync_ms)}},
@@ -286,7 +295,7 @@ std::string Usage() {
   const ExtenderConfig defaults;
   for (const auto& [key, setting] : Settings()) {
     const std::string shown = setting.show(defaults);
-    absl::StrAppend(&out, "  ", absl::StrFormat("%-24s", key), setting.help,
+    absl::StrAppend(&out, "  ", absl::StrFormat("%-23s ", key), setting.help,
                     shown.empty() ? "" : absl::StrCat(" (default: ", shown, ")"), "\n");
   }
   return out;

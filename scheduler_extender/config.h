@@ -31,6 +31,11 @@ struct ExtenderConfig {
   bool backfill = true;
   int64_t reservation_ttl_ms = 30'000;  // Filter-time reservations of foreign gangs.
   int64_t resync_ms = 1'000;            // Admission rounds run at least this often.
+  // See refusals.h: how long kube-scheduler may refuse a placed member where it fits by phalanx's
+  // rules before its gang is planned again off that node (0: never), and how long its work keeps
+  // off such a node after the last refusal.
+  int64_t refused_placement_timeout_ms = 120'000;
+  int64_t avoid_node_memory_ms = 3'600'000;
   // Filter passes at most this many best-fitting nodes for a pod without a placement; 0 passes
   // every node that fits (see verbs.h).
   int64_t best_fit_candidates = 8;

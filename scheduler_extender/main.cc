@@ -63,7 +63,8 @@ int Main(int argc, char** argv) {
                                   [&](uint64_t v, int64_t ms) {
                                     return informer.WaitForChange(v, absl::Milliseconds(ms));
                                   },
-                              .now_ms = NowMs});
+                              .now_ms = NowMs},
+                     Refusals(config->refused_placement_timeout_ms, config->avoid_node_memory_ms));
   ServerDeps deps{
       .verbs = &verbs,
       .metrics = &metrics,

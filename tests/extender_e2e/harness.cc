@@ -126,7 +126,7 @@ void ExtenderE2eTest::AddNodes(const std::string& suffix, int count, int64_t gpu
   ASSERT_EQ(exit_status, 0) << cmd << "\n" << text;
 }
 
-void ExtenderE2eTest::StartExtender(int max_slots_per_pod) {
+void ExtenderE2eTest::StartExtender(int max_slots_per_pod, const std::vector<std::string>& flags) {
   ASSERT_LT(extender_, 0) << "extender already running";
   std::string port = std::string(extender_url_.substr(extender_url_.rfind(':') + 1));
   std::vector<std::string> args = {PHALANX_EXTENDER_BINARY,
@@ -136,6 +136,7 @@ void ExtenderE2eTest::StartExtender(int max_slots_per_pod) {
                                    "127.0.0.1:" + port,
                                    "--max-slots-per-pod",
                                    std::to_string(max_slots_per_pod)};
+  args.insert(args.end(), flags.begin(), flags.end());
   // The cluster only checked the port was free when it came up; if something holds it now, say
   // what (ss) and try again for a while rather than fail on a transient holder.
   for (int attempt = 0;; ++attempt) {
@@ -239,6 +240,10 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
     const std::string grace =
         slow_exit ? absl::StrCat(R"("terminationGracePeriodSeconds":)", gang.exit_seconds, ",")
                   : "";
+    const std::string ports =
+        gang.host_port > 0 ? absl::StrCat(R"("ports":[{"containerPort":)", gang.host_port,
+                                          R"(,"hostPort":)", gang.host_port, "}],")
+                           : "";
     std::string pod =
         absl::StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r",
                      run, "-", i, R"(","labels":{)", labels, "}", annotations, R"(},"spec":{)",
@@ -247,7 +252,7 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
                      kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
                      R"(","operator":"Equal","value":")", ns_,
                      R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
-                     R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
+                     ports, R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
                      R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
     ASSERT_TRUE(CreatePod(pod));
   }

@@ -36,6 +36,7 @@ struct GangSpec {
   bool managed = true;  // False: no phalanx.io/job-id, a gang some other tool created gated.
   // > 0: deleted pods stay terminating this long (their grace period; kwok's pod-delete-graceful).
   int exit_seconds = 0;
+  int host_port = 0;  // > 0: the container asks for this host port (TCP).
 };
 
 // One gang's entry in the extender's /debug/queue.
@@ -59,7 +60,8 @@ class ExtenderE2eTest : public ::testing::Test {
   // "pods"), labelled and tainted for this test only.
   void AddNodes(const std::string& suffix, int count, int64_t gpus, int max_pods = 110);
   std::string NodeName(const std::string& suffix, int i) const;
-  void StartExtender(int max_slots_per_pod);
+  // `flags` go to phalanx-extender after the harness's own.
+  void StartExtender(int max_slots_per_pod, const std::vector<std::string>& flags = {});
   // Sends `signal` and reaps the process (SIGTERM falls back to SIGKILL after 10 s).
   void StopExtender(int signal);
   // Ensures PriorityClass phalanx-e2e-p<value>[-preempting] exists; returns its name.

@@ -65,5 +65,33 @@ TEST_F(PlacementE2e, NodePodCountsBoundWhatIsPlannedThere) {
                "more; no set of lower-priority preemptible gangs frees enough");
 }
 
+// kube-scheduler holds pods to rules phalanx does not model, host ports among them. "g" fits
+// best on the first node, beside "squatter", but asks for the host port squatter holds there:
+// kube-scheduler refuses it on the node it is pinned to. Once refused for the timeout, the gang is
+// marked for recreation; its next run avoids that node and runs on the second.
+TEST_F(PlacementE2e, AGangKubeSchedulerRefusesIsPlannedOffThatNode) {
+  AddNodes("n", 2, 4);
+  StartExtender(4, {"--refused-placement-timeout-ms", "3000"});
+  const std::string first = NodeName("n", 0);
+  Submit({.name = "squatter", .gpus = 1, .position = 1, .host_port = 9000});
+  ASSERT_TRUE(WaitUntil([&] { return Running("squatter"); }));
+  ASSERT_EQ(BoundNodes("squatter"), (std::vector<std::string>{first}));
+
+  Submit({.name = "g", .gpus = 1, .position = 2, .host_port = 9000});
+  ASSERT_TRUE(WaitUntil([&] { return Marked("g"); })) << "the refused gang is never marked";
+  std::vector<PodState> refused = GangPods("g");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].info.placement, first);
+  EXPECT_EQ(refused[0].info.node, "");
+  EXPECT_NE(refused[0].info.refused, "");
+  EXPECT_EQ(PreemptedBy("g"), Key("g"));
+  EXPECT_EQ(RequeueVictims(), std::vector<std::string>{"g"});
+  ASSERT_TRUE(WaitUntil([&] { return Running("g"); })) << "the recreated gang never runs";
+  std::vector<PodState> ran = GangPods("g");
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_EQ(ran[0].info.node, NodeName("n", 1));
+  EXPECT_EQ(ran[0].info.avoid_nodes, std::vector<std::string>{first});
+}
+
 }  // namespace
 }  // namespace phalanx::e2e

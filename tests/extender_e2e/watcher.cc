@@ -79,8 +79,6 @@ absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod) {
   s.deleting = meta.Get("deletionTimestamp").has_value();
   KUBE_ASSIGN_OR_RETURN(std::string_view version, meta.String("resourceVersion"));
   s.resource_version = std::string(version);
-  KUBE_ASSIGN_OR_RETURN(core::Labels labels, meta.StringMap("labels"));
-  if (const std::string* job = core::FindLabel(labels, kube::kJobIdLabel)) s.job_id = *job;
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
   if (const std::string* r = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
     s.pending_reason = *r;
@@ -91,8 +89,9 @@ absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod) {
 std::string TrialOf(const PodState& pod) {
   const std::string& gang = pod.info.gang;
   const size_t run = gang.rfind("-r");
-  if (pod.job_id.empty() || !absl::StartsWith(gang, pod.job_id) || run == std::string::npos ||
-      run < pod.job_id.size() || run + 2 == gang.size() ||
+  const std::string& job = pod.info.job_id;
+  if (job.empty() || !absl::StartsWith(gang, job) || run == std::string::npos ||
+      run < job.size() || run + 2 == gang.size() ||
       !std::all_of(gang.begin() + run + 2, gang.end(), absl::ascii_isdigit)) {
     return "";
   }

@@ -32,7 +32,6 @@ struct PodState {
   core::PodInfo info;
   bool deleting = false;  // Has a deletionTimestamp.
   std::string pending_reason;
-  std::string job_id;  // phalanx.io/job-id.
   std::string resource_version;
   bool Live() const { return !deleting && !info.IsTerminal(); }
   // Holds its node's capacity as the engine counts it: bound or placed, not finished, terminating

@@ -1,5 +1,5 @@
-// Node eligibility: cordons, taints/tolerations (Kubernetes semantics), nodeSelector and required
-// node affinity.
+// Node eligibility: cordons, taints/tolerations (Kubernetes semantics), nodeSelector, required
+// node affinity and avoided nodes.
 #include "gang/eligibility.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +57,14 @@ TEST(EligibilityTest, NodeSelectorMustMatchEveryPair) {
   EXPECT_FALSE(NodeEligible(pod, node));
   pod.node_selector = {{"rack", "r1"}};
   EXPECT_FALSE(NodeEligible(pod, node));
+}
+
+TEST(EligibilityTest, AvoidedNodesAreSkipped) {
+  core::PodInfo pod;
+  pod.avoid_nodes = {"n1", "n3"};
+  EXPECT_FALSE(NodeEligible(pod, testing::GpuNode("n1", 8)));
+  EXPECT_TRUE(NodeEligible(pod, testing::GpuNode("n2", 8)));
+  EXPECT_FALSE(NodeMatches(pod, testing::GpuNode("n3", 8), "kubernetes.io/hostname"));
 }
 
 using Op = core::NodeRequirement::Operator;

@@ -165,6 +165,15 @@ TEST(PlannerTest, RespectsSelectorsAndTaints) {
 // Required node affinity as a seeds' resource pool sets it (zone In [...]): the gang goes to the
 // zone's node although another fits it better; a gang in another zone, planned by the same
 // planner, is not given the first one's nodes.
+// A running 4-GPU pod on `node`.
+core::PodInfo BusyOn(const std::string& node) {
+  core::PodInfo busy = GatedGang({.name = "busy", .gpus_per_pod = 4}).at(0);
+  busy.gated = false;
+  busy.node = node;
+  busy.phase = core::PodPhase::kRunning;
+  return busy;
+}
+
 TEST(PlannerTest, RespectsRequiredNodeAffinity) {
   core::SnapshotBuilder b;
   const std::pair<const char*, const char*> nodes[] = {
@@ -174,11 +183,7 @@ TEST(PlannerTest, RespectsRequiredNodeAffinity) {
     n.labels = {{"topology.kubernetes.io/zone", zone}};
     b.UpsertNode(n);
   }
-  core::PodInfo busy = GatedGang({.name = "busy", .gpus_per_pod = 4}).at(0);
-  busy.gated = false;
-  busy.node = "b";
-  busy.phase = core::PodPhase::kRunning;
-  b.UpsertPod(busy);  // b is the best fit for 4 GPUs.
+  b.UpsertPod(BusyOn("b"));  // b is the best fit for 4 GPUs.
   auto zone = [](const char* z) {
     return core::NodeSelectorTerm{{core::NodeRequirement{.key = "topology.kubernetes.io/zone",
                                                          .op = core::NodeRequirement::Operator::kIn,
@@ -199,6 +204,27 @@ TEST(PlannerTest, RespectsRequiredNodeAffinity) {
   GangPlan east = planner.Plan(*snap->FindGang("default/east"), FreeCapacity(*snap));
   ASSERT_TRUE(east.placed());
   EXPECT_EQ(east.nodes, (std::vector<int>{1}));
+}
+
+// Two gangs alike but for the nodes one avoids: each gets its own eligible nodes.
+TEST(PlannerTest, RespectsAvoidedNodes) {
+  core::SnapshotBuilder b;
+  for (const char* name : {"a", "b", "c"}) b.UpsertNode(GpuNode(name, 8));
+  b.UpsertPod(BusyOn("b"));  // b is the best fit for 4 GPUs.
+  for (const char* gang : {"plain", "avoiding"}) {
+    for (core::PodInfo p : GatedGang({.name = gang, .pods = 1, .gpus_per_pod = 4})) {
+      if (std::string(gang) == "avoiding") p.avoid_nodes = {"b"};
+      b.UpsertPod(std::move(p));
+    }
+  }
+  auto snap = b.Build();
+  GangPlanner planner(*snap, SlotPolicy{});
+  GangPlan plain = planner.Plan(*snap->FindGang("default/plain"), FreeCapacity(*snap));
+  ASSERT_TRUE(plain.placed());
+  EXPECT_EQ(plain.nodes, (std::vector<int>{1}));
+  GangPlan avoiding = planner.Plan(*snap->FindGang("default/avoiding"), FreeCapacity(*snap));
+  ASSERT_TRUE(avoiding.placed());
+  EXPECT_EQ(avoiding.nodes, (std::vector<int>{0}));
 }
 
 // Global maxSlotsPerPod 4, resource pool a100's 8: pod sizes and divisibility follow the gang's

@@ -51,7 +51,7 @@ TEST(KubeDecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_EQ(pod->gang_size, 2);
   EXPECT_EQ(pod->GangKey(), "determined/exp-12-trial-34");
   EXPECT_DOUBLE_EQ(pod->queue_position, 1714979289.25);
-  EXPECT_TRUE(pod->managed);
+  EXPECT_TRUE(pod->managed());
   EXPECT_EQ(pod->pool, "a100");
   EXPECT_TRUE(pod->preemptible);
   EXPECT_TRUE(pod->preempt_requested);
@@ -88,7 +88,7 @@ TEST(KubeDecodePodTest, PodGroupLabelledRunningPod) {
   EXPECT_EQ(pod->start_ms, 1700000005000);
   EXPECT_FALSE(pod->gated);
   // Not phalanx-master's (no phalanx.io/job-id) and no phalanx.io/preemptible: never a victim.
-  EXPECT_FALSE(pod->managed);
+  EXPECT_FALSE(pod->managed());
   EXPECT_FALSE(pod->preemptible);
   EXPECT_FALSE(pod->preempt_requested);
   EXPECT_FALSE(pod->backfilled);
@@ -204,6 +204,30 @@ TEST(KubeDecodePodTest, RequiredNodeAffinity) {
   EXPECT_THAT(name.values, ElementsAre("n9"));
 }
 
+
+// phalanx.io/avoid-nodes lists nodes (sorted, blanks dropped); kube-scheduler's refusal is read
+// from condition PodScheduled only while it is False for reason Unschedulable.
+TEST(KubeDecodePodTest, AvoidedNodesAndKubeSchedulersRefusal) {
+  simdjson::dom::parser parser;
+  absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(
+      parser, MiniPod(R"("annotations":{"phalanx.io/avoid-nodes":"n2, n1,,"})", "",
+                      R"("conditions":[{"type":"Ready","status":"False","reason":"x"},)"
+                      R"({"type":"PodScheduled","status":"False","reason":"Unschedulable",)"
+                      R"("message":"0/2 nodes are available: 1 node(s) didn't have free ports"}])")));
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_THAT(pod->avoid_nodes, ElementsAre("n1", "n2"));
+  EXPECT_EQ(pod->refused, "0/2 nodes are available: 1 node(s) didn't have free ports");
+
+  for (const char* condition :
+       {R"({"type":"PodScheduled","status":"True"})",
+        R"({"type":"PodScheduled","status":"False","reason":"SchedulingGated"})"}) {
+    pod = DecodePod(Parse(parser, MiniPod("", "", absl::StrCat(R"("conditions":[)", condition,
+                                                               "]"))));
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    EXPECT_EQ(pod->refused, "") << condition;
+    EXPECT_TRUE(pod->avoid_nodes.empty());
+  }
+}
 struct Malformed {
   std::string meta;
   std::string spec;

@@ -45,6 +45,7 @@ std::string Signature(const core::PodInfo& p) {
   for (const core::Toleration& t : p.tolerations) {
     absl::StrAppend(&sig, "|", t.key, static_cast<int>(t.op), t.value);
   }
+  for (const std::string& n : p.avoid_nodes) absl::StrAppend(&sig, "!", n);
   return sig;
 }
 
@@ -385,6 +386,10 @@ class RoundChecker {
 
 bool Eligible(const core::PodInfo& pod, const core::Node& node) {
   if (node.unschedulable) return false;
+  if (std::find(pod.avoid_nodes.begin(), pod.avoid_nodes.end(), node.name) !=
+      pod.avoid_nodes.end()) {
+    return false;
+  }
   for (const auto& [key, value] : pod.node_selector) {
     if (std::find(node.labels.begin(), node.labels.end(), std::pair{key, value}) ==
         node.labels.end()) {

@@ -11,9 +11,9 @@
 
 namespace phalanx::preemption::property {
 
-// Whether `pod` may use `node`, for what the random worlds generate: a cordoned node takes no pod,
-// every nodeSelector pair must be a node label, and every taint must be tolerated by key and
-// value (or by key with Exists).
+// Whether `pod` may use `node`, for what the random worlds generate: a cordoned node or one the pod
+// avoids takes no pod, every nodeSelector pair must be a node label, and every taint must be
+// tolerated by key and value (or by key with Exists).
 bool Eligible(const core::PodInfo& pod, const core::Node& node);
 
 // Checks the round `r` that the engine decided on `snap` with `opts` (gtest failures):

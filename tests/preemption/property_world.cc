@@ -22,8 +22,11 @@ core::Node RandomNode(std::mt19937& rng, int i) {
   return n;
 }
 
-// The gang's eligibility and queue data, the same on every pod.
-void Decorate(std::mt19937& rng, std::vector<core::PodInfo>& pods) {
+// The gang's eligibility (selector, tolerations, an avoided node) and queue data, the same on every
+// pod.
+void Decorate(std::mt19937& rng, int nodes, std::vector<core::PodInfo>& pods) {
+  std::vector<std::string> avoid;
+  if (Draw(rng, 5) == 0) avoid = {absl::StrCat("node-", Draw(rng, nodes))};
   const double position = Draw(rng, 4) == 0 ? 1 + Draw(rng, 3) : core::kNoQueuePosition;
   core::Labels selector;
   if (Draw(rng, 4) == 0) selector = {{"zone", Draw(rng, 2) ? "a" : "b"}};
@@ -38,6 +41,7 @@ void Decorate(std::mt19937& rng, std::vector<core::PodInfo>& pods) {
     p.queue_position = position;
     p.node_selector = selector;
     p.tolerations = tolerations;
+    p.avoid_nodes = avoid;
   }
 }
 
@@ -107,7 +111,7 @@ void AddGangs(std::mt19937& rng, int count, const std::string& prefix, bool may_
     spec.created_ms = Draw(rng, 100);
     spec.preemptible = Draw(rng, 10) != 0;
     std::vector<core::PodInfo> pods = testing::GatedGang(spec);
-    Decorate(rng, pods);
+    Decorate(rng, static_cast<int>(w.nodes.size()), pods);
     const bool incomplete = Draw(rng, 20) == 0 && pods.size() > 1;
     if (incomplete) pods.pop_back();
     if (may_run && !incomplete && Draw(rng, 2) == 0) Start(rng, w, free, pods);
@@ -186,6 +190,7 @@ std::string Render(const World& w) {
                     p.node.empty() ? "" : " on=", p.node, p.backfilled ? " backfilled" : "",
                     p.preempt_requested ? " marked-by=" : "", p.preempted_by);
     for (const auto& [k, v] : p.node_selector) absl::StrAppend(&out, " sel ", k, "=", v);
+    for (const std::string& n : p.avoid_nodes) absl::StrAppend(&out, " avoid ", n);
     for (const core::Toleration& t : p.tolerations) {
       absl::StrAppend(&out, " tol ", t.key, t.op == core::Toleration::Operator::kExists ? "" : "=",
                       t.value);

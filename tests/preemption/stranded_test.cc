@@ -1,5 +1,6 @@
 // Stranded gangs: members planned on a node that is gone, no longer takes them, or whose bound
-// pods leave them no room; kept in queue order while they fit.
+// pods leave them no room; kept in queue order while they fit. Refused members: those
+// kube-scheduler reports unschedulable where they fit by these rules.
 #include "preemption/stranded.h"
 
 #include <gtest/gtest.h>
@@ -111,6 +112,44 @@ TEST(StrandedTest, PodsBoundBesidePlannedOnesStrandTheLaterGangsInQueueOrder) {
   urgent.node = "a";
   b.UpsertPod(urgent);
   EXPECT_EQ(Keys(StrandedGangs(*b.Build())), std::vector<std::string>{"default/batch"});
+}
+
+// Only ungated, unbound, unmarked members planned where they fit count as refused: a member that
+// is stranded, still gated, or on an overbooked node is not (kube-scheduler refuses it for what
+// phalanx models itself).
+TEST(StrandedTest, RefusedMembersAreThoseThatFitWhereKubeSchedulerRefusesThem) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertNode(GpuNode("b", 8));
+  core::Node cordoned = GpuNode("c", 8);
+  cordoned.unschedulable = true;
+  b.UpsertNode(cordoned);
+  auto refused = [](std::vector<core::PodInfo> pods, size_t i) {
+    pods[i].refused = "0/3 nodes are available: 1 node(s) didn't have free ports";
+    return pods;
+  };
+  for (const core::PodInfo& p :
+       refused(Planned({.name = "ports", .pods = 2, .gpus_per_pod = 4}, {"a", "b"}), 1)) {
+    b.UpsertPod(p);
+  }
+  std::vector<core::PodInfo> gated = Planned({.name = "gated", .gpus_per_pod = 1}, {"a"});
+  gated[0].gated = true;
+  b.UpsertPod(refused(gated, 0)[0]);
+  std::vector<core::PodInfo> marked = Planned({.name = "marked", .gpus_per_pod = 1}, {"a"});
+  marked[0].preempt_requested = true;
+  b.UpsertPod(refused(marked, 0)[0]);
+  b.UpsertPod(refused(Planned({.name = "closed", .gpus_per_pod = 1}, {"c"}), 0)[0]);
+  b.UpsertPod(Planned({.name = "fine", .gpus_per_pod = 1}, {"b"})[0]);
+  std::vector<RefusedMember> found = RefusedMembers(*b.Build());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].gang, "default/ports");
+  EXPECT_EQ(found[0].pod_name, "ports-1");
+  EXPECT_EQ(found[0].node, "b");
+  EXPECT_EQ(found[0].message, "0/3 nodes are available: 1 node(s) didn't have free ports");
+
+  // b overbooked: kube-scheduler's refusal there is phalanx's own verdict too (a stranding).
+  b.UpsertPod(BoundOn("intruder", 8, "b"));
+  EXPECT_TRUE(RefusedMembers(*b.Build()).empty());
 }
 
 // Random clusters (fixed seeds): once the stranded gangs go, the planned members of every other
