@@ -121,5 +121,34 @@ TEST_F(MasterPriorityE2e, AnyPriorityRunsUnderAClassOfItsOwnValue) {
   EXPECT_EQ(Jobs().at(0).priority(), 70);
 }
 
+using MasterPlacementE2e = MasterE2eTest;
+
+// A trial whose pod asks for a host port that a pod on its planned node holds: kube-scheduler
+// refuses it there. Once the extender marks the trial for re-planning, the master recreates it,
+// and its next run goes to the other node (the extender keeps the job off the refusing one).
+TEST_F(MasterPlacementE2e, ATrialKubeSchedulerRefusesRunsOffThatNode) {
+  AddNodes("n", 2, 4);
+  StartExtender(4, {"--refused-placement-timeout-ms", "3000"});
+  StartMaster(4);
+  const std::string first = NodeName("n", 0);
+  Submit({.name = "squatter", .gpus = 1, .position = 1, .host_port = 9000});
+  ASSERT_TRUE(WaitUntil([&] { return Running("squatter"); }));
+  ASSERT_EQ(BoundNodes("squatter"), (std::vector<std::string>{first}));
+
+  const v1::Experiment e = MustCreateExperiment(absl::StrCat(
+      ExperimentYaml("ports", "{name: single}", 1, 50),
+      "environment:\n  pod_spec:\n    apiVersion: v1\n    kind: Pod\n    spec:\n      containers:\n",
+      "      - name: phalanx-container\n        ports: [{containerPort: 9000, hostPort: 9000}]\n"));
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(e.job_id()).size() == 1; }))
+      << "the trial never runs";
+  const std::vector<PodState> pods = GangPods(RunningAllocations(e.job_id())[0]);
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].info.node, NodeName("n", 1));
+  EXPECT_EQ(pods[0].info.avoid_nodes, std::vector<std::string>{first});
+  const v1::GetExperimentResponse got = GetExperiment(e.id());
+  ASSERT_EQ(got.trials_size(), 1);
+  EXPECT_EQ(got.trials(0).restarts(), 0) << "a re-plan is not a failure";
+}
+
 }  // namespace
 }  // namespace phalanx::e2e
