@@ -388,6 +388,10 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
   bool marked = false, lost = false, failed = false, all_seen = a.pods.size() == a.pod_names.size();
   bool all_bound = all_seen, all_running = all_seen, all_succeeded = all_seen;
   for (const auto& [name, pod] : a.pods) {
+    if (!pod.over_own_limit.empty() && a.fail_why.empty()) {
+      a.fail_why = absl::StrCat("pod ", pod.ns, "/", name, " was evicted for its own limits: ",
+                                pod.over_own_limit);
+    }
     marked = marked || pod.preempt_requested;
     lost = lost || pod.deleting || pod.disrupted;
     failed = failed || pod.phase == core::PodPhase::kFailed;
@@ -399,7 +403,7 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
   // its planned node gone or full) loses nothing: it is recreated like a pending trial. (The type
   // comes from the id: a mark arriving while the database cannot be read is not sent again.)
   const bool experiment = TaskTypeOfJobId(a.rec.job_id) == TaskType::kExperiment;
-  if (lost && experiment) {
+  if (lost && experiment && a.fail_why.empty()) {
     // Deleted or evicted by someone else (a drain, node pressure, a taint, a node shutdown): how
     // its containers then exit is the cluster's doing, not the trial's, which resumes from its
     // checkpoint. A task has none (a command may not be safe to run twice): its pods' phases

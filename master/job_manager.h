@@ -23,7 +23,8 @@
 //      pod_start_failure_timeout. Meanwhile the queue shows it as the job's pending reason
 //      (start_failures.cc). A pod deleted or evicted by anyone but the master (a drain, node
 //      pressure, a taint, a node shutdown) loses the run, whatever its phase: the allocation ends
-//      and the trial resumes. Pods the API server refuses for good (a 4xx such as a missing
+//      and the trial resumes. A pod the kubelet evicts for its own limits (ephemeral storage, an
+//      emptyDir's sizeLimit) fails the run instead: it would go the same way again. Pods the API server refuses for good (a 4xx such as a missing
 //      namespace or an invalid pod) put the trial in ERROR with the refusal as why; other refusals
 //      start a new run at the next Tick.
 //   3. Preemption (label phalanx.io/preempt=requested from the extender, or a pause): the trial is
@@ -171,7 +172,8 @@ class JobManager {
     // message"), empty when none; since when one has not.
     std::string start_failure;
     absl::Time start_failing_at = absl::InfiniteFuture();
-    // Why the run fails though no pod did (its pods cannot start); empty otherwise.
+    // Why the run fails though no pod did (its pods cannot start), or why a pod was evicted for
+    // its own limits; empty otherwise.
     std::string fail_why;
   };
 

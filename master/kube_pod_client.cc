@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kube/decode.h"
@@ -20,10 +21,29 @@ std::string PodName(simdjson::dom::element pod) {
   return std::string(name);
 }
 
-// Whether the pod's status says the cluster is ending it (PodState::disrupted).
-absl::StatusOr<bool> Disrupted(const kube::JsonObject& status) {
+// Kubelet's eviction message when it evicted the pod for its own local storage limits
+// (PodState::over_own_limit), read from kubelet's eviction messages: "Pod ephemeral local storage
+// usage exceeds the total limit of containers …", "Container … exceeded its local ephemeral
+// storage limit …", "Usage of EmptyDir volume … exceeds the limit …".
+absl::StatusOr<std::string> OverOwnLimit(const kube::JsonObject& status) {
   KUBE_ASSIGN_OR_RETURN(std::string_view reason, status.String("reason"));
-  if (reason == "Evicted") return true;
+  KUBE_ASSIGN_OR_RETURN(std::string_view text, status.String("message"));
+  const absl::string_view message(text.data(), text.size());
+  const bool own =
+      reason == "Evicted" &&
+      (absl::StartsWith(message, "Pod ephemeral local storage usage exceeds the total limit") ||
+       (absl::StartsWith(message, "Container ") &&
+        absl::StrContains(message, " exceeded its local ephemeral storage limit")) ||
+       (absl::StartsWith(message, "Usage of EmptyDir volume ") &&
+        absl::StrContains(message, " exceeds the limit")));
+  return own ? std::string(absl::StripAsciiWhitespace(message)) : std::string();
+}
+
+// Whether the pod's status says the cluster is ending it (PodState::disrupted), not for limits
+// of its own.
+absl::StatusOr<bool> Disrupted(const kube::JsonObject& status, bool over_own_limit) {
+  KUBE_ASSIGN_OR_RETURN(std::string_view reason, status.String("reason"));
+  if (reason == "Evicted") return !over_own_limit;
   KUBE_ASSIGN_OR_RETURN(std::vector<kube::JsonObject> conditions, status.ObjectArray("conditions"));
   for (const kube::JsonObject& c : conditions) {
     KUBE_ASSIGN_OR_RETURN(std::string_view type, c.String("type"));
@@ -64,7 +84,8 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
   KUBE_ASSIGN_OR_RETURN(std::string_view deletion, meta.String("deletionTimestamp"));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject status, root.Object("status"));
-  KUBE_ASSIGN_OR_RETURN(bool disrupted, Disrupted(status));
+  KUBE_ASSIGN_OR_RETURN(std::string over_own_limit, OverOwnLimit(status));
+  KUBE_ASSIGN_OR_RETURN(bool disrupted, Disrupted(status, !over_own_limit.empty()));
   KUBE_ASSIGN_OR_RETURN(std::vector<ContainerWaiting> waiting, Waiting(status));
   PodState s{.ns = info.ns,
              .name = info.name,
@@ -76,6 +97,7 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
              .backfilled = info.backfilled,
              .deleting = !deletion.empty(),
              .disrupted = disrupted,
+             .over_own_limit = std::move(over_own_limit),
              .waiting = std::move(waiting)};
   if (const std::string* reason = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
     s.pending_reason = *reason;

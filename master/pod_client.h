@@ -36,6 +36,10 @@ struct PodState {
   // status.reason Evicted (node pressure) or condition DisruptionTarget=True (a drain, a taint,
   // a node shutdown, a preemption): the cluster, not its program, ends it.
   bool disrupted = false;
+  // Kubelet's message when it evicted the pod for going over the pod's own local storage limits
+  // (a container's or the pod's ephemeral-storage limit, an emptyDir's sizeLimit): its program's
+  // doing, so not `disrupted`. Empty otherwise.
+  std::string over_own_limit;
   // status.initContainerStatuses, then status.containerStatuses, that are waiting.
   std::vector<ContainerWaiting> waiting;
 };

@@ -1,4 +1,5 @@
-// DecodePodState: the waiting containers of a pod's status (init containers first).
+// DecodePodState: the waiting containers of a pod's status (init containers first), and which
+// evictions are the cluster's doing (disrupted) and which are for the pod's own limits.
 #include "master/kube_pod_client.h"
 
 #include <string>
@@ -63,6 +64,41 @@ TEST(DecodePodStateTest, WaitingContainersInitContainersFirst) {
   s = Decode(PodWithStatus({{"phase", "Pending"}}));  // No container status yet: none waits.
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(s->waiting, IsEmpty());
+}
+
+// Kubelet's eviction messages for a pod's own local storage limits (kubelet's eviction manager)
+// make a pod over its own limit, not disrupted; other evictions and disruptions stay the
+// cluster's doing.
+TEST(DecodePodStateTest, EvictionsForThePodsOwnLimitsAreNotDisruptions) {
+  for (const char* own : {
+           "Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. ",
+           "Container trial exceeded its local ephemeral storage limit \"1Gi\". ",
+           "Usage of EmptyDir volume \"scratch\" exceeds the limit \"10Gi\". ",
+       }) {
+    absl::StatusOr<PodState> s =
+        Decode(PodWithStatus({{"phase", "Failed"}, {"reason", "Evicted"}, {"message", own}}));
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_FALSE(s->disrupted) << own;
+    EXPECT_EQ(s->over_own_limit, std::string(own).substr(0, std::string(own).size() - 1)) << own;
+  }
+  for (const nlohmann::json& status : {
+           nlohmann::json{{"phase", "Failed"},
+                          {"reason", "Evicted"},
+                          {"message", "The node was low on resource: ephemeral-storage. "}},
+           nlohmann::json{{"phase", "Failed"}, {"reason", "Evicted"}},
+           nlohmann::json{
+               {"phase", "Failed"},
+               {"conditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}}},
+       }) {
+    absl::StatusOr<PodState> s = Decode(PodWithStatus(status));
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(s->disrupted) << status;
+    EXPECT_EQ(s->over_own_limit, "") << status;
+  }
+  absl::StatusOr<PodState> s = Decode(PodWithStatus(
+      {{"phase", "Failed"}, {"message", "Pod ephemeral local storage usage exceeds the total"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->over_own_limit, "") << "not evicted";
 }
 
 TEST(DecodePodStateTest, MalformedWaitingReasonNamesTheField) {

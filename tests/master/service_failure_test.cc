@@ -328,6 +328,35 @@ TEST_F(ServiceTest, RunsOfPodsTheClusterDeletesOrEvictsResume) {
   }
 }
 
+// A pod the kubelet evicts for going over its own ephemeral-storage limit would go the same way
+// on its next run: the run fails and counts against max_restarts (here 0: the trial ends), where
+// an eviction for node pressure resumes it (above).
+TEST_F(ServiceTest, ARunEvictedForItsOwnLimitsFails) {
+  const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\nmax_restarts: 0\n");
+  const std::string a = Get(exp.id()).trials(0).allocation_id();
+  Play(a, core::PodPhase::kRunning);
+  std::vector<nlohmann::json> listed;
+  for (const auto& entry : pods_.pods()) {
+    nlohmann::json pod = entry.second;
+    pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"].get<std::string>();
+    pod["spec"]["nodeName"] = "node-1";
+    pod["status"] = {
+        {"phase", "Failed"},
+        {"reason", "Evicted"},
+        {"message", "Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. "}};
+    listed.push_back(pod);
+  }
+  ASSERT_TRUE(ListThroughAWatcher(*jobs_, listed)) << "the watcher never listed";
+  ReapDeleted();
+  const v1::Trial trial = Get(exp.id()).trials(0);
+  EXPECT_EQ(trial.state(), v1::TRIAL_STATE_ERROR);
+  EXPECT_EQ(trial.runs(), 1);
+  EXPECT_EQ(trial.error(),
+            absl::StrCat(a, ": pod gpu-ns/", a,
+                         "-0 was evicted for its own limits: Pod ephemeral local storage usage "
+                         "exceeds the total limit of containers 2Gi."));
+}
+
 // A task has no checkpoint, and a command may not be safe to run twice: an evicted task pod is a
 // failure, as before.
 TEST_F(ServiceTest, AnEvictedTaskFails) {
