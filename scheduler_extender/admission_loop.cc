@@ -194,14 +194,13 @@ absl::flat_hash_set<std::string> AdmissionLoop::Replan(const core::ClusterSnapsh
 absl::flat_hash_set<std::string> AdmissionLoop::NoteAvoidedNodes(
     const core::ClusterSnapshot& snap) {
   absl::flat_hash_set<std::string> noted;
-  if (refusals_.empty()) return noted;
   for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
     for (const core::PodInfo* p : g.members) {
-      std::optional<std::string> avoid = refusals_.Annotation(*p);
+      std::optional<Refusals::Write> avoid = refusals_.Annotation(*p, snap);
       if (!avoid) continue;
       noted.insert(g.key);
       Check(g.key, MergePatch(*p, AnnotationPatch({{std::string(kube::kAvoidNodesAnnotation),
-                                                    *avoid}},
+                                                    avoid->value}},
                                                   std::nullopt, false)));
     }
   }

@@ -96,8 +96,8 @@ class AdmissionLoop {
   // Marks the stranded gangs (preemption/stranded.h) and those with a member refused for too long
   // (refusals.h) for recreation, marked by themselves; returns their keys.
   absl::flat_hash_set<std::string> Replan(const core::ClusterSnapshot& snap);
-  // Writes phalanx.io/avoid-nodes on gated pods whose work avoids nodes they do not list yet;
-  // returns their gangs, which wait for the cache to show it.
+  // Brings phalanx.io/avoid-nodes of gated pods in line with what their work avoids
+  // (Refusals::Annotation); returns their gangs, which wait for the cache to show it.
   absl::flat_hash_set<std::string> NoteAvoidedNodes(const core::ClusterSnapshot& snap);
   absl::Status NoteReason(const core::ClusterSnapshot& snap, const preemption::GangDecision& d);
   // Finishes admissions a crash left half done, except those of `stranded` gangs.

@@ -6,8 +6,28 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gang/eligibility.h"
 
 namespace phalanx::extender {
+
+namespace {
+
+// Whether some node of `snap` takes `pod` by every rule but what it avoids, and is not in `avoid`;
+// or no node takes it anyway (then avoiding changes nothing).
+bool LeavesANode(const core::PodInfo& pod, const absl::btree_set<std::string>& avoid,
+                 const core::ClusterSnapshot& snap) {
+  core::PodInfo bare = pod;
+  bare.avoid_nodes.clear();
+  bool any = false;
+  for (int i = 0; i < snap.node_count(); ++i) {
+    if (!gang::NodeEligible(bare, snap.node(i))) continue;
+    if (!avoid.contains(snap.node(i).name)) return true;
+    any = true;
+  }
+  return !any;
+}
+
+}  // namespace
 
 std::string Refusals::Work(const core::PodInfo& pod) {
   return pod.managed() ? absl::StrCat(pod.ns, "/", pod.job_id) : pod.GangKey();
@@ -43,19 +63,18 @@ void Refusals::Avoid(const core::PodInfo& pod, const std::string& node, int64_t 
   a.until_ms = now_ms + memory_ms_;
 }
 
-std::optional<std::string> Refusals::Annotation(const core::PodInfo& pod) const {
+std::optional<Refusals::Write> Refusals::Annotation(const core::PodInfo& pod,
+                                                    const core::ClusterSnapshot& snap) const {
   if (!pod.gated || !pod.placement.empty()) return std::nullopt;
+  const Write none;
   auto it = avoided_.find(Work(pod));
-  if (it == avoided_.end()) return std::nullopt;
-  const bool carried = std::all_of(it->second.nodes.begin(), it->second.nodes.end(),
-                                   [&](const std::string& n) {
-                                     return std::binary_search(pod.avoid_nodes.begin(),
-                                                               pod.avoid_nodes.end(), n);
-                                   });
-  if (carried) return std::nullopt;
-  absl::btree_set<std::string> all(pod.avoid_nodes.begin(), pod.avoid_nodes.end());
-  all.insert(it->second.nodes.begin(), it->second.nodes.end());
-  return absl::StrJoin(all, ",");
+  const Write want = it != avoided_.end() && LeavesANode(pod, it->second.nodes, snap)
+                         ? Write{absl::StrJoin(it->second.nodes, ",")}
+                         : none;
+  const Write carried =
+      pod.avoid_nodes.empty() ? none : Write{absl::StrJoin(pod.avoid_nodes, ",")};
+  if (want.value == carried.value) return std::nullopt;
+  return want;
 }
 
 }  // namespace phalanx::extender

@@ -6,7 +6,10 @@
 // (preemption::RefusedMembers) for `timeout_ms` is due: the loop has its gang recreated, and its
 // work (the phalanx-master job, or the gang of another tool) avoids that node from then on, for
 // `memory_ms` after the last refusal, through annotation phalanx.io/avoid-nodes on its gated pods.
-// The clocks are the caller's; nothing here reads one. The memory lives in the process only.
+// A pod is never made to avoid every node it could use (it then avoids none, and is tried again
+// where it was refused), and its annotation goes once the memory of its work does. The clocks are
+// the caller's; nothing here reads one. The memory lives in the process only: after a restart,
+// gated pods lose their annotation, and a node that refuses them again is learnt again.
 #ifndef PHALANX_SCHEDULER_EXTENDER_REFUSALS_H_
 #define PHALANX_SCHEDULER_EXTENDER_REFUSALS_H_
 
@@ -36,10 +39,14 @@ class Refusals {
   int64_t RefusedFor(const std::string& uid, int64_t now_ms) const;
   // Keeps the work of `pod` off `node` until memory_ms after now.
   void Avoid(const core::PodInfo& pod, const std::string& node, int64_t now_ms);
-  // The phalanx.io/avoid-nodes value `pod` should carry when it lacks some node its work avoids
-  // (only for gated pods without a placement), else nullopt.
-  std::optional<std::string> Annotation(const core::PodInfo& pod) const;
-  bool empty() const { return avoided_.empty(); }
+  // What to write as phalanx.io/avoid-nodes of `pod`, a gated pod without a placement, when that
+  // differs from what it carries: the nodes its work avoids, or nullopt to remove the annotation
+  // (its work avoids nothing now, or those nodes are all it could use in `snap`). Nothing for
+  // other pods, or when the pod carries the right value.
+  struct Write {
+    std::optional<std::string> value;
+  };
+  std::optional<Write> Annotation(const core::PodInfo& pod, const core::ClusterSnapshot& snap) const;
 
   // The work a pod belongs to: "namespace/job-id" for phalanx-master's pods, else its gang key.
   static std::string Work(const core::PodInfo& pod);

@@ -1,6 +1,6 @@
 // Refusals: a member refused on its planned node is due once refused for the timeout, its clock
 // stops when the refusal does, and its work avoids the node (by job for phalanx-master's pods, by
-// gang for others) until the memory runs out.
+// gang for others) until the memory runs out, but never every node it could use.
 #include "scheduler_extender/refusals.h"
 
 #include <gtest/gtest.h>
@@ -59,37 +59,78 @@ TEST(RefusalsTest, ATimeoutOfZeroNeverMakesAMemberDue) {
   EXPECT_TRUE(refusals.Due(*World(true), 1'000'000'000).empty());
 }
 
+// A gated pod of gang `gang` and job `job` (none: not the master's), listing `avoid`.
+core::PodInfo Gated(const std::string& gang, const std::string& job,
+                    std::vector<std::string> avoid = {}) {
+  core::PodInfo p = GatedGang({.name = gang})[0];
+  p.job_id = job;
+  p.avoid_nodes = std::move(avoid);
+  return p;
+}
+
+// Nodes a and b.
+std::shared_ptr<const core::ClusterSnapshot> Nodes() {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertNode(GpuNode("b", 8));
+  return b.Build();
+}
+
 TEST(RefusalsTest, TheWorkAvoidsTheNodeUntilTheMemoryRunsOut) {
+  auto snap = Nodes();
   Refusals refusals(10'000, 60'000);
-  core::PodInfo refused = GatedGang({.name = "g"})[0];
-  refused.job_id = "exp-1";
-  refusals.Avoid(refused, "b", 1'000);
-  EXPECT_FALSE(refusals.empty());
+  EXPECT_EQ(refusals.Annotation(Gated("g", "exp-1"), *snap), std::nullopt);
+  refusals.Avoid(Gated("g", "exp-1"), "b", 1'000);
 
-  core::PodInfo next = GatedGang({.name = "g-2"})[0];  // Its next run: another gang, same job.
-  next.job_id = "exp-1";
-  EXPECT_EQ(refusals.Annotation(next), "b");
-  next.avoid_nodes = {"a"};
-  EXPECT_EQ(refusals.Annotation(next), "a,b");
-  next.avoid_nodes = {"a", "b"};
-  EXPECT_EQ(refusals.Annotation(next), std::nullopt);  // Already carried.
+  // Its next run: another gang, same job.
+  auto write = refusals.Annotation(Gated("g-2", "exp-1"), *snap);
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->value, "b");
+  EXPECT_EQ(refusals.Annotation(Gated("g-2", "exp-1", {"b"}), *snap), std::nullopt);  // Carried.
+  write = refusals.Annotation(Gated("g-2", "exp-1", {"a", "b"}), *snap);
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->value, "b");
 
-  core::PodInfo placed = GatedGang({.name = "g-3"})[0];
-  placed.job_id = "exp-1";
-  placed.placement = "c";
-  EXPECT_EQ(refusals.Annotation(placed), std::nullopt);  // Planned already: its pin stands.
-  core::PodInfo other = GatedGang({.name = "g-4"})[0];
-  other.job_id = "exp-2";
-  EXPECT_EQ(refusals.Annotation(other), std::nullopt);
-  core::PodInfo foreign = GatedGang({.name = "g"})[0];  // Not the master's: by gang.
-  EXPECT_EQ(refusals.Annotation(foreign), std::nullopt);
+  core::PodInfo placed = Gated("g-3", "exp-1");
+  placed.placement = "a";
+  EXPECT_EQ(refusals.Annotation(placed, *snap), std::nullopt);  // Planned already: its pin stands.
+  EXPECT_EQ(refusals.Annotation(Gated("g-4", "exp-2"), *snap), std::nullopt);
+  core::PodInfo foreign = Gated("g", "");  // Not the master's: by gang.
+  EXPECT_EQ(refusals.Annotation(foreign, *snap), std::nullopt);
   refusals.Avoid(foreign, "a", 1'000);
-  EXPECT_EQ(refusals.Annotation(foreign), "a");
+  write = refusals.Annotation(foreign, *snap);
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->value, "a");
 
-  refusals.Due(*World(false), 61'000);  // The memory of both ran out.
-  EXPECT_TRUE(refusals.empty());
-  next.avoid_nodes = {};
-  EXPECT_EQ(refusals.Annotation(next), std::nullopt);
+  refusals.Due(*World(false), 61'000);  // The memory of both ran out: the annotation goes.
+  write = refusals.Annotation(Gated("g-2", "exp-1", {"b"}), *snap);
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->value, std::nullopt);
+  EXPECT_EQ(refusals.Annotation(Gated("g-2", "exp-1"), *snap), std::nullopt);
+}
+
+// Avoiding every node a pod could use would leave it nowhere to run: it then avoids none.
+TEST(RefusalsTest, APodNeverAvoidsEveryNodeItCouldUse) {
+  auto snap = Nodes();
+  Refusals refusals(10'000, 60'000);
+  refusals.Avoid(Gated("g", "exp-1"), "a", 0);
+  refusals.Avoid(Gated("g", "exp-1"), "b", 0);
+  EXPECT_EQ(refusals.Annotation(Gated("g-2", "exp-1"), *snap), std::nullopt);
+  auto write = refusals.Annotation(Gated("g-2", "exp-1", {"a"}), *snap);
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->value, std::nullopt);
+
+  core::PodInfo picky = Gated("g-3", "exp-1");  // Eligible on a alone, by its own selector.
+  picky.node_selector = {{"kubernetes.io/hostname", "a"}};
+  core::SnapshotBuilder b;
+  core::Node a = GpuNode("a", 8);
+  a.labels = {{"kubernetes.io/hostname", "a"}};
+  b.UpsertNode(a);
+  b.UpsertNode(GpuNode("b", 8));
+  b.UpsertNode(GpuNode("c", 8));
+  Refusals only_a(10'000, 60'000);
+  only_a.Avoid(picky, "a", 0);
+  EXPECT_EQ(only_a.Annotation(picky, *b.Build()), std::nullopt);
 }
 
 }  // namespace
