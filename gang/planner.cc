@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,17 @@ std::string Signature(const core::PodInfo& pod) {
     }
   }
   return sig;
+}
+
+// "; avoids n1, n2 (kube-scheduler refused it there)" for a gang whose members avoid nodes, else
+// "".
+std::string AvoidedNodes(const core::Gang& gang) {
+  std::set<std::string> avoided;
+  for (const core::PodInfo* p : gang.members)
+    avoided.insert(p->avoid_nodes.begin(), p->avoid_nodes.end());
+  if (avoided.empty()) return "";
+  return absl::StrCat("; avoids ", absl::StrJoin(avoided, ", "),
+                      " (kube-scheduler refused it there)");
 }
 
 bool SameEligibility(const core::PodInfo& a, const core::PodInfo& b) {
@@ -186,16 +198,18 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
     free_slots += slots_.SlotsOf(free[n]);
     pod_room += free[n].pods();
   }
-  const std::string needs = absl::StrCat("needs ", slots_.Count(need), " on ", gang.members.size(),
-                                         gang.members.size() == 1 ? " node; " : " nodes; ");
+  std::string reason = absl::StrCat("needs ", slots_.Count(need), " on ", gang.members.size(),
+                                    gang.members.size() == 1 ? " node; " : " nodes; ");
   if (fitting == 0) {
-    if (full == 0) return absl::StrCat(needs, none);
-    return absl::StrCat(needs, none, "; too many pods on ", full, full == 1 ? " node" : " nodes");
+    absl::StrAppend(&reason, none);
+    if (full > 0)
+      absl::StrAppend(&reason, "; too many pods on ", full, full == 1 ? " node" : " nodes");
+  } else {
+    absl::StrAppend(&reason, free_slots, " ", what, " on ", fitting,
+                    fitting == 1 ? " fitting node" : " fitting nodes");
+    if (pod_room < pods) absl::StrAppend(&reason, "; too many pods: room for ", pod_room, " more");
   }
-  std::string reason = absl::StrCat(needs, free_slots, " ", what, " on ", fitting,
-                                    fitting == 1 ? " fitting node" : " fitting nodes");
-  if (pod_room < pods) absl::StrAppend(&reason, "; too many pods: room for ", pod_room, " more");
-  return reason;
+  return reason + AvoidedNodes(gang);
 }
 
 core::Resources LargestMember(const core::Gang& gang, const SlotPolicy& slots) {

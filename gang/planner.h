@@ -80,7 +80,8 @@ class GangPlanner {
   // "needs 16 GPUs on 4 nodes; 12 <what> on 3 fitting nodes" (nodes with room for one of its pods
   // in `free`); "needs 16 GPUs on 4 nodes; <none>" when no node has. Node pod counts that bind add
   // "; too many pods: room for 2 more" (on the fitting nodes), or "; too many pods on 3 nodes"
-  // (eligible nodes that are full) when no node fits.
+  // (eligible nodes that are full) when no node fits. Members that avoid nodes add "; avoids n1
+  // (kube-scheduler refused it there)".
   std::string WaitReason(const core::Gang& gang, const Capacity& free, absl::string_view what,
                          absl::string_view none) const;
 

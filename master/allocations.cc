@@ -389,8 +389,8 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
   bool all_bound = all_seen, all_running = all_seen, all_succeeded = all_seen;
   for (const auto& [name, pod] : a.pods) {
     if (!pod.over_own_limit.empty() && a.fail_why.empty()) {
-      a.fail_why = absl::StrCat("pod ", pod.ns, "/", name, " was evicted for its own limits: ",
-                                pod.over_own_limit);
+      a.fail_why = absl::StrCat("pod ", pod.ns, "/", name,
+                                " was evicted for its own limits: ", pod.over_own_limit);
     }
     marked = marked || pod.preempt_requested;
     lost = lost || pod.deleting || pod.disrupted;

@@ -24,9 +24,9 @@
 //      (start_failures.cc). A pod deleted or evicted by anyone but the master (a drain, node
 //      pressure, a taint, a node shutdown) loses the run, whatever its phase: the allocation ends
 //      and the trial resumes. A pod the kubelet evicts for its own limits (ephemeral storage, an
-//      emptyDir's sizeLimit) fails the run instead: it would go the same way again. Pods the API server refuses for good (a 4xx such as a missing
-//      namespace or an invalid pod) put the trial in ERROR with the refusal as why; other refusals
-//      start a new run at the next Tick.
+//      emptyDir's sizeLimit) fails the run instead: it would go the same way again. Pods the API
+//      server refuses for good (a 4xx such as a missing namespace or an invalid pod) put the trial
+//      in ERROR with the refusal as why; other refusals start a new run at the next Tick.
 //   3. Preemption (label phalanx.io/preempt=requested from the extender, or a pause): the trial is
 //      signalled (WatchPreemption answers true); its pods are deleted after AckPreemption or after
 //      preemption_timeout. Non-experiment tasks are never preempted: their marks are ignored

@@ -199,9 +199,9 @@ absl::flat_hash_set<std::string> AdmissionLoop::NoteAvoidedNodes(
       std::optional<Refusals::Write> avoid = refusals_.Annotation(*p, snap);
       if (!avoid) continue;
       noted.insert(g.key);
-      Check(g.key, MergePatch(*p, AnnotationPatch({{std::string(kube::kAvoidNodesAnnotation),
-                                                    avoid->value}},
-                                                  std::nullopt, false)));
+      Check(g.key, MergePatch(*p, AnnotationPatch(
+                                      {{std::string(kube::kAvoidNodesAnnotation), avoid->value}},
+                                      std::nullopt, false)));
     }
   }
   return noted;

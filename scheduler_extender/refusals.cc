@@ -71,8 +71,7 @@ std::optional<Refusals::Write> Refusals::Annotation(const core::PodInfo& pod,
   const Write want = it != avoided_.end() && LeavesANode(pod, it->second.nodes, snap)
                          ? Write{absl::StrJoin(it->second.nodes, ",")}
                          : none;
-  const Write carried =
-      pod.avoid_nodes.empty() ? none : Write{absl::StrJoin(pod.avoid_nodes, ",")};
+  const Write carried = pod.avoid_nodes.empty() ? none : Write{absl::StrJoin(pod.avoid_nodes, ",")};
   if (want.value == carried.value) return std::nullopt;
   return want;
 }

@@ -29,7 +29,8 @@ namespace phalanx::extender {
 class Refusals {
  public:
   // timeout_ms 0: members are never due.
-  Refusals(int64_t timeout_ms, int64_t memory_ms) : timeout_ms_(timeout_ms), memory_ms_(memory_ms) {}
+  Refusals(int64_t timeout_ms, int64_t memory_ms)
+      : timeout_ms_(timeout_ms), memory_ms_(memory_ms) {}
 
   // Starts a clock for each member of `snap` newly refused, drops those of members no longer
   // refused and the avoided nodes whose memory ran out, and returns the first due member of each
@@ -46,7 +47,8 @@ class Refusals {
   struct Write {
     std::optional<std::string> value;
   };
-  std::optional<Write> Annotation(const core::PodInfo& pod, const core::ClusterSnapshot& snap) const;
+  std::optional<Write> Annotation(const core::PodInfo& pod,
+                                  const core::ClusterSnapshot& snap) const;
 
   // The work a pod belongs to: "namespace/job-id" for phalanx-master's pods, else its gang key.
   static std::string Work(const core::PodInfo& pod);
@@ -59,7 +61,7 @@ class Refusals {
 
   int64_t timeout_ms_;
   int64_t memory_ms_;
-  absl::flat_hash_map<std::string, int64_t> since_;  // Refused pod uid -> first seen refused.
+  absl::flat_hash_map<std::string, int64_t> since_;    // Refused pod uid -> first seen refused.
   absl::flat_hash_map<std::string, Avoided> avoided_;  // By Work().
 };
 

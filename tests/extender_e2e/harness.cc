@@ -240,10 +240,10 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
     const std::string grace =
         slow_exit ? absl::StrCat(R"("terminationGracePeriodSeconds":)", gang.exit_seconds, ",")
                   : "";
-    const std::string ports =
-        gang.host_port > 0 ? absl::StrCat(R"("ports":[{"containerPort":)", gang.host_port,
-                                          R"(,"hostPort":)", gang.host_port, "}],")
-                           : "";
+    const std::string ports = gang.host_port > 0
+                                  ? absl::StrCat(R"("ports":[{"containerPort":)", gang.host_port,
+                                                 R"(,"hostPort":)", gang.host_port, "}],")
+                                  : "";
     std::string pod =
         absl::StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r",
                      run, "-", i, R"(","labels":{)", labels, "}", annotations, R"(},"spec":{)",

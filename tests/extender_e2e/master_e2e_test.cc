@@ -137,7 +137,8 @@ TEST_F(MasterPlacementE2e, ATrialKubeSchedulerRefusesRunsOffThatNode) {
 
   const v1::Experiment e = MustCreateExperiment(absl::StrCat(
       ExperimentYaml("ports", "{name: single}", 1, 50),
-      "environment:\n  pod_spec:\n    apiVersion: v1\n    kind: Pod\n    spec:\n      containers:\n",
+      "environment:\n  pod_spec:\n    apiVersion: v1\n    kind: Pod\n    spec:\n      "
+      "containers:\n",
       "      - name: phalanx-container\n        ports: [{containerPort: 9000, hostPort: 9000}]\n"));
   ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(e.job_id()).size() == 1; }))
       << "the trial never runs";

@@ -90,8 +90,8 @@ std::string TrialOf(const PodState& pod) {
   const std::string& gang = pod.info.gang;
   const size_t run = gang.rfind("-r");
   const std::string& job = pod.info.job_id;
-  if (job.empty() || !absl::StartsWith(gang, job) || run == std::string::npos ||
-      run < job.size() || run + 2 == gang.size() ||
+  if (job.empty() || !absl::StartsWith(gang, job) || run == std::string::npos || run < job.size() ||
+      run + 2 == gang.size() ||
       !std::all_of(gang.begin() + run + 2, gang.end(), absl::ascii_isdigit)) {
     return "";
   }

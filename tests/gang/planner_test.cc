@@ -227,6 +227,25 @@ TEST(PlannerTest, RespectsAvoidedNodes) {
   EXPECT_EQ(avoiding.nodes, (std::vector<int>{0}));
 }
 
+// A gang that waits says which nodes it avoids.
+TEST(PlannerTest, AWaitReasonNamesTheAvoidedNodes) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertNode(GpuNode("b", 8));
+  b.UpsertPod(BusyOn("b"));
+  for (core::PodInfo p : GatedGang({.name = "g", .pods = 1, .gpus_per_pod = 8})) {
+    p.avoid_nodes = {"a"};
+    b.UpsertPod(std::move(p));
+  }
+  auto snap = b.Build();
+  GangPlan plan =
+      GangPlanner(*snap, SlotPolicy{}).Plan(*snap->FindGang("default/g"), FreeCapacity(*snap));
+  ASSERT_FALSE(plan.placed());
+  EXPECT_EQ(plan.reason,
+            "needs 8 GPUs on 1 node; no node has room for one of its pods; avoids a "
+            "(kube-scheduler refused it there)");
+}
+
 // Global maxSlotsPerPod 4, resource pool a100's 8: pod sizes and divisibility follow the gang's
 // pool.
 TEST(PlannerTest, PoolMaxSlotsPerPodOverridesTheGlobalOne) {

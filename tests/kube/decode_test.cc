@@ -204,16 +204,16 @@ TEST(KubeDecodePodTest, RequiredNodeAffinity) {
   EXPECT_THAT(name.values, ElementsAre("n9"));
 }
 
-
 // phalanx.io/avoid-nodes lists nodes (sorted, blanks dropped); kube-scheduler's refusal is read
 // from condition PodScheduled only while it is False for reason Unschedulable.
 TEST(KubeDecodePodTest, AvoidedNodesAndKubeSchedulersRefusal) {
   simdjson::dom::parser parser;
-  absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(
-      parser, MiniPod(R"("annotations":{"phalanx.io/avoid-nodes":"n2, n1,,"})", "",
-                      R"("conditions":[{"type":"Ready","status":"False","reason":"x"},)"
-                      R"({"type":"PodScheduled","status":"False","reason":"Unschedulable",)"
-                      R"("message":"0/2 nodes are available: 1 node(s) didn't have free ports"}])")));
+  absl::StatusOr<core::PodInfo> pod = DecodePod(
+      Parse(parser,
+            MiniPod(R"("annotations":{"phalanx.io/avoid-nodes":"n2, n1,,"})", "",
+                    R"("conditions":[{"type":"Ready","status":"False","reason":"x"},)"
+                    R"({"type":"PodScheduled","status":"False","reason":"Unschedulable",)"
+                    R"("message":"0/2 nodes are available: 1 node(s) didn't have free ports"}])")));
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_THAT(pod->avoid_nodes, ElementsAre("n1", "n2"));
   EXPECT_EQ(pod->refused, "0/2 nodes are available: 1 node(s) didn't have free ports");
@@ -221,8 +221,8 @@ TEST(KubeDecodePodTest, AvoidedNodesAndKubeSchedulersRefusal) {
   for (const char* condition :
        {R"({"type":"PodScheduled","status":"True"})",
         R"({"type":"PodScheduled","status":"False","reason":"SchedulingGated"})"}) {
-    pod = DecodePod(Parse(parser, MiniPod("", "", absl::StrCat(R"("conditions":[)", condition,
-                                                               "]"))));
+    pod = DecodePod(
+        Parse(parser, MiniPod("", "", absl::StrCat(R"("conditions":[)", condition, "]"))));
     ASSERT_TRUE(pod.ok()) << pod.status();
     EXPECT_EQ(pod->refused, "") << condition;
     EXPECT_TRUE(pod->avoid_nodes.empty());

@@ -86,9 +86,8 @@ TEST(DecodePodStateTest, EvictionsForThePodsOwnLimitsAreNotDisruptions) {
                           {"reason", "Evicted"},
                           {"message", "The node was low on resource: ephemeral-storage. "}},
            nlohmann::json{{"phase", "Failed"}, {"reason", "Evicted"}},
-           nlohmann::json{
-               {"phase", "Failed"},
-               {"conditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}}},
+           nlohmann::json{{"phase", "Failed"},
+                          {"conditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}}},
        }) {
     absl::StatusOr<PodState> s = Decode(PodWithStatus(status));
     ASSERT_TRUE(s.ok()) << s.status();

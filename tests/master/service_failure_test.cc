@@ -343,7 +343,8 @@ TEST_F(ServiceTest, ARunEvictedForItsOwnLimitsFails) {
     pod["status"] = {
         {"phase", "Failed"},
         {"reason", "Evicted"},
-        {"message", "Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. "}};
+        {"message",
+         "Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. "}};
     listed.push_back(pod);
   }
   ASSERT_TRUE(ListThroughAWatcher(*jobs_, listed)) << "the watcher never listed";
