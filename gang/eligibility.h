@@ -16,9 +16,9 @@ bool NodeAdmits(const core::PodInfo& pod, const core::Node& node);
 
 // True when `node` matches what `pod` asks of its labels and name: the node is not one the pod
 // avoids, every nodeSelector pair but the one keyed `ignored_key` matches a node label, and the
-// node matches one term of the pod's
-// required node affinity (if it has any): every requirement of the term holds (In, NotIn, Exists,
-// DoesNotExist; Gt and Lt on integer label values; matchFields on the node's name).
+// node matches one term of the pod's required node affinity (if it has any): every requirement of
+// the term holds (In, NotIn, Exists, DoesNotExist; Gt and Lt on integer label values; matchFields
+// on the node's name).
 bool NodeMatches(const core::PodInfo& pod, const core::Node& node,
                  absl::string_view ignored_key = "");
 

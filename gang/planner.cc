@@ -38,8 +38,9 @@ std::string Signature(const core::PodInfo& pod) {
 // "".
 std::string AvoidedNodes(const core::Gang& gang) {
   std::set<std::string> avoided;
-  for (const core::PodInfo* p : gang.members)
+  for (const core::PodInfo* p : gang.members) {
     avoided.insert(p->avoid_nodes.begin(), p->avoid_nodes.end());
+  }
   if (avoided.empty()) return "";
   return absl::StrCat("; avoids ", absl::StrJoin(avoided, ", "),
                       " (kube-scheduler refused it there)");
@@ -202,8 +203,9 @@ std::string GangPlanner::WaitReason(const core::Gang& gang, const Capacity& free
                                     gang.members.size() == 1 ? " node; " : " nodes; ");
   if (fitting == 0) {
     absl::StrAppend(&reason, none);
-    if (full > 0)
+    if (full > 0) {
       absl::StrAppend(&reason, "; too many pods on ", full, full == 1 ? " node" : " nodes");
+    }
   } else {
     absl::StrAppend(&reason, free_slots, " ", what, " on ", fitting,
                     fitting == 1 ? " fitting node" : " fitting nodes");
