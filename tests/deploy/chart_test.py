@@ -194,6 +194,8 @@ class RequiredValues(unittest.TestCase):
         self.assertFails({**REQUIRED, "maxSlotPerPod": 8}, "additional properties 'maxSlotPerPod' not allowed")
         self.assertFails({**REQUIRED, "slotType": "tpu"}, "slotType")
         self.assertFails({**REQUIRED, "defaultScheduler": "volcano"}, "defaultScheduler")
+        self.assertFails({**REQUIRED, "extenderSettings": {"listen": "0.0.0.0:1"}},
+                         "invalid propertyName 'listen'")
 
 
 class ExternalDb(unittest.TestCase):
@@ -281,6 +283,12 @@ class ResourcePools(unittest.TestCase):
 
     def test_extender_yaml_carries_pool_max_slots_per_pod(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml")["pool_max_slots_per_pod"], {"a100": 4})
+
+    def test_extender_settings_join_what_the_chart_sets(self):
+        self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
+                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "gpu",
+                          "slot_resource": "nvidia.com/gpu", "max_slots_per_pod": 8,
+                          "pool_max_slots_per_pod": {"a100": 4}, "refused_placement_timeout_ms": 60000})
 
     def test_pool_max_slots_per_pod_above_the_global_value(self):
         r = Rendered({"maxSlotsPerPod": 4, "resourcePools": [{"pool_name": "a100", "max_slots_per_pod": 8},

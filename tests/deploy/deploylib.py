@@ -156,7 +156,7 @@ def combinations(prefix="phalanx-test"):
                                            "user": "phx_user", "password": "s3cret"}},
         "nodeport-tls": {**REQUIRED, "useNodePortForMaster": True, "tlsSecret": "phalanx-tls"},
         "cpu-slots": {"maxSlotsPerPod": 2, "slotType": "cpu", "slotResourceRequests": {"cpu": 7.5}},
-        "two-pools": {**REQUIRED, "resourcePools": [
+        "two-pools": {**REQUIRED, "extenderSettings": {"refused_placement_timeout_ms": 60000}, "resourcePools": [
             {"pool_name": "a100", "kubernetes_namespace": f"{prefix}-a100", "max_slots_per_pod": 4,
              "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}}}},
             {"pool_name": "t4", "kubernetes_namespace": f"{prefix}-t4"},
