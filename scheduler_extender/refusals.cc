@@ -66,6 +66,7 @@ void Refusals::Avoid(const core::PodInfo& pod, const std::string& node, int64_t 
 std::optional<Refusals::Write> Refusals::Annotation(const core::PodInfo& pod,
                                                     const core::ClusterSnapshot& snap) const {
   if (!pod.gated || !pod.placement.empty()) return std::nullopt;
+  if (avoided_.empty() && pod.avoid_nodes.empty()) return std::nullopt;  // The common case.
   const Write none;
   auto it = avoided_.find(Work(pod));
   const Write want = it != avoided_.end() && LeavesANode(pod, it->second.nodes, snap)
