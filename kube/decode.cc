@@ -98,17 +98,6 @@ absl::StatusOr<core::Resources> EffectiveRequests(const JsonObject& spec) {
   return requests;
 }
 
-absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key) {
-  KUBE_ASSIGN_OR_RETURN(std::string_view text, obj.String(key));
-  if (text.empty()) return 0;
-  absl::Time t;
-  std::string err;
-  if (!absl::ParseTime(absl::RFC3339_full, Sv(text), &t, &err)) {
-    return Invalid(obj.FieldPath(key), absl::StrCat("invalid RFC 3339 time \"", Sv(text), "\""));
-  }
-  return absl::ToUnixMillis(t);
-}
-
 absl::StatusOr<core::PodPhase> Phase(std::string_view text) {
   if (text.empty() || text == "Pending") return core::PodPhase::kPending;
   if (text == "Running") return core::PodPhase::kRunning;
@@ -348,6 +337,17 @@ absl::Status InObject(absl::string_view object, const absl::Status& status) {
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key) {
+  KUBE_ASSIGN_OR_RETURN(std::string_view text, obj.String(key));
+  if (text.empty()) return 0;
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, Sv(text), &t, &err)) {
+    return Invalid(obj.FieldPath(key), absl::StrCat("invalid RFC 3339 time \"", Sv(text), "\""));
+  }
+  return absl::ToUnixMillis(t);
+}
 
 absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod) {
   std::string ns = MetaString(pod, "namespace");

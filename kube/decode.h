@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "core/node.h"
 #include "core/pod.h"
+#include "kube/json.h"
 #include "simdjson.h"
 
 namespace phalanx::kube {
@@ -49,6 +50,9 @@ inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 // pods opt in. Contract labels and annotations that do not parse leave the pod in, with
 // `contract_error` set (core/pod.h).
 absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod);
+
+// Milliseconds since the epoch of the RFC 3339 time at `key` of `obj`; 0 when it is absent.
+absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key);
 
 // A v1 Node: name, status.allocatable, labels, spec.taints, spec.unschedulable. A node whose
 // allocatable lists no "pods" has room for none, as in kube-scheduler (AllowedPodNumber 0).

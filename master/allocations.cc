@@ -153,14 +153,17 @@ void JobManager::DoQueuedPodWork() {
     std::vector<Launch> launches;
     std::vector<PodRef> deletions;
     std::vector<Relabel> labels;
+    std::vector<StuckPod> stuck;
     {
       absl::MutexLock lock(&mu_);
       launches.swap(queued_launches_);
       deletions.swap(queued_deletions_);
       labels.swap(queued_labels_);
+      stuck.swap(queued_stuck_);
     }
-    if (launches.empty() && deletions.empty() && labels.empty()) return;
+    if (launches.empty() && deletions.empty() && labels.empty() && stuck.empty()) return;
     DeletePods(deletions);
+    ForceDeleteStuck(stuck);
     SetQueueLabels(labels);
     // Failures are logged and retried; an undone run queues its pods' deletion.
     if (!launches.empty()) (void)StartLaunches(launches);
@@ -393,9 +396,9 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
                                 " was evicted for its own limits: ", pod.over_own_limit);
     }
     marked = marked || pod.preempt_requested;
-    lost = lost || pod.deleting || pod.disrupted;
+    lost = lost || pod.deleting() || pod.disrupted;
     failed = failed || pod.phase == core::PodPhase::kFailed;
-    all_bound = all_bound && pod.bound;
+    all_bound = all_bound && pod.bound();
     all_running = all_running && pod.phase == core::PodPhase::kRunning;
     all_succeeded = all_succeeded && pod.phase == core::PodPhase::kSucceeded;
   }
@@ -491,7 +494,7 @@ void JobManager::OnPod(const PodState& pod) {
   ++stats_.pod_events;
   auto it = allocs_.find(pod.allocation_id);
   if (it == allocs_.end()) {
-    if (!pod.deleting) DeleteLaterLocked(pod.ns, pod.name);  // An orphan.
+    if (!pod.deleting()) DeleteLaterLocked(pod.ns, pod.name);  // An orphan.
     return;
   }
   it->second.pods[pod.name] = pod;

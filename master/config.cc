@@ -152,6 +152,7 @@ absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
   KUBE_RETURN_IF_ERROR(ParseDuration(root, "preemption_timeout", c.preemption_timeout));
   KUBE_RETURN_IF_ERROR(
       ParseDuration(root, "pod_start_failure_timeout", c.pod_start_failure_timeout));
+  KUBE_RETURN_IF_ERROR(ParseDuration(root, "terminating_pod_timeout", c.terminating_pod_timeout));
   KUBE_ASSIGN_OR_RETURN(
       c.checkpoint_storage,
       ParseCheckpointStorage(root, "checkpoint_storage",
@@ -205,9 +206,10 @@ absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {
   KUBE_ASSIGN_OR_RETURN(YamlMap root, YamlMap::Of(node, ""));
   KUBE_RETURN_IF_ERROR(root.CheckKeys(
       {"port", "metrics_port", "db", "max_slots_per_pod", "slot_type", "slot_resource_requests",
-       "default_scheduler", "preemption_timeout", "pod_start_failure_timeout", "resource_pools",
-       "default_compute_resource_pool", "default_aux_resource_pool", "checkpoint_storage",
-       "task_container_defaults", "tls", "auth", "task_master_address"}));
+       "default_scheduler", "preemption_timeout", "pod_start_failure_timeout",
+       "terminating_pod_timeout", "resource_pools", "default_compute_resource_pool",
+       "default_aux_resource_pool", "checkpoint_storage", "task_container_defaults", "tls", "auth",
+       "task_master_address"}));
   MasterConfig c;
   KUBE_RETURN_IF_ERROR(ParseSlots(root, c));
   KUBE_RETURN_IF_ERROR(ParsePools(root, c));

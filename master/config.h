@@ -63,6 +63,10 @@ struct MasterConfig {
   // How long a run's pod may fail to start a container for a reason that can clear (ErrImagePull,
   // ImagePullBackOff, CreateContainerConfigError, CreateContainerError) before the run fails.
   absl::Duration pod_start_failure_timeout = absl::Minutes(5);
+  // How long past its grace period a pod of the master may stay terminating on a node that is down
+  // (gone, or not Ready) before the master force-deletes it, so that its run can end and its trial
+  // resume elsewhere. No kubelet confirms such a pod's end, and Kubernetes never removes it.
+  absl::Duration terminating_pod_timeout = absl::Minutes(5);
   std::vector<ResourcePoolConfig> resource_pools;  // At least one; defaults to "default".
   std::string default_compute_pool;                // Defaults to the first pool.
   std::string default_aux_pool;                    // Zero-slot tasks; defaults to the compute pool.

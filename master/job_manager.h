@@ -33,7 +33,9 @@
 //      once all their pods are bound; a run marked before that (re-planned by the extender) is
 //      recreated.
 //   4. An allocation whose pods are all gone is TERMINATED; Reconcile then starts the next run of
-//      an ACTIVE trial (gated again, with its latest checkpoint) or marks it PAUSED.
+//      an ACTIVE trial (gated again, with its latest checkpoint) or marks it PAUSED. A pod still
+//      terminating terminating_pod_timeout past its grace period on a node that is gone or not
+//      Ready is force-deleted (stuck_pods.cc): no kubelet would ever confirm its end.
 //   5. Queue edits: priority changes recreate the gated pods of queued allocations (pod priority is
 //      immutable); moves patch label phalanx.io/queue-position on every pod of the job.
 //   6. Recover() at start-up re-attaches to pods by label, deletes pods of no open allocation, and
@@ -95,6 +97,7 @@ struct ManagerStats {
   int64_t preemptions_acknowledged = 0;         // ... that acknowledged in time.
   int64_t preemptions_timed_out = 0;            // ... whose pods went after preemption_timeout.
   int64_t pod_events = 0;                       // Pod observations from the watch.
+  int64_t pods_force_deleted = 0;  // Stuck terminating on a node that is down (stuck_pods.cc).
 };
 
 class JobManager {
@@ -149,8 +152,8 @@ class JobManager {
   // holds there that `listed` lacks is gone, as if its deletion had been watched. (Pods deleted
   // before the watch began, as Recover deletes them, send no event.)
   void OnPodsListed(const std::string& ns, const std::set<std::string>& listed);
-  // Preemption timeouts, pod start failures that lasted pod_start_failure_timeout, then
-  // RetryLocked.
+  // Preemption timeouts, pod start failures that lasted pod_start_failure_timeout, pods stuck
+  // terminating on a node that is down (force-deleted), then RetryLocked.
   void Tick(absl::Time now);
 
   const MasterConfig& config() const { return config_; }
@@ -321,6 +324,19 @@ class JobManager {
   void NoteStartFailuresLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails the runs whose start_failure has lasted pod_start_failure_timeout at `now`.
   void FailStalledStartsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // stuck_pods.cc
+  // A pod terminating_pod_timeout past its deletion deadline, still there.
+  struct StuckPod {
+    PodRef pod;
+    std::string node;
+    absl::Duration past;  // How long past its deadline.
+  };
+  enum class Stuck { kNew, kAwaitingKubelet, kForceDeleted };
+  // Queues the stuck pods at `now` for ForceDeleteStuck (once for each that was force-deleted).
+  void QueueStuckPodsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Force-deletes each pod whose node is down; logs the pods that wait for a kubelet once, and
+  // failures (tried again at the next Tick).
+  void ForceDeleteStuck(const std::vector<StuckPod>& stuck) ABSL_LOCKS_EXCLUDED(mu_);
   // TERMINATING with no pod left: TERMINATED (stays TERMINATING when the store refuses), forgotten,
   // and its job marked for Reconcile.
   void FinishIfGoneLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -362,6 +378,9 @@ class JobManager {
   // Deletions that failed: Tick queues them again.
   std::vector<PodRef> failed_deletions_ ABSL_GUARDED_BY(mu_);
   std::vector<Relabel> queued_labels_ ABSL_GUARDED_BY(mu_);
+  std::vector<StuckPod> queued_stuck_ ABSL_GUARDED_BY(mu_);
+  // Stuck pods (by "namespace/name") as ForceDeleteStuck left them; pruned when they go.
+  std::map<std::string, Stuck> stuck_ ABSL_GUARDED_BY(mu_);
   // Jobs whose pods' labels could not all be set: Tick relabels them.
   absl::flat_hash_set<std::string> relabel_jobs_ ABSL_GUARDED_BY(mu_);
   // Allocations whose pods all ended but whose trial's outcome the store refused: they stay open

@@ -48,8 +48,8 @@ JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
     row.requested_slots += job.slots;
     queued = queued || a->pods.size() < a->pod_names.size();
     for (const auto& [name, pod] : a->pods) {
-      if (pod.bound) row.allocated_slots += job.slots / std::max(a->rec.pods, 1);
-      queued = queued || !pod.bound;
+      if (pod.bound()) row.allocated_slots += job.slots / std::max(a->rec.pods, 1);
+      queued = queued || !pod.bound();
       backfilled = backfilled || pod.backfilled;
       if (row.pending_reason == nullptr && !pod.pending_reason.empty()) {
         row.pending_reason = &pod.pending_reason;

@@ -82,7 +82,7 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(pod, ""));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject meta, root.Object("metadata"));
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
-  KUBE_ASSIGN_OR_RETURN(std::string_view deletion, meta.String("deletionTimestamp"));
+  KUBE_ASSIGN_OR_RETURN(int64_t deletion_ms, kube::TimeMs(meta, "deletionTimestamp"));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject status, root.Object("status"));
   KUBE_ASSIGN_OR_RETURN(std::string over_own_limit, OverOwnLimit(status));
   KUBE_ASSIGN_OR_RETURN(bool disrupted, Disrupted(status, !over_own_limit.empty()));
@@ -91,11 +91,12 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
              .name = info.name,
              .allocation_id = info.gang,
              .phase = info.phase,
-             .bound = !info.node.empty(),
+             .node = info.node,
              .gated = info.gated,
              .preempt_requested = info.preempt_requested,
              .backfilled = info.backfilled,
-             .deleting = !deletion.empty(),
+             .deletion_deadline =
+                 deletion_ms == 0 ? absl::InfiniteFuture() : absl::FromUnixMillis(deletion_ms),
              .disrupted = disrupted,
              .over_own_limit = std::move(over_own_limit),
              .waiting = std::move(waiting)};
@@ -146,6 +147,32 @@ absl::Status KubePodClient::CreatePod(const nlohmann::json& pod) {
 absl::Status KubePodClient::DeletePod(const std::string& ns, const std::string& name) {
   absl::Status s = client_.Delete(kube::kPods, ns, name);
   return absl::IsNotFound(s) ? absl::OkStatus() : s;
+}
+
+absl::Status KubePodClient::ForceDeletePod(const std::string& ns, const std::string& name) {
+  absl::Status s = client_.Delete(kube::kPods, ns, name, {.grace_period_seconds = 0});
+  return absl::IsNotFound(s) ? absl::OkStatus() : s;
+}
+
+absl::StatusOr<bool> KubePodClient::NodeDown(const std::string& name) {
+  absl::StatusOr<std::string> body = client_.Get(kube::kNodes, "", name);
+  if (absl::IsNotFound(body.status())) return true;
+  if (!body.ok()) return body.status();
+  simdjson::dom::parser parser;
+  simdjson::dom::element node;
+  if (parser.parse(*body).get(node) != simdjson::SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("node ", name, ": the API server's answer is not JSON"));
+  }
+  KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(node, ""));
+  KUBE_ASSIGN_OR_RETURN(kube::JsonObject status, root.Object("status"));
+  KUBE_ASSIGN_OR_RETURN(std::vector<kube::JsonObject> conditions, status.ObjectArray("conditions"));
+  for (const kube::JsonObject& c : conditions) {
+    KUBE_ASSIGN_OR_RETURN(std::string_view type, c.String("type"));
+    KUBE_ASSIGN_OR_RETURN(std::string_view value, c.String("status"));
+    if (type == "Ready") return value != "True";
+  }
+  return true;  // A node that never reported Ready.
 }
 
 absl::Status KubePodClient::SetPodLabel(const std::string& ns, const std::string& name,

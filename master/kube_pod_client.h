@@ -1,7 +1,8 @@
 // Kubernetes side of the master through kube::Client: KubePodClient (create, delete, label and list
-// the master's pods; creates the phalanx-priority-<value> class a pod names before its first pod)
-// and PodWatcher (list + watch of those pods in each pool namespace, feeding the
-// JobManager; relists after 410 Gone or errors, and reports pods that vanished meanwhile).
+// the master's pods, and read whether a node is down; creates the phalanx-priority-<value> class a
+// pod names before its first pod) and PodWatcher (list + watch of those pods in each pool
+// namespace, feeding the JobManager; relists after 410 Gone or errors, and reports pods that
+// vanished meanwhile).
 #ifndef PHALANX_MASTER_KUBE_POD_CLIENT_H_
 #define PHALANX_MASTER_KUBE_POD_CLIENT_H_
 
@@ -31,6 +32,8 @@ class KubePodClient final : public PodClient {
   explicit KubePodClient(kube::Client& client) : client_(client) {}
   absl::Status CreatePod(const nlohmann::json& pod) override;
   absl::Status DeletePod(const std::string& ns, const std::string& name) override;
+  absl::Status ForceDeletePod(const std::string& ns, const std::string& name) override;
+  absl::StatusOr<bool> NodeDown(const std::string& name) override;
   absl::Status SetPodLabel(const std::string& ns, const std::string& name, const std::string& key,
                            const std::string& value) override;
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;

@@ -94,7 +94,14 @@ MasterMetrics::MasterMetrics()
                       .Name("phalanx_master_pod_events_total")
                       .Help("Pod changes and deletions observed through the watch.")
                       .Register(*registry_)
-                      .Add({})) {}
+                      .Add({})),
+      pods_force_deleted_(
+          prometheus::BuildCounter()
+              .Name("phalanx_master_pods_force_deleted_total")
+              .Help("Pods force-deleted after terminating past terminating_pod_timeout on a node "
+                    "that is down.")
+              .Register(*registry_)
+              .Add({})) {}
 
 void MasterMetrics::ObserveRpc(absl::string_view method, absl::string_view code, double seconds) {
   std::string m(method);
@@ -123,6 +130,7 @@ void MasterMetrics::Update(const ManagerStats& stats, const std::vector<QueueEnt
   RaiseTo(preemptions_.Add({{"outcome", "acknowledged"}}), stats.preemptions_acknowledged);
   RaiseTo(preemptions_.Add({{"outcome", "timed_out"}}), stats.preemptions_timed_out);
   RaiseTo(pod_events_, stats.pod_events);
+  RaiseTo(pods_force_deleted_, stats.pods_force_deleted);
 }
 
 std::string MasterMetrics::Serialize() const {

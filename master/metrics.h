@@ -45,6 +45,7 @@ class MasterMetrics {
   prometheus::Family<prometheus::Gauge>& queue_jobs_;
   prometheus::Family<prometheus::Counter>& preemptions_;
   prometheus::Counter& pod_events_;
+  prometheus::Counter& pods_force_deleted_;
   absl::Mutex update_mu_;
   // (pool, state) ever set.
   std::set<std::pair<std::string, std::string>> queue_labels_ ABSL_GUARDED_BY(update_mu_);

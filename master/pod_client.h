@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/pod.h"
 #include "nlohmann/json.hpp"
 
@@ -27,12 +28,14 @@ struct PodState {
   std::string name;
   std::string allocation_id;  // Label phalanx.io/gang.
   core::PodPhase phase = core::PodPhase::kPending;
-  bool bound = false;              // spec.nodeName is set.
+  std::string node;                // spec.nodeName; empty until the pod is bound.
   bool gated = false;              // Still carries phalanx.io/admission.
   bool preempt_requested = false;  // Label phalanx.io/preempt=requested.
   bool backfilled = false;         // Annotation phalanx.io/backfilled=true.
-  bool deleting = false;           // metadata.deletionTimestamp is set.
-  std::string pending_reason;      // Annotation phalanx.io/pending-reason.
+  // metadata.deletionTimestamp: when the kubelet is to have stopped the pod's containers (the
+  // deletion's time plus its grace period); InfiniteFuture while the pod is not being deleted.
+  absl::Time deletion_deadline = absl::InfiniteFuture();
+  std::string pending_reason;  // Annotation phalanx.io/pending-reason.
   // status.reason Evicted (node pressure) or condition DisruptionTarget=True (a drain, a taint,
   // a node shutdown, a preemption): the cluster, not its program, ends it.
   bool disrupted = false;
@@ -42,6 +45,9 @@ struct PodState {
   std::string over_own_limit;
   // status.initContainerStatuses, then status.containerStatuses, that are waiting.
   std::vector<ContainerWaiting> waiting;
+
+  bool bound() const { return !node.empty(); }
+  bool deleting() const { return deletion_deadline != absl::InfiniteFuture(); }
 };
 
 // Called from several threads at once (the pods of a submission are created side by side).
@@ -52,6 +58,12 @@ class PodClient {
   virtual absl::Status CreatePod(const nlohmann::json& pod) = 0;
   // OK when the pod is already gone.
   virtual absl::Status DeletePod(const std::string& ns, const std::string& name) = 0;
+  // Deletes the pod's API object at once (grace period 0), without waiting for its kubelet to
+  // confirm that its containers stopped. OK when the pod is already gone.
+  virtual absl::Status ForceDeletePod(const std::string& ns, const std::string& name) = 0;
+  // True when node `name` is gone, or its Ready condition is not True (Unknown: its kubelet stopped
+  // reporting; False: it reports the node not ready).
+  virtual absl::StatusOr<bool> NodeDown(const std::string& name) = 0;
   virtual absl::Status SetPodLabel(const std::string& ns, const std::string& name,
                                    const std::string& key, const std::string& value) = 0;
   // Every pod the master manages (label app.kubernetes.io/managed-by=phalanx-master) in `ns`.

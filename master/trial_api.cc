@@ -98,6 +98,7 @@ void JobManager::Tick(absl::Time now) {
     (void)TerminateLocked(*a);
   }
   FailStalledStartsLocked(now);
+  QueueStuckPodsLocked(now);
   RetryLocked();
 }
 
@@ -141,7 +142,7 @@ absl::Status JobManager::Recover() {
       auto it = allocs_.find(pod.allocation_id);
       if (it != allocs_.end()) {
         it->second.pods[pod.name] = pod;
-      } else if (!pod.deleting) {
+      } else if (!pod.deleting()) {
         KUBE_RETURN_IF_ERROR(pods_.DeletePod(pod.ns, pod.name));  // An orphan.
       }
     }

@@ -80,6 +80,7 @@ class Defaults(unittest.TestCase):
         self.assertEqual(m["default_scheduler"], "phalanx")
         self.assertEqual(m["preemption_timeout"], "5m")
         self.assertEqual(m["pod_start_failure_timeout"], "5m")
+        self.assertEqual(m["terminating_pod_timeout"], "5m")
         self.assertEqual(m["resource_pools"], [{"pool_name": "default", "kubernetes_namespace": "phalanx-test"}])
         self.assertEqual(m["checkpoint_storage"], {"type": "shared_fs", "host_path": "/tmp/checkpoints"})
         for absent in ("tls", "auth", "task_container_defaults"):

@@ -112,6 +112,46 @@ std::string ExtenderE2eTest::NodeName(const std::string& suffix, int i) const {
   return absl::StrCat(ns_, "-", suffix, "-", i);
 }
 
+std::string ExtenderE2eTest::AddUnmanagedNode(const std::string& suffix, int64_t gpus) {
+  const std::string name = NodeName(suffix, 0);
+  nodes_.push_back(name);
+  watcher_->AddNode(name, {.gpus = gpus, .pods = 110});
+  const std::string resources = absl::StrCat(R"({"cpu":"32","memory":"256Gi","pods":"110",)",
+                                             R"("nvidia.com/gpu":")", gpus, R"("})");
+  const std::string node = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")", name,
+      R"(","labels":{"kubernetes.io/hostname":")", name, R"(",")", kPoolKey, R"(":")", ns_,
+      R"("}},"spec":{"taints":[{"key":")", kPoolKey, R"(","value":")", ns_,
+      R"(","effect":"NoSchedule"}]},"status":{"capacity":)", resources, R"(,"allocatable":)",
+      resources, R"(,"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}})");
+  absl::StatusOr<std::string> created = client_->Create(kube::kNodes, "", node);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return name;
+}
+
+void ExtenderE2eTest::LoseNode(const std::string& node) {
+  const std::string taints = absl::StrCat(
+      R"({"spec":{"taints":[{"key":")", kPoolKey, R"(","value":")", ns_,
+      R"(","effect":"NoSchedule"},{"key":"node.kubernetes.io/unreachable","effect":"NoSchedule"},)",
+      R"({"key":"node.kubernetes.io/unreachable","effect":"NoExecute"}]}})");
+  absl::StatusOr<std::string> tainted =
+      client_->Patch(kube::kNodes, "", node, kube::PatchType::kMerge, taints);
+  ASSERT_TRUE(tainted.ok()) << tainted.status();
+  absl::StatusOr<std::string> unknown = client_->Patch(
+      kube::kNodes, "", node, kube::PatchType::kMerge,
+      R"({"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown"}]}})",
+      "status");
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+}
+
+void ExtenderE2eTest::SetPodRunning(const std::string& pod) {
+  absl::StatusOr<std::string> patched = client_->Patch(
+      kube::kPods, ns_, pod, kube::PatchType::kMerge,
+      R"({"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}})",
+      "status");
+  ASSERT_TRUE(patched.ok()) << patched.status();
+}
+
 void ExtenderE2eTest::AddNodes(const std::string& suffix, int count, int64_t gpus, int max_pods) {
   std::string cmd = absl::StrCat(PHALANX_TEST_CLUSTER_SCRIPT, " add-nodes --dir ", cluster_dir_,
                                  " --prefix ", ns_, "-", suffix, " --nodes ", count, " --gpus ",

@@ -60,6 +60,14 @@ class ExtenderE2eTest : public ::testing::Test {
   // "pods"), labelled and tainted for this test only.
   void AddNodes(const std::string& suffix, int count, int64_t gpus, int max_pods = 110);
   std::string NodeName(const std::string& suffix, int i) const;
+  // Adds node "<pool>-<suffix>-0" as AddNodes does, Ready, but kwok does not manage it: no kubelet
+  // plays its pods (SetPodRunning does) or ends the ones deleted. Returns its name.
+  std::string AddUnmanagedNode(const std::string& suffix, int64_t gpus);
+  // Takes an unmanaged node down as the node lifecycle controller sees a node that stopped
+  // reporting: Ready Unknown, and the unreachable taints (NoSchedule, NoExecute).
+  void LoseNode(const std::string& node);
+  // Plays the kubelet of an unmanaged node: the pod's phase becomes Running.
+  void SetPodRunning(const std::string& pod);
   // `flags` go to phalanx-extender after the harness's own.
   void StartExtender(int max_slots_per_pod, const std::vector<std::string>& flags = {});
   // Sends `signal` and reaps the process (SIGTERM falls back to SIGKILL after 10 s).

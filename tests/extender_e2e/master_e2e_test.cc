@@ -151,5 +151,41 @@ TEST_F(MasterPlacementE2e, ATrialKubeSchedulerRefusesRunsOffThatNode) {
   EXPECT_EQ(got.trials(0).restarts(), 0) << "a re-plan is not a failure";
 }
 
+// A node dies under a running trial. Its pod, evicted as the node lifecycle controller's taint
+// manager would, stays terminating for good: no kubelet ends it, and the run cannot end. The
+// master force-deletes it once terminating_pod_timeout has passed, and the trial's next run goes
+// to a live node.
+TEST_F(MasterPlacementE2e, ATrialOnANodeThatDiesResumesElsewhere) {
+  const std::string doomed = AddUnmanagedNode("doomed", 4);
+  StartExtender(4);
+  StartMaster(4, "terminating_pod_timeout: 2s\n");
+  const v1::Experiment e = MustCreateExperiment(ExperimentYaml("doomed", "{name: single}", 1, 50));
+  ASSERT_TRUE(WaitUntil([&] {
+    const std::vector<std::string> a = RunningAllocations(e.job_id());
+    return a.size() == 1 && BoundNodes(a[0]) == std::vector<std::string>{doomed};
+  })) << "the first run never ran on the only node";
+  const std::string first = RunningAllocations(e.job_id())[0];
+  SetPodRunning(first + "-0");
+  ASSERT_TRUE(WaitUntil([&] {
+    const std::vector<v1::Job> jobs = Jobs();
+    return jobs.size() == 1 && jobs[0].state() == v1::JOB_STATE_SCHEDULED;
+  }));
+
+  LoseNode(doomed);
+  AddNodes("n", 1, 4);
+  ASSERT_TRUE(client_->Delete(kube::kPods, ns_, first + "-0", {.grace_period_seconds = 1}).ok());
+  ASSERT_TRUE(WaitUntil([&] {
+    const std::vector<std::string> a = RunningAllocations(e.job_id());
+    return a.size() == 1 && a[0] != first;
+  })) << "the trial never ran again";
+  const std::string next = RunningAllocations(e.job_id())[0];
+  EXPECT_EQ(BoundNodes(next), std::vector<std::string>{NodeName("n", 0)});
+  EXPECT_TRUE(absl::IsNotFound(client_->Get(kube::kPods, ns_, first + "-0").status()))
+      << "the stuck pod was force-deleted";
+  const v1::GetExperimentResponse got = GetExperiment(e.id());
+  ASSERT_EQ(got.trials_size(), 1);
+  EXPECT_EQ(got.trials(0).restarts(), 0) << "a lost node is not the trial's failure";
+}
+
 }  // namespace
 }  // namespace phalanx::e2e

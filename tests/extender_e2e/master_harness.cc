@@ -72,7 +72,7 @@ void MasterE2eTest::TearDown() {
   ExtenderE2eTest::TearDown();
 }
 
-void MasterE2eTest::StartMaster(int max_slots_per_pod) {
+void MasterE2eTest::StartMaster(int max_slots_per_pod, const std::string& more_yaml) {
   ASSERT_LT(master_, 0) << "master already running";
   const std::string config_path = absl::StrCat(cluster_dir(), "/master-", ns_, ".yaml");
   if (master_address_.empty()) {
@@ -87,7 +87,8 @@ void MasterE2eTest::StartMaster(int max_slots_per_pod) {
                                << "resource_pools:\n  - pool_name: gpu\n    kubernetes_namespace: "
                                << ns_
                                << "\n    task_container_defaults: {gpu_pod_spec: " << pod_spec
-                               << ", cpu_pod_spec: " << pod_spec << "}\n";
+                               << ", cpu_pod_spec: " << pod_spec << "}\n"
+                               << more_yaml;
   }
   master_ = SpawnLogged({PHALANX_MASTER_BINARY, "--config", config_path, "--listen",
                          master_address_, "--metrics-listen", "127.0.0.1:0"},

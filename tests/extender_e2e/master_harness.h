@@ -28,9 +28,9 @@ class MasterE2eTest : public ExtenderE2eTest {
   void SetUp() override;
   void TearDown() override;
 
-  // Writes master.yaml (max_slots_per_pod, a 5 min preemption timeout) and starts phalanx-master;
-  // returns once it accepts a login.
-  void StartMaster(int max_slots_per_pod);
+  // Writes master.yaml (max_slots_per_pod, a 5 min preemption timeout, then `more_yaml`) and starts
+  // phalanx-master; returns once it accepts a login. A restart keeps the first start's master.yaml.
+  void StartMaster(int max_slots_per_pod, const std::string& more_yaml = "");
   void StopMaster(int signal);
   // Where the master listens (the same across restarts).
   const std::string& master_address() const { return master_address_; }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -117,17 +118,22 @@ TEST(MasterConfigTest, CpuSlots) {
   EXPECT_EQ(c->resource_pools.at(0).name, "default");
 }
 
-// How long a pod may fail to start a container before its run fails: 5m unless set.
-TEST(MasterConfigTest, PodStartFailureTimeout) {
-  absl::StatusOr<MasterConfig> c = ParseMasterConfig("max_slots_per_pod: 2\n");
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->pod_start_failure_timeout, absl::Minutes(5));
-  c = ParseMasterConfig("max_slots_per_pod: 2\npod_start_failure_timeout: 90\n");
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->pod_start_failure_timeout, absl::Seconds(90));
-  c = ParseMasterConfig("max_slots_per_pod: 2\npod_start_failure_timeout: 0s\n");
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->pod_start_failure_timeout, absl::ZeroDuration());
+// How long a pod may fail to start a container before its run fails, and how long past its grace
+// period a pod may stay terminating on a node that is down: 5m unless set.
+TEST(MasterConfigTest, PodTimeouts) {
+  for (auto [key, field] : std::vector<std::pair<std::string, absl::Duration MasterConfig::*>>{
+           {"pod_start_failure_timeout", &MasterConfig::pod_start_failure_timeout},
+           {"terminating_pod_timeout", &MasterConfig::terminating_pod_timeout}}) {
+    absl::StatusOr<MasterConfig> c = ParseMasterConfig("max_slots_per_pod: 2\n");
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c).*field, absl::Minutes(5)) << key;
+    c = ParseMasterConfig(absl::StrCat("max_slots_per_pod: 2\n", key, ": 90\n"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c).*field, absl::Seconds(90)) << key;
+    c = ParseMasterConfig(absl::StrCat("max_slots_per_pod: 2\n", key, ": 0s\n"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c).*field, absl::ZeroDuration()) << key;
+  }
 }
 
 struct BadConfig {
@@ -180,6 +186,9 @@ INSTANTIATE_TEST_SUITE_P(
          "pod_start_failure_timeout: expected a duration"},
         {"PodStartFailureTimeoutNegative", "max_slots_per_pod: 4\npod_start_failure_timeout: -1m\n",
          "pod_start_failure_timeout: must not be negative"},
+        {"TerminatingPodTimeoutNotADuration",
+         "max_slots_per_pod: 4\nterminating_pod_timeout: later\n",
+         "terminating_pod_timeout: expected a duration"},
         {"PoolWithoutName", "max_slots_per_pod: 4\nresource_pools: [{kubernetes_namespace: x}]\n",
          "resource_pools[0].pool_name: required"},
         {"DuplicatePool",

@@ -55,6 +55,38 @@ absl::Status FakePodClient::DeletePod(const std::string& ns, const std::string& 
   return absl::OkStatus();
 }
 
+absl::Status FakePodClient::ForceDeletePod(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pods_.erase(absl::StrCat(ns, "/", name));
+  force_deleted_.push_back(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> FakePodClient::NodeDown(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  node_reads_.push_back(name);
+  return down_nodes_.contains(name);
+}
+
+void FakePodClient::SetNodeDown(const std::string& name, bool down) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (down) {
+    down_nodes_.insert(name);
+  } else {
+    down_nodes_.erase(name);
+  }
+}
+
+std::vector<std::string> FakePodClient::force_deleted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return force_deleted_;
+}
+
+std::vector<std::string> FakePodClient::node_reads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_reads_;
+}
+
 absl::Status FakePodClient::SetPodLabel(const std::string& ns, const std::string& name,
                                         const std::string& key, const std::string& value) {
   if (absl::Status s = RunHook(&FakePodClient::on_label_, name); !s.ok()) return s;
@@ -96,7 +128,7 @@ PodState FakePodClient::StateOf(const nlohmann::json& pod, core::PodPhase phase,
                   .name = meta["name"],
                   .allocation_id = meta["labels"][std::string(kube::kGangLabel)],
                   .phase = phase,
-                  .bound = bound,
+                  .node = bound ? "node-1" : "",
                   .gated = !bound};
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ class FakePodClient final : public PodClient {
  public:
   absl::Status CreatePod(const nlohmann::json& pod) override;
   absl::Status DeletePod(const std::string& ns, const std::string& name) override;
+  // Removes the pod and records its name in force_deleted() (not in deleted()).
+  absl::Status ForceDeletePod(const std::string& ns, const std::string& name) override;
+  // Whether SetNodeDown marked the node down (nodes are up by default); recorded in node_reads().
+  absl::StatusOr<bool> NodeDown(const std::string& name) override;
   absl::Status SetPodLabel(const std::string& ns, const std::string& name, const std::string& key,
                            const std::string& value) override;
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
@@ -25,6 +30,9 @@ class FakePodClient final : public PodClient {
   std::map<std::string, nlohmann::json> pods();
   int creates();
   std::vector<std::string> deleted();
+  std::vector<std::string> force_deleted();
+  std::vector<std::string> node_reads();
+  void SetNodeDown(const std::string& name, bool down);
   // The PodState of a stored pod, with the given phase and binding.
   static PodState StateOf(const nlohmann::json& pod, core::PodPhase phase, bool bound);
   // Runs `hook` at the start of every CreatePod, without the fake's lock; an error from it fails
@@ -45,6 +53,9 @@ class FakePodClient final : public PodClient {
   std::map<std::string, nlohmann::json> pods_;
   int creates_ = 0;
   std::vector<std::string> deleted_;
+  std::vector<std::string> force_deleted_;
+  std::vector<std::string> node_reads_;
+  std::set<std::string> down_nodes_;
   std::function<absl::Status(const nlohmann::json&)> on_create_;
   std::function<absl::Status(const std::string&)> on_delete_;
   std::function<absl::Status(const std::string&)> on_label_;

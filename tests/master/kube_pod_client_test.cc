@@ -1,5 +1,7 @@
-// DecodePodState: the waiting containers of a pod's status (init containers first), and which
-// evictions are the cluster's doing (disrupted) and which are for the pod's own limits.
+// DecodePodState: the waiting containers of a pod's status (init containers first), which
+// evictions are the cluster's doing (disrupted) and which are for the pod's own limits, and the
+// node and deletion deadline. KubePodClient against a scripted API server: whether a node is down,
+// and force deletion.
 #include "master/kube_pod_client.h"
 
 #include <string>
@@ -7,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/kube/scripted_server.h"
 
 namespace phalanx::master {
 namespace {
@@ -105,6 +108,84 @@ TEST(DecodePodStateTest, MalformedWaitingReasonNamesTheField) {
       {{"containerStatuses", {{{"name", "trial"}, {"state", {{"waiting", {{"reason", 7}}}}}}}}}));
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("status.containerStatuses[0].state.waiting.reason"));
+}
+
+TEST(DecodePodStateTest, NodeAndDeletionDeadline) {
+  nlohmann::json pod = PodWithStatus({{"phase", "Running"}});
+  absl::StatusOr<PodState> s = Decode(pod);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->node, "node-1");
+  EXPECT_TRUE(s->bound());
+  EXPECT_FALSE(s->deleting());
+
+  pod["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:30Z";
+  pod["spec"].erase("nodeName");
+  s = Decode(pod);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->bound());
+  EXPECT_TRUE(s->deleting());
+  EXPECT_EQ(s->deletion_deadline, absl::FromUnixSeconds(1735689630));
+
+  pod["metadata"]["deletionTimestamp"] = "soon";
+  s = Decode(pod);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("metadata.deletionTimestamp"));
+}
+
+// A node is down when it is gone or its Ready condition is anything but True.
+TEST(KubePodClientTest, NodeDownReadsTheReadyCondition) {
+  auto node = [](const char* ready) {
+    nlohmann::json conditions =
+        nlohmann::json::array({{{"type", "MemoryPressure"}, {"status", "False"}}});
+    if (ready != nullptr) conditions.push_back({{"type", "Ready"}, {"status", ready}});
+    return nlohmann::json{{"kind", "Node"}, {"status", {{"conditions", conditions}}}}.dump();
+  };
+  const std::map<std::string, phalanx::testing::ScriptedResponse> answers = {
+      {"/api/v1/nodes/up", {200, {node("True")}}},
+      {"/api/v1/nodes/unreachable", {200, {node("Unknown")}}},
+      {"/api/v1/nodes/not-ready", {200, {node("False")}}},
+      {"/api/v1/nodes/new", {200, {node(nullptr)}}},
+      {"/api/v1/nodes/gone", {404, {R"({"kind":"Status","reason":"NotFound","code":404})"}}},
+      {"/api/v1/nodes/broken", {500, {R"({"kind":"Status","message":"etcd down","code":500})"}}},
+  };
+  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
+    auto it = answers.find(r.target);
+    return it == answers.end() ? phalanx::testing::ScriptedResponse{400, {"{}"}} : it->second;
+  });
+  kube::Client client(kube::Config{.server = server.url()});
+  KubePodClient pods(client);
+  for (const auto& [name, down] : std::map<std::string, bool>{{"up", false},
+                                                              {"unreachable", true},
+                                                              {"not-ready", true},
+                                                              {"new", true},
+                                                              {"gone", true}}) {
+    absl::StatusOr<bool> got = pods.NodeDown(name);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
+    EXPECT_EQ(*got, down) << name;
+  }
+  absl::StatusOr<bool> broken = pods.NodeDown("broken");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(broken.status().message(), HasSubstr("etcd down"));
+}
+
+// Force deletion asks for grace period 0; a pod already gone is no error.
+TEST(KubePodClientTest, ForceDeleteAsksForGracePeriodZero) {
+  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
+    if (r.target == "/api/v1/namespaces/gpu-ns/pods/gone") {
+      return phalanx::testing::ScriptedResponse{
+          404, {R"({"kind":"Status","reason":"NotFound","code":404})"}};
+    }
+    return phalanx::testing::ScriptedResponse{200, {R"({"kind":"Pod"})"}};
+  });
+  kube::Client client(kube::Config{.server = server.url()});
+  KubePodClient pods(client);
+  EXPECT_TRUE(pods.ForceDeletePod("gpu-ns", "stuck-0").ok());
+  EXPECT_TRUE(pods.ForceDeletePod("gpu-ns", "gone").ok());
+  const std::vector<phalanx::testing::ScriptedRequest> sent = server.requests();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].method, "DELETE");
+  EXPECT_EQ(sent[0].target, "/api/v1/namespaces/gpu-ns/pods/stuck-0");
+  EXPECT_THAT(sent[0].body, HasSubstr("\"gracePeriodSeconds\":0"));
 }
 
 }  // namespace
