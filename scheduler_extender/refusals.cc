@@ -2,6 +2,7 @@
 #include "scheduler_extender/refusals.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -33,8 +34,20 @@ std::string Refusals::Work(const core::PodInfo& pod) {
   return pod.managed() ? absl::StrCat(pod.ns, "/", pod.job_id) : pod.GangKey();
 }
 
+void Refusals::Adopt(const core::ClusterSnapshot& snap, int64_t now_ms) {
+  for (const core::Gang& g : snap.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
+    for (const core::PodInfo* p : g.members) {
+      if (!p->gated || !p->placement.empty() || p->avoid_nodes.empty()) continue;
+      Avoided& a = avoided_[Work(*p)];
+      a.nodes.insert(p->avoid_nodes.begin(), p->avoid_nodes.end());
+      a.until_ms = now_ms + memory_ms_;
+    }
+  }
+}
+
 std::vector<preemption::RefusedMember> Refusals::Due(const core::ClusterSnapshot& snap,
                                                      int64_t now_ms) {
+  if (!std::exchange(adopted_, true)) Adopt(snap, now_ms);
   absl::erase_if(avoided_, [&](const auto& kv) { return kv.second.until_ms <= now_ms; });
   std::vector<preemption::RefusedMember> refused = preemption::RefusedMembers(snap);
   absl::flat_hash_set<std::string> seen;

@@ -8,8 +8,8 @@
 // `memory_ms` after the last refusal, through annotation phalanx.io/avoid-nodes on its gated pods.
 // A pod is never made to avoid every node it could use (it then avoids none, and is tried again
 // where it was refused), and its annotation goes once the memory of its work does. The clocks are
-// the caller's; nothing here reads one. The memory lives in the process only: after a restart,
-// gated pods lose their annotation, and a node that refuses them again is learnt again.
+// the caller's; nothing here reads one. The annotations are the memory's only record: after a
+// restart, the first Due takes back what gated pods carry, for memory_ms from then.
 #ifndef PHALANX_SCHEDULER_EXTENDER_REFUSALS_H_
 #define PHALANX_SCHEDULER_EXTENDER_REFUSALS_H_
 
@@ -34,7 +34,7 @@ class Refusals {
 
   // Starts a clock for each member of `snap` newly refused, drops those of members no longer
   // refused and the avoided nodes whose memory ran out, and returns the first due member of each
-  // gang (by gang key).
+  // gang (by gang key). The first call first adopts the avoided nodes of the gated pods in `snap`.
   std::vector<preemption::RefusedMember> Due(const core::ClusterSnapshot& snap, int64_t now_ms);
   // How long `uid` has been refused as of `now_ms` (0 when it is not).
   int64_t RefusedFor(const std::string& uid, int64_t now_ms) const;
@@ -59,8 +59,12 @@ class Refusals {
     int64_t until_ms = 0;
   };
 
+  // Remembers, until memory_ms after `now_ms`, the nodes that the gated pods of `snap` avoid.
+  void Adopt(const core::ClusterSnapshot& snap, int64_t now_ms);
+
   int64_t timeout_ms_;
   int64_t memory_ms_;
+  bool adopted_ = false;
   absl::flat_hash_map<std::string, int64_t> since_;    // Refused pod uid -> first seen refused.
   absl::flat_hash_map<std::string, Avoided> avoided_;  // By Work().
 };

@@ -133,5 +133,34 @@ TEST(RefusalsTest, APodNeverAvoidsEveryNodeItCouldUse) {
   EXPECT_EQ(only_a.Annotation(picky, *b.Build()), std::nullopt);
 }
 
+// The annotations are the memory's record: a new process (after a restart) takes back what gated
+// pods avoid at its first round, for the whole memory from then, instead of removing it.
+TEST(RefusalsTest, ANewProcessAdoptsWhatGatedPodsAvoid) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  b.UpsertNode(GpuNode("b", 8));
+  const core::PodInfo carrying = Gated("g-2", "exp-1", {"b"});
+  b.UpsertPod(carrying);
+  core::PodInfo placed = Gated("g-3", "exp-2", {"a"});  // Planned: its pin stands, not adopted.
+  placed.placement = "b";
+  b.UpsertPod(placed);
+  auto snap = b.Build();
+
+  Refusals restarted(10'000, 60'000);
+  EXPECT_TRUE(restarted.Due(*snap, 5'000).empty());
+  EXPECT_EQ(restarted.Annotation(carrying, *snap), std::nullopt) << "kept";
+  auto write = restarted.Annotation(Gated("g-4", "exp-1"), *snap);  // The job's next run.
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->value, "b");
+  EXPECT_EQ(restarted.Annotation(Gated("g-5", "exp-2"), *snap), std::nullopt);
+
+  restarted.Due(*snap, 64'999);
+  EXPECT_EQ(restarted.Annotation(carrying, *snap), std::nullopt) << "within the memory";
+  restarted.Due(*snap, 65'000);  // Not adopted again: the memory ran out, the annotation goes.
+  write = restarted.Annotation(carrying, *snap);
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->value, std::nullopt);
+}
+
 }  // namespace
 }  // namespace phalanx::extender
