@@ -132,7 +132,7 @@ void ExtenderServer::VerbRoutes(http::Server& s) {
               deps_.await_cache(100);
               snap = deps_.snapshot();
             }
-            const VictimMap kept = verbs->Preempt(*snap, args->pod, args->victims);
+            const VictimMap kept = verbs->Preempt(*snap, args->pod, args->victims, deps_.now_ms());
             if (kept.size() < args->victims.size()) LogUnknownVictims(*args, kept, *snap);
             SetJson(res, EncodePreemptResult(kept));
           }));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gang/eligibility.h"
 #include "gang/planner.h"
@@ -265,27 +266,37 @@ std::vector<int64_t> Verbs::Prioritize(const core::ClusterSnapshot& snap, const 
 }
 
 VictimMap Verbs::Preempt(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
-                         const VictimMap& proposed) const {
+                         const VictimMap& proposed, int64_t now_ms) const {
+  const Reserved reserved = book_->ByNode(snap, now_ms, IsGangMember(pod) ? pod.GangKey() : "");
   VictimMap out;
   for (const auto& [node, victims] : proposed) {
     std::vector<std::string> widened;
-    bool ok = true;
+    std::optional<core::Resources> room;  // Once every victim gang goes.
+    if (const std::optional<int> index = snap.NodeIndex(node)) {
+      core::Resources scratch;
+      room = FreeAfterReservations(snap, *index, node, reserved, scratch);
+    }
+    absl::flat_hash_set<std::string> gangs;
     for (const std::string& uid : victims.uids) {
       const core::PodInfo* v = snap.FindPod(uid);
       std::optional<core::Gang> g = v ? snap.FindGang(v->GangKey()) : std::nullopt;
       if (!g || !g->preemptible || g->priority >= pod.priority) {
-        ok = false;
+        room.reset();
         break;
       }
-      // kube-scheduler resolves victims among the pods bound to the node: planned ones are not.
+      if (!gangs.insert(g->key).second) continue;
       for (const core::PodInfo* m : g->members) {
+        // kube-scheduler resolves victims among the pods bound to the node: planned ones are not,
+        // though they leave with their gang.
         if (m->node == node) widened.push_back(m->uid);
+        if (m->HoldsCapacity() && m->AssignedNode() == node) *room += m->requests;
       }
     }
-    // kube-scheduler refuses a node without victims ("expected at least one victim pod").
-    if (!ok || widened.empty()) continue;
+    // kube-scheduler refuses a node without victims ("expected at least one victim pod"); and
+    // victims whose going leaves no room for the pod (reservations kube-scheduler does not see)
+    // would go for nothing.
+    if (!room || widened.empty() || !pod.requests.FitsIn(*room)) continue;
     std::sort(widened.begin(), widened.end());
-    widened.erase(std::unique(widened.begin(), widened.end()), widened.end());
     out[node] = NodeVictims{std::move(widened), victims.pdb_violations};
   }
   return out;

@@ -16,7 +16,8 @@
 //   that node (a reply can only name pods bound there; the master ends a whole run when one of its
 //   pods is deleted, so members elsewhere follow); a node is dropped when a victim gang has a
 //   non-preemptible pod or one whose priority is not lower than the preemptor's, when a victim is
-//   unknown, or when it has no victims (kube-scheduler refuses an empty victim list).
+//   unknown, when it has no victims (kube-scheduler refuses an empty victim list), or when the
+//   pod would not fit there once its victim gangs are gone, given the reservations on the node.
 #ifndef PHALANX_SCHEDULER_EXTENDER_VERBS_H_
 #define PHALANX_SCHEDULER_EXTENDER_VERBS_H_
 
@@ -80,7 +81,7 @@ class Verbs {
   std::vector<int64_t> Prioritize(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
                                   const std::vector<std::string>& nodes, int64_t now_ms) const;
   VictimMap Preempt(const core::ClusterSnapshot& snap, const core::PodInfo& pod,
-                    const VictimMap& proposed) const;
+                    const VictimMap& proposed, int64_t now_ms) const;
 
  private:
   // The node reserved for `pod` among `offered` (planning its gang when it has none there), or a

@@ -263,12 +263,12 @@ TEST(VerbsTest, PreemptDropsNodesWithEqualPriorityVictims) {
   core::PodInfo preemptor = PendingPod("hi", "", 1, 8);
   preemptor.priority = 10;  // equal to the victims' priority
   VictimMap proposed{{"gpu-node-02", NodeVictims{{"low-a-0"}, 0}}};
-  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, proposed).empty());
+  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, proposed, 0).empty());
   preemptor.priority = 11;
-  VictimMap out = verbs.Preempt(*ExtenderTestCluster(), preemptor, proposed);
+  VictimMap out = verbs.Preempt(*ExtenderTestCluster(), preemptor, proposed, 0);
   EXPECT_EQ(out.at("gpu-node-02").uids, (std::vector<std::string>{"low-a-0", "low-a-1"}));
   VictimMap unknown{{"gpu-node-01", NodeVictims{{"no-such-pod"}, 0}}};
-  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, unknown).empty());
+  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, unknown, 0).empty());
 }
 
 TEST(VerbsTest, PreemptNamesOnlyPodsBoundToTheNodeAndNeverAnEmptyList) {
@@ -284,9 +284,26 @@ TEST(VerbsTest, PreemptNamesOnlyPodsBoundToTheNodeAndNeverAnEmptyList) {
   core::PodInfo preemptor = PendingPod("hi", "", 1, 8);
   VictimMap out = verbs.Preempt(
       *snap, preemptor,
-      {{"gpu-node-02", NodeVictims{{"low-a-0"}, 0}}, {"gpu-node-01", NodeVictims{{}, 0}}});
+      {{"gpu-node-02", NodeVictims{{"low-a-0"}, 0}}, {"gpu-node-01", NodeVictims{{}, 0}}}, 0);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out.at("gpu-node-02").uids, (std::vector<std::string>{"low-a-0", "low-a-1"}));
+}
+
+// Victims whose going would leave the preemptor no room, for a reservation kube-scheduler does not
+// see, would go for nothing: their node is dropped.
+TEST(VerbsTest, PreemptDropsNodesWhereReservationsLeaveNoRoom) {
+  ReservationBook book;
+  Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
+  book.Reserve("ml/ext", {{"ext-1", "gpu-node-02", PendingPod("ext-1", "ext", 1, 2).requests}}, 0,
+               30'000);
+  const VictimMap proposed{{"gpu-node-02", NodeVictims{{"low-a-0"}, 0}}};
+  core::PodInfo eight = PendingPod("hi", "", 1, 8);
+  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), eight, proposed, 0).empty())
+      << "8 GPUs wanted, 6 left once low-a goes";
+  EXPECT_EQ(verbs.Preempt(*ExtenderTestCluster(), PendingPod("hi", "", 1, 6), proposed, 0).size(),
+            1u);
+  EXPECT_EQ(verbs.Preempt(*ExtenderTestCluster(), eight, proposed, 30'001).size(), 1u)
+      << "the reservation lapsed";
 }
 
 }  // namespace
