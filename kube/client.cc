@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "kube/json.h"
 #include "kube/status.h"
 
@@ -160,9 +162,30 @@ bool IsBoundTo(const std::string& pod_json, absl::string_view node, absl::string
   return bound.ok() && got_uid.ok() && Sv(*bound) == node && (uid.empty() || Sv(*got_uid) == uid);
 }
 
+// The URL base, and curl's CONNECT_TO entry, that make curl check the certificate of `server`
+// ("https://host[:port][/prefix]", host perhaps a bracketed IPv6 address) against `name` while it
+// connects to host.
+std::pair<std::string, std::string> ServerNameOverride(absl::string_view server,
+                                                       absl::string_view name) {
+  const absl::string_view rest = absl::StripPrefix(server, "https://");
+  const size_t slash = std::min(rest.find('/'), rest.size());
+  const absl::string_view authority = rest.substr(0, slash);
+  const size_t colon = authority.rfind(':');
+  const bool has_port =
+      colon != absl::string_view::npos && authority.find(']', colon) == absl::string_view::npos;
+  const absl::string_view host = has_port ? authority.substr(0, colon) : authority;
+  const absl::string_view port = has_port ? authority.substr(colon + 1) : "443";
+  return {absl::StrCat("https://", name, ":", port, rest.substr(slash)),
+          absl::StrCat(name, ":", port, ":", host, ":", port)};
+}
+
 }  // namespace
 
 struct Client::State {
+  // config.server, or with tls_server_name as its host; then the connect-to mapping from that name
+  // to the server's own host (curl's CONNECT_TO), so that the certificate is checked against it.
+  std::string base_url;
+  curl_slist* connect_to = nullptr;
   std::mutex mu;
   std::vector<CURL*> idle;  // Guarded by mu.
   std::string token;        // Guarded by mu.
@@ -186,10 +209,17 @@ Client::Client(Config config, ClientOptions options)
   static std::once_flag curl_init;
   std::call_once(curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   state_->token = config_.token;
+  state_->base_url = config_.server;
+  if (!config_.tls_server_name.empty()) {
+    auto [base, connect_to] = ServerNameOverride(config_.server, config_.tls_server_name);
+    state_->base_url = std::move(base);
+    state_->connect_to = curl_slist_append(nullptr, connect_to.c_str());
+  }
 }
 
 Client::~Client() {
   for (CURL* curl : state_->idle) curl_easy_cleanup(curl);
+  curl_slist_free_all(state_->connect_to);
 }
 
 std::string Client::BearerToken() {
@@ -214,7 +244,7 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
   if (curl == nullptr) curl = curl_easy_init();
   if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
 
-  const std::string url = config_.server + request.path;
+  const std::string url = state_->base_url + request.path;
   const std::string what = absl::StrCat(request.method, " ", request.path);
   std::string token = BearerToken();
   curl_slist* headers = nullptr;
@@ -275,6 +305,8 @@ absl::StatusOr<std::string> Client::Send(const Request& request) {
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
   }
+  if (state_->connect_to != nullptr) curl_easy_setopt(curl, CURLOPT_CONNECT_TO, state_->connect_to);
+  if (!config_.proxy_url.empty()) curl_easy_setopt(curl, CURLOPT_PROXY, config_.proxy_url.c_str());
 
   CURLcode rc = curl_easy_perform(curl);
   long code = 0;  // NOLINT(runtime/int): libcurl's type.

@@ -182,7 +182,9 @@ absl::Status ReadCluster(const Entry& cluster, Config& config) {
   auto server = r.Scalar(cluster.body, cluster.path, "server");
   auto insecure = r.Scalar(cluster.body, cluster.path, "insecure-skip-tls-verify");
   auto ca = r.Pem(cluster.body, cluster.path, "certificate-authority");
-  for (const auto* s : {&server, &insecure, &ca}) {
+  auto server_name = r.Scalar(cluster.body, cluster.path, "tls-server-name");
+  auto proxy = r.Scalar(cluster.body, cluster.path, "proxy-url");
+  for (const auto* s : {&server, &insecure, &ca, &server_name, &proxy}) {
     if (!s->ok()) return s->status();
   }
   if (server->empty()) return r.Error(cluster.path + ".server", "missing");
@@ -192,7 +194,18 @@ absl::Status ReadCluster(const Entry& cluster, Config& config) {
   if (!insecure->empty() && *insecure != "true" && *insecure != "false") {
     return r.Error(cluster.path + ".insecure-skip-tls-verify", "expected true or false");
   }
+  if (!proxy->empty() && !absl::StartsWith(*proxy, "http://") &&
+      !absl::StartsWith(*proxy, "https://") && !absl::StartsWith(*proxy, "socks5://") &&
+      !absl::StartsWith(*proxy, "socks5h://")) {
+    return r.Error(cluster.path + ".proxy-url",
+                   absl::StrCat("not an http, https or socks5 URL: \"", *proxy, "\""));
+  }
+  if (!server_name->empty() && absl::StartsWith(*server, "http://")) {
+    return r.Error(cluster.path + ".tls-server-name", "set for a server without TLS");
+  }
   config.server = std::string(absl::StripSuffix(*server, "/"));
+  config.tls_server_name = *std::move(server_name);
+  config.proxy_url = *std::move(proxy);
   config.insecure_skip_tls_verify = *insecure == "true";
   config.ca_pem = *std::move(ca);
   return absl::OkStatus();

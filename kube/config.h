@@ -24,6 +24,12 @@ struct Config {
   std::string
       token_file;  // Re-read by the client from time to time (service-account tokens rotate).
   bool insecure_skip_tls_verify = false;
+  // The name the server's certificate is checked against (and sent as SNI), when not the host
+  // of `server`.
+  std::string tls_server_name;
+  // "http://", "https://", "socks5://" or "socks5h://" proxy for every request; empty: the
+  // environment's (https_proxy, no_proxy, ...), as client-go does.
+  std::string proxy_url;
   std::string ns = "default";  // The context's namespace, or the service account's.
 };
 

@@ -21,6 +21,7 @@ namespace phalanx::kube {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -171,6 +172,21 @@ TEST_F(KubeClientE2eTest, ListPagesWithContinueTokens) {
       });
   ASSERT_TRUE(version.ok()) << version.status();
   EXPECT_THAT(seen, UnorderedElementsAre(names[0], names[1], names[2]));
+}
+
+// kubeconfig tls-server-name: the apiserver's certificate (for 127.0.0.1 and localhost) is checked
+// against that name, while the connection goes to the server's own host.
+TEST_F(KubeClientE2eTest, TlsServerNameIsWhatTheCertificateIsCheckedAgainst) {
+  absl::StatusOr<Config> config = testing::TestClusterConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  config->tls_server_name = "localhost";
+  absl::Status named = Client(*config).Get(kNamespaces, "", "default").status();
+  EXPECT_TRUE(named.ok()) << named;
+  config->tls_server_name = "kube.invalid";
+  absl::Status wrong = Client(*config).Get(kNamespaces, "", "default").status();
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.message(), HasSubstr("certificate subject name")) << wrong;
+  EXPECT_THAT(wrong.message(), HasSubstr("kube.invalid")) << wrong;
 }
 
 TEST_F(KubeClientE2eTest, ErrorsCarryHttpCodes) {

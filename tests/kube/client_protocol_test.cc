@@ -84,6 +84,18 @@ TEST(KubeClientProtocolTest, RequestsCarryMethodPathHeadersAndBodies) {
 
 // An empty name never reaches the server: DELETE on the collection's path would delete every
 // object in it.
+// kubeconfig proxy-url: every request goes through the proxy, in absolute form.
+TEST(KubeClientProtocolTest, RequestsGoThroughTheProxyUrl) {
+  ScriptedServer proxy([](const ScriptedRequest&) {
+    return ScriptedResponse{200, {R"({"kind":"Node"})"}};
+  });
+  Client client(Config{.server = "http://kube.invalid:6443", .proxy_url = proxy.url()});
+  ASSERT_TRUE(client.Get(kNodes, "", "n1").ok());
+  std::vector<ScriptedRequest> r = proxy.requests();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].target, "http://kube.invalid:6443/api/v1/nodes/n1");
+}
+
 TEST(KubeClientProtocolTest, CallsOnOneObjectRefuseAnEmptyName) {
   ScriptedServer server([](const ScriptedRequest&) { return ScriptedResponse{200, {"{}"}}; });
   Client client(ConfigFor(server));

@@ -85,6 +85,17 @@ TEST_F(KubeConfigTest, ClientCertificateDataAndInsecure) {
   EXPECT_TRUE(c->ca_pem.empty());
 }
 
+TEST_F(KubeConfigTest, TlsServerNameAndProxyUrl) {
+  absl::StatusOr<Config> c = ParseKubeconfig(
+      Kubeconfig("    server: https://10.0.0.1:6443\n    tls-server-name: kubernetes\n"
+                 "    proxy-url: socks5://bastion:1080",
+                 "    token: t"),
+      "test", "");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls_server_name, "kubernetes");
+  EXPECT_EQ(c->proxy_url, "socks5://bastion:1080");
+}
+
 TEST_F(KubeConfigTest, FilesResolveAgainstTheKubeconfigDirectory) {
   Write("ca.crt", "CA FILE");
   Write("client.crt", "CERT FILE");
@@ -149,6 +160,11 @@ TEST_F(KubeConfigTest, ErrorsNameFileAndField) {
   EXPECT_THAT(
       error(Kubeconfig(ok_cluster + "\n    insecure-skip-tls-verify: maybe", "    token: t")),
       HasSubstr("insecure-skip-tls-verify: expected true or false"));
+  EXPECT_THAT(error(Kubeconfig(ok_cluster + "\n    proxy-url: bastion:3128", "    token: t")),
+              HasSubstr(R"(clusters["c"].cluster.proxy-url: not an http, https or socks5 URL)"));
+  EXPECT_THAT(
+      error(Kubeconfig("    server: http://api:80\n    tls-server-name: api", "    token: t")),
+      HasSubstr(R"(clusters["c"].cluster.tls-server-name: set for a server without TLS)"));
   EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {cluster: c}\n"),
               HasSubstr(R"(clusters: no entry named "c")"));
   EXPECT_THAT(error("current-context: ctx\ncontexts:\n- name: ctx\n  context: {user: u}\n"),
