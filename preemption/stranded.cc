@@ -22,6 +22,15 @@ constexpr absl::string_view kPinLabel = "kubernetes.io/hostname";
 
 bool Planned(const core::PodInfo& p) { return p.node.empty() && !p.placement.empty(); }
 
+// Whether the member's pin names `node` no more: the node's kubernetes.io/hostname label changed
+// (or went) since the member was pinned to it. A member without a pin has none to go stale.
+bool StalePin(const core::PodInfo& p, const core::Node& node) {
+  const std::string* pin = core::FindLabel(p.node_selector, kPinLabel);
+  if (pin == nullptr) return false;
+  const std::string* hostname = core::FindLabel(node.labels, kPinLabel);
+  return *pin != (hostname != nullptr ? *hostname : node.name);
+}
+
 // Keeps the planned members on node `i` that fit beside its bound pods, in queue order of their
 // gangs; records the gangs of the others in `found`. Gangs found before are left out.
 void KeepWhileTheyFit(const core::ClusterSnapshot& snap, int i, Found& found) {
@@ -72,6 +81,10 @@ std::vector<StrandedGang> StrandedGangs(const core::ClusterSnapshot& snap) {
       } else if (!gang::NodeMatches(*p, snap.node(*i), kPinLabel)) {
         found.try_emplace(g.key, absl::StrCat("node ", p->placement, " no longer matches pod ",
                                               p->name, "'s node selector or affinity"));
+      } else if (StalePin(*p, snap.node(*i))) {
+        found.try_emplace(g.key,
+                          absl::StrCat("node ", p->placement, "'s ", kPinLabel,
+                                       " label changed since pod ", p->name, " was pinned to it"));
       } else if (!snap.Free(*i).IsNonNegative()) {
         overbooked.insert(*i);
       }
@@ -91,7 +104,8 @@ std::vector<RefusedMember> RefusedMembers(const core::ClusterSnapshot& snap) {
       if (!Planned(*p) || p->gated || p->refused.empty()) continue;
       std::optional<int> i = snap.NodeIndex(p->placement);
       if (!i || !gang::NodeAdmits(*p, snap.node(*i)) ||
-          !gang::NodeMatches(*p, snap.node(*i), kPinLabel) || !snap.Free(*i).IsNonNegative()) {
+          !gang::NodeMatches(*p, snap.node(*i), kPinLabel) || StalePin(*p, snap.node(*i)) ||
+          !snap.Free(*i).IsNonNegative()) {
         continue;
       }
       out.push_back({g.key, p->uid, p->name, p->placement, p->refused});

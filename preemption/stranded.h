@@ -5,12 +5,13 @@
 // A member planned on a node and not bound there yet is stranded when the node has left the
 // cluster, when the node no longer admits it (cordoned, or a NoSchedule/NoExecute taint it does
 // not tolerate), when the node's labels no longer match the member's node selector (its
-// kubernetes.io/hostname pin aside) or required node affinity, or when the node lacks the capacity:
-// on a node whose planned members no longer all fit beside its bound pods (what kube-scheduler and
-// the kubelet hold to), planned members are kept gang by gang in queue order (queue.h; within a
-// gang, by pod name) while they fit, and the rest are stranded. Gangs already marked for preemption
-// are left out, and so are, on such a node, the members of gangs stranded for another reason: they
-// are being recreated.
+// kubernetes.io/hostname pin aside) or required node affinity, when the node's
+// kubernetes.io/hostname label no longer names what the member's pin does, or when the node lacks
+// the capacity: on a node whose planned members no longer all fit beside its bound pods (what
+// kube-scheduler and the kubelet hold to), planned members are kept gang by gang in queue order
+// (queue.h; within a gang, by pod name) while they fit, and the rest are stranded. Gangs already
+// marked for preemption are left out, and so are, on such a node, the members of gangs stranded for
+// another reason: they are being recreated.
 #ifndef PHALANX_PREEMPTION_STRANDED_H_
 #define PHALANX_PREEMPTION_STRANDED_H_
 

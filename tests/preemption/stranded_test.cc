@@ -86,7 +86,7 @@ TEST(StrandedTest, ANodeWhoseLabelsNoLongerMatchStrandsTheGang) {
   a.labels = {{"kubernetes.io/hostname", "host-a"}, {"pool", "gold"}};
   b.UpsertNode(a);
   core::PodInfo pod = Planned({.name = "g"}, {"a"})[0];
-  pod.node_selector = {{"kubernetes.io/hostname", "a"}, {"pool", "gold"}};
+  pod.node_selector = {{"kubernetes.io/hostname", "host-a"}, {"pool", "gold"}};
   b.UpsertPod(pod);
   EXPECT_TRUE(StrandedGangs(*b.Build()).empty());
   a.labels = {{"kubernetes.io/hostname", "host-a"}, {"pool", "silver"}};
@@ -94,6 +94,30 @@ TEST(StrandedTest, ANodeWhoseLabelsNoLongerMatchStrandsTheGang) {
   std::vector<StrandedGang> found = StrandedGangs(*b.Build());
   ASSERT_EQ(Keys(found), std::vector<std::string>{"default/g"});
   EXPECT_EQ(found[0].reason, "node a no longer matches pod g-0's node selector or affinity");
+}
+
+// A pin names the node's kubernetes.io/hostname label (its name when it has none). Once that label
+// changes, kube-scheduler can never bind the member there: the gang is stranded, not refused (its
+// work must not avoid a node that is fine).
+TEST(StrandedTest, APinTheNodesHostnameNoLongerNamesStrandsTheGang) {
+  core::SnapshotBuilder b;
+  core::Node a = GpuNode("a", 8);
+  b.UpsertNode(a);
+  core::PodInfo pod = Planned({.name = "g"}, {"a"})[0];
+  pod.node_selector = {{"kubernetes.io/hostname", "a"}};
+  pod.refused = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector";
+  b.UpsertPod(pod);
+  EXPECT_TRUE(StrandedGangs(*b.Build()).empty()) << "no label: the pin names the node";
+  a.labels = {{"kubernetes.io/hostname", "a"}};
+  b.UpsertNode(a);
+  EXPECT_TRUE(StrandedGangs(*b.Build()).empty());
+  a.labels = {{"kubernetes.io/hostname", "a.example.com"}};
+  b.UpsertNode(a);
+  std::vector<StrandedGang> found = StrandedGangs(*b.Build());
+  ASSERT_EQ(Keys(found), std::vector<std::string>{"default/g"});
+  EXPECT_EQ(found[0].reason,
+            "node a's kubernetes.io/hostname label changed since pod g-0 was pinned to it");
+  EXPECT_TRUE(RefusedMembers(*b.Build()).empty());
 }
 
 TEST(StrandedTest, PodsBoundBesidePlannedOnesStrandTheLaterGangsInQueueOrder) {
