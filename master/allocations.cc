@@ -351,16 +351,19 @@ absl::StatusOr<std::string> JobManager::StoreOutcomeLocked(const Alloc& a,
     KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
     return what;
   }
+  const std::string resumes = "the trial resumes from its latest checkpoint";
+  if (trial.restarted_after == a.rec.id) {  // Counted before, though its answer was lost.
+    return absl::StrCat(what, "; restarted: ", resumes);
+  }
   // A container that cannot start would fail the same way again: only runs that ran restart.
   RestartBudget budget;
   if (a.fail_why.empty()) {
     KUBE_ASSIGN_OR_RETURN(budget, RestartBudgetLocked(trial.job_id));
   }
   if (budget.used < budget.max) {  // The trial stays ACTIVE: Reconcile starts its next run.
-    ++trial.restarts;
-    KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
+    KUBE_RETURN_IF_ERROR(store_.CountRestart(trial.id, a.rec.id));
     return absl::StrCat(what, "; restart ", budget.used + 1, " of the experiment's max_restarts ",
-                        budget.max, ": the trial resumes from its latest checkpoint");
+                        budget.max, ": ", resumes);
   }
   std::string why = what;
   if (budget.max > 0) {

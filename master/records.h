@@ -54,8 +54,9 @@ struct TrialRecord {
   int runs = 0;
   std::string latest_checkpoint;
   int64_t steps_completed = 0;
-  std::string error;  // Why it is in ERROR, when known.
-  int restarts = 0;   // Runs that failed and were started again (max_restarts).
+  std::string error;            // Why it is in ERROR, when known.
+  int restarts = 0;             // Runs that failed and were started again (max_restarts).
+  std::string restarted_after;  // The run (allocation id) whose failure was counted last.
 };
 
 struct AllocationRecord {

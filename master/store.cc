@@ -75,6 +75,8 @@ CREATE TABLE checkpoints (
     "ALTER TABLE trials ADD COLUMN error TEXT NOT NULL DEFAULT ''",
     // Version 4: runs of a trial started again after they failed (max_restarts).
     "ALTER TABLE trials ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0",
+    // Version 5: the run whose failure was counted last, so that it is counted once.
+    "ALTER TABLE trials ADD COLUMN restarted_after TEXT NOT NULL DEFAULT ''",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

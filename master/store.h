@@ -87,8 +87,11 @@ class Store {
 
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(const std::string& job_id);
   absl::StatusOr<TrialRecord> GetTrial(int64_t id);
-  // Writes state, runs, latest_checkpoint, steps_completed and error.
+  // Writes state, runs, latest_checkpoint, steps_completed, error and restarts.
   absl::Status UpdateTrial(const TrialRecord& trial);
+  // Counts one restart of the trial for the failure of run `allocation_id`, once: counting the same
+  // run again (a retry after a write whose answer was lost) changes nothing.
+  absl::Status CountRestart(int64_t trial_id, const std::string& allocation_id);
   // Records the checkpoint and makes it the trial's latest, in one transaction. Reporting it again
   // (same uuid, allocation and steps) changes nothing; its uuid with other values is AlreadyExists.
   absl::Status AddCheckpoint(const std::string& allocation_id, int64_t trial_id,

@@ -13,7 +13,8 @@ constexpr char kJobColumns[] =
     "entrypoint, (extract(epoch FROM submitted_at) * 1000)::BIGINT AS submit_ms, "
     "(SELECT count(*) FROM trials WHERE trials.job_id = jobs.job_id)::INTEGER AS num_trials";
 constexpr char kTrialColumns[] =
-    "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed, error, restarts";
+    "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed, error, restarts, "
+    "restarted_after";
 constexpr char kAllocationColumns[] =
     "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
@@ -73,6 +74,7 @@ TrialRecord TrialFromRow(const pqxx::row& row) {
       .steps_completed = row["steps_completed"].as<int64_t>(),
       .error = row["error"].as<std::string>(),
       .restarts = row["restarts"].as<int>(),
+      .restarted_after = row["restarted_after"].as<std::string>(),
   };
 }
 
@@ -358,6 +360,16 @@ absl::StatusOr<TrialRecord> Store::GetTrial(int64_t id) {
 absl::Status Store::UpdateTrial(const TrialRecord& t) {
   return Transact([&](pqxx::transaction_base& tx) {
     WriteTrial(tx, t);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::CountRestart(int64_t trial_id, const std::string& allocation_id) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params(
+        "UPDATE trials SET restarts = restarts + 1, restarted_after = $2 "
+        "WHERE id = $1 AND restarted_after <> $2",
+        trial_id, allocation_id);
     return absl::OkStatus();
   });
 }

@@ -137,6 +137,24 @@ TEST_F(StoreTest, JobsTrialsAndFilters) {
   EXPECT_EQ(stored.state, RunState::kCompleted);
 }
 
+// A run's failure is counted once, however often its count is written (a retry after a write whose
+// answer was lost); another run's failure counts again.
+TEST_F(StoreTest, ARestartIsCountedOncePerRun) {
+  ASSERT_TRUE(store_->InsertJob(Job("exp-3", TaskType::kExperiment, "gpu"), {{.id = 4}}).ok());
+  ASSERT_TRUE(store_->CountRestart(4, "exp-3-trial-4-r1").ok());
+  ASSERT_TRUE(store_->CountRestart(4, "exp-3-trial-4-r1").ok());
+  TrialRecord t = *store_->GetTrial(4);
+  EXPECT_EQ(t.restarts, 1);
+  EXPECT_EQ(t.restarted_after, "exp-3-trial-4-r1");
+  ASSERT_TRUE(store_->CountRestart(4, "exp-3-trial-4-r2").ok());
+  t = *store_->GetTrial(4);
+  EXPECT_EQ(t.restarts, 2);
+  EXPECT_EQ(t.restarted_after, "exp-3-trial-4-r2");
+  t.runs = 3;
+  ASSERT_TRUE(store_->UpdateTrial(t).ok());
+  EXPECT_EQ(store_->GetTrial(4)->restarted_after, "exp-3-trial-4-r2") << "kept by other writes";
+}
+
 // Values travel as quoted literals in one request: quotes, backslashes and semicolons arrive as
 // sent.
 TEST_F(StoreTest, InsertJobKeepsValuesExactly) {
