@@ -331,11 +331,11 @@ class JobManager {
     std::string node;
     absl::Duration past;  // How long past its deadline.
   };
-  enum class Stuck { kNew, kAwaitingKubelet, kForceDeleted };
+  enum class Stuck { kNew, kAwaitingKubelet, kFailing, kForceDeleted };
   // Queues the stuck pods at `now` for ForceDeleteStuck (once for each that was force-deleted).
   void QueueStuckPodsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Force-deletes each pod whose node is down; logs the pods that wait for a kubelet once, and
-  // failures (tried again at the next Tick).
+  // Force-deletes each pod whose node is down. Says once that a pod waits for its kubelet, and once
+  // that reading its node or deleting it fails (both are tried again at every Tick).
   void ForceDeleteStuck(const std::vector<StuckPod>& stuck) ABSL_LOCKS_EXCLUDED(mu_);
   // TERMINATING with no pod left: TERMINATED (stays TERMINATING when the store refuses), forgotten,
   // and its job marked for Reconcile.

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,17 +47,19 @@ void JobManager::ForceDeleteStuck(const std::vector<StuckPod>& stuck) {
         absl::StrCat("pod ", key, " is terminating ", absl::FormatDuration(s.past),
                      " past its grace period on node ", s.node);
     absl::MutexLock lock(&mu_);
+    Stuck& state = stuck_[key];
     if (!node_down.ok() || !deleted.ok()) {
+      if (std::exchange(state, Stuck::kFailing) == Stuck::kFailing) continue;  // Said already.
       const absl::Status& error = node_down.ok() ? deleted : node_down.status();
       EventLocked(absl::StrCat(
           what, node_down.ok() ? ", which is down; force-deleting it: " : "; reading the node: ",
-          error.message(), "; tried again at the next tick"));
+          error.message(), "; tried again at every tick"));
     } else if (!*node_down) {
-      if (std::exchange(stuck_[key], Stuck::kAwaitingKubelet) != Stuck::kAwaitingKubelet) {
+      if (std::exchange(state, Stuck::kAwaitingKubelet) != Stuck::kAwaitingKubelet) {
         EventLocked(absl::StrCat(what, ", which is Ready: waiting for its kubelet"));
       }
     } else {
-      stuck_[key] = Stuck::kForceDeleted;
+      state = Stuck::kForceDeleted;
       ++stats_.pods_force_deleted;
       EventLocked(absl::StrCat(what, ", which is gone or not Ready: force-deleted it"));
     }

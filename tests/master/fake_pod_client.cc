@@ -65,7 +65,13 @@ absl::Status FakePodClient::ForceDeletePod(const std::string& ns, const std::str
 absl::StatusOr<bool> FakePodClient::NodeDown(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   node_reads_.push_back(name);
+  if (!node_error_.ok()) return node_error_;
   return down_nodes_.contains(name);
+}
+
+void FakePodClient::FailNodeReads(absl::Status error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  node_error_ = std::move(error);
 }
 
 void FakePodClient::SetNodeDown(const std::string& name, bool down) {

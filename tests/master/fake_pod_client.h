@@ -33,6 +33,8 @@ class FakePodClient final : public PodClient {
   std::vector<std::string> force_deleted();
   std::vector<std::string> node_reads();
   void SetNodeDown(const std::string& name, bool down);
+  // NodeDown answers `error` while it is not OK.
+  void FailNodeReads(absl::Status error);
   // The PodState of a stored pod, with the given phase and binding.
   static PodState StateOf(const nlohmann::json& pod, core::PodPhase phase, bool bound);
   // Runs `hook` at the start of every CreatePod, without the fake's lock; an error from it fails
@@ -56,6 +58,7 @@ class FakePodClient final : public PodClient {
   std::vector<std::string> force_deleted_;
   std::vector<std::string> node_reads_;
   std::set<std::string> down_nodes_;
+  absl::Status node_error_;
   std::function<absl::Status(const nlohmann::json&)> on_create_;
   std::function<absl::Status(const std::string&)> on_delete_;
   std::function<absl::Status(const std::string&)> on_label_;

@@ -43,6 +43,13 @@ TEST_F(ServiceTest, APodStuckTerminatingOnANodeThatIsDownIsForceDeleted) {
   EXPECT_THAT(pods_.force_deleted(), IsEmpty()) << "its node is Ready: its kubelet will end it";
   EXPECT_EQ(count("which is Ready: waiting for its kubelet"), 1) << "said once";
 
+  pods_.FailNodeReads(absl::PermissionDeniedError("nodes \"node-1\" is forbidden"));
+  jobs_->Tick(deadline + absl::Minutes(5) + absl::Seconds(4));
+  jobs_->Tick(deadline + absl::Minutes(5) + absl::Seconds(6));
+  EXPECT_EQ(count("reading the node: nodes \"node-1\" is forbidden; tried again at every tick"), 1)
+      << "said once";
+  pods_.FailNodeReads(absl::OkStatus());
+
   pods_.SetNodeDown("node-1", true);
   jobs_->Tick(deadline + absl::Minutes(6));
   jobs_->Tick(deadline + absl::Minutes(6) + absl::Seconds(2));  // The watch has not seen it go.
