@@ -270,18 +270,18 @@ VictimMap Verbs::Preempt(const core::ClusterSnapshot& snap, const core::PodInfo&
   const Reserved reserved = book_->ByNode(snap, now_ms, IsGangMember(pod) ? pod.GangKey() : "");
   VictimMap out;
   for (const auto& [node, victims] : proposed) {
+    const std::optional<int> index = snap.NodeIndex(node);
+    if (!index) continue;  // A node the cache does not know yet: its room cannot be checked.
+    core::Resources scratch;
+    core::Resources room = FreeAfterReservations(snap, *index, node, reserved, scratch);
     std::vector<std::string> widened;
-    std::optional<core::Resources> room;  // Once every victim gang goes.
-    if (const std::optional<int> index = snap.NodeIndex(node)) {
-      core::Resources scratch;
-      room = FreeAfterReservations(snap, *index, node, reserved, scratch);
-    }
     absl::flat_hash_set<std::string> gangs;
+    bool ok = true;
     for (const std::string& uid : victims.uids) {
       const core::PodInfo* v = snap.FindPod(uid);
       std::optional<core::Gang> g = v ? snap.FindGang(v->GangKey()) : std::nullopt;
       if (!g || !g->preemptible || g->priority >= pod.priority) {
-        room.reset();
+        ok = false;
         break;
       }
       if (!gangs.insert(g->key).second) continue;
@@ -289,13 +289,13 @@ VictimMap Verbs::Preempt(const core::ClusterSnapshot& snap, const core::PodInfo&
         // kube-scheduler resolves victims among the pods bound to the node: planned ones are not,
         // though they leave with their gang.
         if (m->node == node) widened.push_back(m->uid);
-        if (m->HoldsCapacity() && m->AssignedNode() == node) *room += m->requests;
+        if (m->HoldsCapacity() && m->AssignedNode() == node) room += m->requests;
       }
     }
     // kube-scheduler refuses a node without victims ("expected at least one victim pod"); and
     // victims whose going leaves no room for the pod (reservations kube-scheduler does not see)
     // would go for nothing.
-    if (!room || widened.empty() || !pod.requests.FitsIn(*room)) continue;
+    if (!ok || widened.empty() || !pod.requests.FitsIn(room)) continue;
     std::sort(widened.begin(), widened.end());
     out[node] = NodeVictims{std::move(widened), victims.pdb_violations};
   }

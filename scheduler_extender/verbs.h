@@ -16,8 +16,9 @@
 //   that node (a reply can only name pods bound there; the master ends a whole run when one of its
 //   pods is deleted, so members elsewhere follow); a node is dropped when a victim gang has a
 //   non-preemptible pod or one whose priority is not lower than the preemptor's, when a victim is
-//   unknown, when it has no victims (kube-scheduler refuses an empty victim list), or when the
-//   pod would not fit there once its victim gangs are gone, given the reservations on the node.
+//   unknown, when it has no victims (kube-scheduler refuses an empty victim list), when the node
+//   is not in the cache, or when the pod would not fit there once its victim gangs are gone,
+//   given the reservations on the node.
 #ifndef PHALANX_SCHEDULER_EXTENDER_VERBS_H_
 #define PHALANX_SCHEDULER_EXTENDER_VERBS_H_
 

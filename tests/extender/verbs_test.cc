@@ -269,6 +269,8 @@ TEST(VerbsTest, PreemptDropsNodesWithEqualPriorityVictims) {
   EXPECT_EQ(out.at("gpu-node-02").uids, (std::vector<std::string>{"low-a-0", "low-a-1"}));
   VictimMap unknown{{"gpu-node-01", NodeVictims{{"no-such-pod"}, 0}}};
   EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, unknown, 0).empty());
+  VictimMap elsewhere{{"gpu-node-99", NodeVictims{{"low-a-0"}, 0}}};  // A node not cached.
+  EXPECT_TRUE(verbs.Preempt(*ExtenderTestCluster(), preemptor, elsewhere, 0).empty());
 }
 
 TEST(VerbsTest, PreemptNamesOnlyPodsBoundToTheNodeAndNeverAnEmptyList) {
