@@ -322,6 +322,8 @@ class JobManager {
   // Updates the allocation's start_failure from its pods (an event when one appears or clears),
   // and sets fail_why when a pod cannot start for good.
   void NoteStartFailuresLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores whether a pod of the run cannot start (the store keeps since when), when that changed.
+  void StoreStartFailingLocked(Alloc& a, bool failing) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails the runs whose start_failure has lasted pod_start_failure_timeout at `now`.
   void FailStalledStartsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // stuck_pods.cc

@@ -72,6 +72,9 @@ struct AllocationRecord {
   std::string token_hash;  // Of the token its pods use for AllocationService.
   int64_t created_ms = 0;
   std::optional<int64_t> preempt_ms;  // When preemption was requested.
+  // A pod of the run cannot start a container (start_failures.cc); since when, as stored.
+  bool start_failing = false;
+  std::optional<int64_t> start_failing_ms;
 };
 
 // Filters of ListJobs; empty fields match everything.

@@ -1,6 +1,7 @@
 // JobManager: runs whose pods cannot start a container (an image that cannot be pulled, a
 // container config naming a missing Secret key) fail, at once when that is for good, else once it
 // has lasted pod_start_failure_timeout (see job_manager.h).
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,14 +52,23 @@ void JobManager::NoteStartFailuresLocked(Alloc& a) {
     if (!a.start_failure.empty()) EventLocked(absl::StrCat(a.rec.id, ": its pods can start again"));
     a.start_failure.clear();
     a.start_failing_at = absl::InfiniteFuture();
+    StoreStartFailingLocked(a, false);
   } else {
     if (a.start_failure.empty()) {
-      a.start_failing_at = absl::Now();
+      // Since its first observation; before a restart of the master, as stored then.
+      a.start_failing_at = std::min(a.start_failing_at, absl::Now());
       EventLocked(absl::StrCat(a.rec.id, ": ", why, "; the run fails if this lasts ",
                                absl::FormatDuration(config_.pod_start_failure_timeout)));
     }
     a.start_failure = why;
+    StoreStartFailingLocked(a, true);
   }
+}
+
+void JobManager::StoreStartFailingLocked(Alloc& a, bool failing) {
+  if (a.rec.start_failing == failing) return;
+  a.rec.start_failing = failing;
+  (void)store_.UpdateAllocation(a.rec);  // Unstored, the clock restarts with the master.
 }
 
 void JobManager::FailStalledStartsLocked(absl::Time now) {

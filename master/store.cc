@@ -77,6 +77,8 @@ CREATE TABLE checkpoints (
     "ALTER TABLE trials ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0",
     // Version 5: the run whose failure was counted last, so that it is counted once.
     "ALTER TABLE trials ADD COLUMN restarted_after TEXT NOT NULL DEFAULT ''",
+    // Version 6: since when a pod of the run cannot start a container (pod_start_failure_timeout).
+    "ALTER TABLE allocations ADD COLUMN start_failing_at TIMESTAMPTZ",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

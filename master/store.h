@@ -101,7 +101,8 @@ class Store {
   // transaction.
   absl::Status StartRun(const StartedRun& run);
   absl::StatusOr<AllocationRecord> GetAllocation(const std::string& id);
-  // Writes state, preempt_requested, preempt_acked and preempt time.
+  // Writes state, preempt_requested, preempt_acked, the preempt time (set when preempt_requested
+  // first is, cleared with it) and the start-failing time (the same for start_failing).
   absl::Status UpdateAllocation(const AllocationRecord& allocation);
   // Allocations not TERMINATED, oldest first.
   absl::StatusOr<std::vector<AllocationRecord>> ListOpenAllocations();

@@ -18,7 +18,8 @@ constexpr char kTrialColumns[] =
 constexpr char kAllocationColumns[] =
     "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
-    "(extract(epoch FROM preempt_at) * 1000)::BIGINT AS preempt_ms";
+    "(extract(epoch FROM preempt_at) * 1000)::BIGINT AS preempt_ms, "
+    "(extract(epoch FROM start_failing_at) * 1000)::BIGINT AS start_failing_ms";
 
 // Submissions in one statement (so one round trip, and atomic without a transaction block): the
 // jobs, then their trials and allocations, each from a JSON array ($1, $2, $3). Foreign keys are
@@ -93,6 +94,10 @@ AllocationRecord AllocationFromRow(const pqxx::row& row) {
   };
   if (!row["trial_id"].is_null()) a.trial_id = row["trial_id"].as<int64_t>();
   if (!row["preempt_ms"].is_null()) a.preempt_ms = row["preempt_ms"].as<int64_t>();
+  if (!row["start_failing_ms"].is_null()) {
+    a.start_failing = true;
+    a.start_failing_ms = row["start_failing_ms"].as<int64_t>();
+  }
   return a;
 }
 
@@ -425,8 +430,10 @@ absl::Status Store::UpdateAllocation(const AllocationRecord& a) {
   return Transact([&](pqxx::transaction_base& tx) {
     tx.exec_params(
         "UPDATE allocations SET state = $2, preempt_requested = $3, preempt_acked = $4, "
-        "preempt_at = CASE WHEN $3 THEN COALESCE(preempt_at, now()) END WHERE id = $1",
-        a.id, std::string(AllocStateName(a.state)), a.preempt_requested, a.preempt_acked);
+        "preempt_at = CASE WHEN $3 THEN COALESCE(preempt_at, now()) END, "
+        "start_failing_at = CASE WHEN $5 THEN COALESCE(start_failing_at, now()) END WHERE id = $1",
+        a.id, std::string(AllocStateName(a.state)), a.preempt_requested, a.preempt_acked,
+        a.start_failing);
     return absl::OkStatus();
   });
 }

@@ -132,6 +132,7 @@ absl::Status JobManager::Recover() {
       a.pod_names.push_back(absl::StrCat(a.rec.id, "-", rank));
     }
     if (a.rec.preempt_ms) a.preempt_at = absl::FromUnixMillis(*a.rec.preempt_ms);
+    if (a.rec.start_failing_ms) a.start_failing_at = absl::FromUnixMillis(*a.rec.start_failing_ms);
     AddAllocLocked(std::move(a));
   }
   std::set<std::string> namespaces;

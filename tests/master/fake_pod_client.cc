@@ -107,10 +107,16 @@ absl::StatusOr<std::vector<PodState>> FakePodClient::ListPods(const std::string&
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<PodState> out;
   for (const auto& [key, pod] : pods_) {
-    if (pod["metadata"]["namespace"] == ns)
-      out.push_back(StateOf(pod, core::PodPhase::kPending, false));
+    if (pod["metadata"]["namespace"] != ns) continue;
+    out.push_back(StateOf(pod, core::PodPhase::kPending, false));
+    if (on_list_) on_list_(out.back());
   }
   return out;
+}
+
+void FakePodClient::OnList(std::function<void(PodState& listed)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_list_ = std::move(hook);
 }
 
 std::map<std::string, nlohmann::json> FakePodClient::pods() {

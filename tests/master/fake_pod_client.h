@@ -45,6 +45,9 @@ class FakePodClient final : public PodClient {
   void OnDelete(std::function<absl::Status(const std::string& name)> hook);
   // The same for SetPodLabel.
   void OnLabel(std::function<absl::Status(const std::string& name)> hook);
+  // Runs `hook` on each PodState ListPods answers (gated and Pending unless it changes them), with
+  // the fake's lock held.
+  void OnList(std::function<void(PodState& listed)> hook);
 
  private:
   // Runs the hook in member `hook` (if set) without the fake's lock.
@@ -62,6 +65,7 @@ class FakePodClient final : public PodClient {
   std::function<absl::Status(const nlohmann::json&)> on_create_;
   std::function<absl::Status(const std::string&)> on_delete_;
   std::function<absl::Status(const std::string&)> on_label_;
+  std::function<void(PodState&)> on_list_;
 };
 
 }  // namespace phalanx::master::testing

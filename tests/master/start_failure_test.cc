@@ -2,6 +2,7 @@
 // run at once; an image that cannot be pulled or a container config kubelet cannot build fails
 // it once that has lasted pod_start_failure_timeout (5m by default), unless the pod starts
 // first. The user sees why: the trial's or task's error, and the queue's pending reason meanwhile.
+#include "pqxx/pqxx"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {
@@ -121,8 +122,10 @@ TEST_F(StartFailureTest, APodThatStartsWithinTheTimeoutKeepsItsRun) {
   const std::string a = TwoPodRun(&id);
   PlayWaiting(a, "CreateContainerConfigError", "couldn't find key token in Secret gpu-ns/creds");
   EXPECT_THAT(PendingReason(), HasSubstr("CreateContainerConfigError: couldn't find key token"));
+  EXPECT_TRUE(store_->GetAllocation(a)->start_failing_ms.has_value());
   jobs_->Tick(absl::Now() + absl::Minutes(4));
   Play(a, core::PodPhase::kRunning);
+  EXPECT_FALSE(store_->GetAllocation(a)->start_failing_ms.has_value()) << "the stored clock clears";
   EXPECT_THAT(events, Contains(HasSubstr(a + ": its pods can start again")));
   jobs_->Tick(absl::Now() + absl::Minutes(10));
   EXPECT_THAT(pods_.deleted(), IsEmpty());
@@ -131,6 +134,33 @@ TEST_F(StartFailureTest, APodThatStartsWithinTheTimeoutKeepsItsRun) {
   EXPECT_EQ(trial.allocation_id(), a);
   EXPECT_EQ(trial.allocation_state(), v1::ALLOCATION_STATE_RUNNING);
   EXPECT_EQ(PendingReason(), "");
+}
+
+// The clock survives a restart of the master: a failure that began 4 minutes before fails the run
+// a minute after, not pod_start_failure_timeout after the new master first sees it.
+TEST_F(StartFailureTest, TheClockSurvivesARestartOfTheMaster) {
+  int64_t id = 0;
+  const std::string a = TwoPodRun(&id);
+  PlayWaiting(a, "ImagePullBackOff", kBackOff);
+  ASSERT_TRUE(store_->GetAllocation(a)->start_failing_ms.has_value()) << "stored";
+  pqxx::connection conn(url_);
+  pqxx::nontransaction(conn).exec_params(
+      "UPDATE allocations SET start_failing_at = now() - interval '4 minutes' WHERE id = $1", a);
+
+  server_.reset();
+  jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);
+  pods_.OnList([](PodState& listed) {
+    listed.node = "node-1";
+    listed.gated = false;
+    listed.waiting = {{.container = "phalanx-container", .reason = "ImagePullBackOff"}};
+  });
+  ASSERT_TRUE(jobs_->Recover().ok());
+  pods_.OnList(nullptr);
+  jobs_->Tick(absl::Now() + absl::Seconds(50));
+  EXPECT_EQ(store_->GetTrial(1)->state, RunState::kActive);
+  jobs_->Tick(absl::Now() + absl::Seconds(61));
+  EXPECT_THAT(pods_.deleted(), ::testing::IsSupersetOf({a + "-0", a + "-1"}));
+  EXPECT_EQ(store_->GetTrial(1)->state, RunState::kError);
 }
 
 }  // namespace
