@@ -81,11 +81,19 @@ absl::Status AdmissionLoop::Ungate(const core::PodInfo& pod) {
   return absl::OkStatus();
 }
 
-void AdmissionLoop::HoldUntilSeen(const std::string& gang,
-                                  std::vector<ReservationBook::Seat> seats) {
-  if (deps_.reservations == nullptr) return;
-  deps_.reservations->Reserve(gang, std::move(seats), deps_.now_ms(), kWriteWaitMs);
+bool AdmissionLoop::HoldUntilSeen(const core::ClusterSnapshot& snap, const std::string& gang,
+                                  std::vector<ReservationBook::Seat> seats, bool check) {
+  if (deps_.reservations == nullptr) return true;
+  if (check) {
+    if (!deps_.reservations->ReserveIfRoom(gang, std::move(seats), snap, deps_.now_ms(),
+                                           kWriteWaitMs)) {
+      return false;
+    }
+  } else {
+    deps_.reservations->Reserve(gang, std::move(seats), deps_.now_ms(), kWriteWaitMs);
+  }
   held_.insert(gang);
+  return true;
 }
 
 absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangDecision& d) {
@@ -111,7 +119,13 @@ absl::Status AdmissionLoop::Place(const core::ClusterSnapshot& snap, const std::
                                   const std::vector<const core::PodInfo*>& pods,
                                   std::vector<ReservationBook::Seat> seats, Annotations annotations,
                                   bool ungate) {
-  HoldUntilSeen(gang, seats);
+  if (!HoldUntilSeen(snap, gang, seats, /*check=*/true)) {
+    std::fprintf(stderr,
+                 "phalanx-extender: gang %s waits for the next round: capacity it was planned on "
+                 "was reserved meanwhile\n",
+                 gang.c_str());
+    return absl::OkStatus();
+  }
   annotations.emplace_back("phalanx.io/placement", "");
   absl::Status st;
   for (size_t i = 0; i < pods.size() && st.ok(); ++i) {
@@ -125,7 +139,7 @@ absl::Status AdmissionLoop::Place(const core::ClusterSnapshot& snap, const std::
     held_.erase(gang);
     return st;
   }
-  HoldUntilSeen(gang, std::move(seats));  // From the last write on.
+  HoldUntilSeen(snap, gang, std::move(seats), /*check=*/false);  // From the last write on.
   return absl::OkStatus();
 }
 

@@ -74,13 +74,18 @@ class AdmissionLoop {
   // Writes each of `pods` its seat's node as phalanx.io/placement and hostname pin, beside
   // `annotations`, then (if `ungate`) lifts the gates. The seats are held in the book until the
   // cache shows them (or kWriteWaitMs pass), so that filter does not pass other pods on capacity
-  // planned but not yet visible; they are dropped when a write fails.
+  // planned but not yet visible; they are dropped when a write fails. Nothing is written when the
+  // seats no longer fit beside the book's (HoldUntilSeen).
   absl::Status Place(const core::ClusterSnapshot& snap, const std::string& gang,
                      const std::vector<const core::PodInfo*>& pods,
                      std::vector<ReservationBook::Seat> seats, Annotations annotations,
                      bool ungate);
-  // Reserves `seats` of `gang` in the book for kWriteWaitMs from now.
-  void HoldUntilSeen(const std::string& gang, std::vector<ReservationBook::Seat> seats);
+  // Reserves `seats` of `gang` in the book for kWriteWaitMs from now. With `check`, only when they
+  // still fit on `snap` beside the live seats (a foreign gang may have reserved some since the
+  // round read the book: ReservationBook::ReserveIfRoom); false then, and the gang waits for the
+  // next round.
+  bool HoldUntilSeen(const core::ClusterSnapshot& snap, const std::string& gang,
+                     std::vector<ReservationBook::Seat> seats, bool check);
   // Labels every pod of gang `key` phalanx.io/preempt=requested, annotated preempted-by `by`: the
   // master tears the gang down and recreates it gated.
   absl::Status MarkGang(const core::ClusterSnapshot& snap, const std::string& key,

@@ -4,6 +4,16 @@
 #include <algorithm>
 
 namespace phalanx::extender {
+namespace {
+
+// Whether `seat` holds capacity `snap` does not show: its pod is not there, or neither holds
+// capacity nor has finished.
+bool Counts(const core::ClusterSnapshot& snap, const ReservationBook::Seat& seat) {
+  const core::PodInfo* pod = snap.FindPod(seat.pod_uid);
+  return pod == nullptr || (!pod->HoldsCapacity() && !pod->IsTerminal());
+}
+
+}  // namespace
 
 void ReservationBook::Reserve(const std::string& gang, std::vector<Seat> seats, int64_t now_ms,
                               int64_t ttl_ms) {
@@ -52,18 +62,37 @@ bool ReservationBook::MoveSeat(const std::string& gang, const std::string& pod_u
   return true;
 }
 
+bool ReservationBook::ReserveIfRoom(const std::string& gang, std::vector<Seat> seats,
+                                    const core::ClusterSnapshot& snap, int64_t now_ms,
+                                    int64_t ttl_ms) {
+  absl::MutexLock lock(&mu_);
+  ExpireLocked(now_ms);
+  absl::flat_hash_map<std::string, core::Resources> taken = ByNodeLocked(snap, gang);
+  for (const Seat& s : seats) {
+    if (Counts(snap, s)) taken[s.node] += s.requests;
+  }
+  for (const Seat& s : seats) {
+    const std::optional<int> i = snap.NodeIndex(s.node);
+    if (!i || !(snap.Free(*i) - taken[s.node]).IsNonNegative()) return false;
+  }
+  gangs_[gang] = Entry{std::move(seats), ttl_ms, now_ms + ttl_ms};
+  return true;
+}
+
 absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNode(
     const core::ClusterSnapshot& snap, int64_t now_ms, const std::string& except_gang) {
   absl::MutexLock lock(&mu_);
   ExpireLocked(now_ms);
+  return ByNodeLocked(snap, except_gang);
+}
+
+absl::flat_hash_map<std::string, core::Resources> ReservationBook::ByNodeLocked(
+    const core::ClusterSnapshot& snap, const std::string& except_gang) {
   absl::flat_hash_map<std::string, core::Resources> out;
   for (const auto& [gang, entry] : gangs_) {
     if (gang == except_gang) continue;
     for (const Seat& s : entry.seats) {
-      const core::PodInfo* pod = snap.FindPod(s.pod_uid);
-      if (pod == nullptr || (!pod->HoldsCapacity() && !pod->IsTerminal())) {
-        out[s.node] += s.requests;
-      }
+      if (Counts(snap, s)) out[s.node] += s.requests;
     }
   }
   return out;

@@ -33,6 +33,11 @@ class ReservationBook {
 
   // Reserves `seats` for `gang` for `ttl_ms` from `now_ms`, replacing an earlier reservation of it.
   void Reserve(const std::string& gang, std::vector<Seat> seats, int64_t now_ms, int64_t ttl_ms);
+  // Reserve, only when every seat fits on its node beside what `snap` shows there and the live
+  // seats of other gangs, checked and reserved under one lock: of two plans made at once on the
+  // same capacity, the second is refused. False, and nothing reserved, otherwise.
+  bool ReserveIfRoom(const std::string& gang, std::vector<Seat> seats,
+                     const core::ClusterSnapshot& snap, int64_t now_ms, int64_t ttl_ms);
   void Release(const std::string& gang);
   // Moves the live seat of `pod_uid` of `gang` to `node` and renews the reservation; false when
   // it has none.
@@ -61,6 +66,9 @@ class ReservationBook {
     int64_t expires_ms = 0;
   };
   void ExpireLocked(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::flat_hash_map<std::string, core::Resources> ByNodeLocked(const core::ClusterSnapshot& snap,
+                                                                 const std::string& except_gang)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The live seat of `pod_uid` of `gang`; null when it has none.
   Seat* FindSeatLocked(const std::string& gang, const std::string& pod_uid, int64_t now_ms)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -166,7 +166,10 @@ std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::Po
     seats.push_back({gang.members[m]->uid, node, gang.members[m]->requests});
     if (gang.members[m]->uid == pod.uid) mine = node;
   }
-  book_->Reserve(key, std::move(seats), now_ms, ttl_ms_);
+  if (!book_->ReserveIfRoom(key, std::move(seats), snap, now_ms, ttl_ms_)) {
+    *reason = absl::StrCat("gang ", key, " cannot be placed whole: its nodes were taken meanwhile");
+    return "";
+  }
   return mine;
 }
 

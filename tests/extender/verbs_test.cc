@@ -81,6 +81,26 @@ class ForeignGangTest : public ::testing::Test {
   Verbs verbs{gang::SlotPolicy{}, 30'000, &book};
 };
 
+// Of two plans made at once on the same capacity (the admission loop's and a filter-time gang's),
+// the one reserved second is refused, and nothing of it is kept.
+TEST_F(ForeignGangTest, ReserveIfRoomRefusesSeatsTakenMeanwhile) {
+  // gpu-node-03 has 6 GPUs free (pinned-0 holds 2).
+  ASSERT_TRUE(
+      book.ReserveIfRoom("ml/ext", {{"ext-0", "gpu-node-03", m0.requests}}, *snap, 0, 5000));
+  core::PodInfo late = PendingPod("late-0", "late", 1, 1);
+  EXPECT_FALSE(
+      book.ReserveIfRoom("ml/late", {{"late-0", "gpu-node-03", late.requests}}, *snap, 0, 5000));
+  EXPECT_FALSE(book.NodeFor("ml/late", "late-0", 0).has_value()) << "nothing reserved";
+  EXPECT_TRUE(
+      book.ReserveIfRoom("ml/late", {{"late-0", "gpu-node-01", late.requests}}, *snap, 0, 5000));
+  // A gang's own earlier seats do not stand in its way: they are replaced.
+  EXPECT_TRUE(
+      book.ReserveIfRoom("ml/ext", {{"ext-0", "gpu-node-03", m0.requests}}, *snap, 10, 5000));
+  EXPECT_FALSE(
+      book.ReserveIfRoom("ml/gone", {{"g-0", "gpu-node-99", late.requests}}, *snap, 0, 5000))
+      << "a node the snapshot does not have";
+}
+
 TEST_F(ForeignGangTest, ReservedWholeAtFilterTime) {
   // gpu-node-01 (8 free) and gpu-node-03 (6 free) take one member each.
   FilterOutcome first = verbs.Filter(*snap, m0, kNodes, 0);
