@@ -6,7 +6,9 @@
 // A seat stops counting once the snapshot shows its pod holding capacity (bound, or placed) or
 // finished. A reservation lives `ttl_ms` from when it was made or last renewed: a member passing
 // on its seat, or moving to another, renews it. The admission loop and the verbs plan around the
-// live seats. Thread-safe.
+// live seats, and reserve through ReserveIfRoom: of two plans made at once on the same capacity,
+// the later is refused and waits (the loop's gang for the next round, a filter-time gang for
+// kube-scheduler's retry). Thread-safe.
 #ifndef PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 #define PHALANX_SCHEDULER_EXTENDER_RESERVATIONS_H_
 
