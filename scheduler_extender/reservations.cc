@@ -53,10 +53,16 @@ std::optional<std::string> ReservationBook::NodeFor(const std::string& gang,
 }
 
 bool ReservationBook::MoveSeat(const std::string& gang, const std::string& pod_uid,
-                               const std::string& node, int64_t now_ms) {
+                               const std::string& node, const core::ClusterSnapshot& snap,
+                               int64_t now_ms) {
   absl::MutexLock lock(&mu_);
   Seat* seat = FindSeatLocked(gang, pod_uid, now_ms);
-  if (seat == nullptr) return false;
+  const std::optional<int> i = snap.NodeIndex(node);
+  if (seat == nullptr || !i) return false;
+  absl::flat_hash_map<std::string, core::Resources> taken = ByNodeLocked(snap, "");
+  if (seat->node != node && !(snap.Free(*i) - taken[node] - seat->requests).IsNonNegative()) {
+    return false;
+  }
   seat->node = node;
   gangs_[gang].expires_ms = now_ms + gangs_[gang].ttl_ms;
   return true;

@@ -42,9 +42,10 @@ class ReservationBook {
                      const core::ClusterSnapshot& snap, int64_t now_ms, int64_t ttl_ms);
   void Release(const std::string& gang);
   // Moves the live seat of `pod_uid` of `gang` to `node` and renews the reservation; false when
-  // it has none.
+  // it has none, or when it no longer fits there beside what `snap` shows and the live seats
+  // (checked under the lock, as ReserveIfRoom does).
   bool MoveSeat(const std::string& gang, const std::string& pod_uid, const std::string& node,
-                int64_t now_ms);
+                const core::ClusterSnapshot& snap, int64_t now_ms);
   // Renews `gang`'s reservation if it is live.
   void Renew(const std::string& gang, int64_t now_ms);
   // The node reserved for `pod_uid` of `gang`, if the reservation is live at `now_ms`.

@@ -141,7 +141,7 @@ std::string Verbs::ReserveGang(const core::ClusterSnapshot& snap, const core::Po
     // moves to an offered node with room beside every live seat; the gang's other seats stay, as
     // their pods may be binding already. With no such node it keeps its seat and waits.
     const std::string moved = OfferedSeat(snap, pod, offered, now_ms);
-    if (moved.empty() || !book_->MoveSeat(key, pod.uid, moved, now_ms)) return *seat;
+    if (moved.empty() || !book_->MoveSeat(key, pod.uid, moved, snap, now_ms)) return *seat;
     return moved;
   }
   const core::PodInfo confined = ConfinedTo(pod, offered);

@@ -101,6 +101,20 @@ TEST_F(ForeignGangTest, ReserveIfRoomRefusesSeatsTakenMeanwhile) {
       << "a node the snapshot does not have";
 }
 
+// A seat moves only to a node where it still fits beside the live seats, checked under the
+// book's lock.
+TEST_F(ForeignGangTest, ASeatMovesOnlyWhereItFits) {
+  book.Reserve("ml/ext", {{"ext-0", "gpu-node-01", m0.requests}}, 0, 5000);
+  core::PodInfo other = PendingPod("o-0", "o", 1, 4);
+  book.Reserve("ml/o", {{"o-0", "gpu-node-03", other.requests}}, 0, 5000);
+  EXPECT_FALSE(book.MoveSeat("ml/ext", "ext-0", "gpu-node-03", *snap, 10))
+      << "6 GPUs wanted, 2 left beside the other seat";
+  EXPECT_EQ(book.NodeFor("ml/ext", "ext-0", 10), "gpu-node-01");
+  book.Release("ml/o");
+  EXPECT_TRUE(book.MoveSeat("ml/ext", "ext-0", "gpu-node-03", *snap, 10));
+  EXPECT_EQ(book.NodeFor("ml/ext", "ext-0", 10), "gpu-node-03");
+}
+
 TEST_F(ForeignGangTest, ReservedWholeAtFilterTime) {
   // gpu-node-01 (8 free) and gpu-node-03 (6 free) take one member each.
   FilterOutcome first = verbs.Filter(*snap, m0, kNodes, 0);
