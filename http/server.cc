@@ -271,12 +271,13 @@ absl::Status Server::Start() {
   // IPv4 clients too when the address is "::" (IPV6_V6ONLY is off).
   if (address->ai_family == AF_INET6) flags |= MHD_USE_DUAL_STACK;
   if (tls) flags |= MHD_USE_TLS;
+  // The logger first: libmicrohttpd warns of one given later, on its own logger (stderr).
   std::vector<MHD_OptionItem> options = {
+      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::OnLog), this},
       {MHD_OPTION_SOCK_ADDR, 0, address->ai_addr},
       {MHD_OPTION_CONNECTION_TIMEOUT, kIdleTimeoutSeconds, nullptr},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(kConnectionMemory), nullptr},
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Callbacks::OnCompleted), this},
-      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::OnLog), this},
   };
   if (tls) {
     options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, tls_cert_.data()});
