@@ -8,13 +8,13 @@
 namespace phalanx::master {
 namespace {
 
-// Runs `action` on the experiment's job for an authenticated caller.
+// Runs `action` on the experiment's job for an authenticated caller: action(job_id, user).
 template <typename Action>
 grpc::Status WithExperiment(const Authenticator& auth, grpc::ServerContext* ctx, int64_t id,
                             Action action) {
   absl::StatusOr<User> user = auth.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  return ToGrpcStatus(action(ExperimentJobId(id)));
+  return ToGrpcStatus(action(ExperimentJobId(id), *user));
 }
 
 }  // namespace
@@ -76,28 +76,29 @@ grpc::Status ExperimentServiceImpl::PauseExperiment(grpc::ServerContext* ctx,
                                                     const v1::PauseExperimentRequest* req,
                                                     v1::PauseExperimentResponse*) {
   return WithExperiment(auth_, ctx, req->id(),
-                        [&](const std::string& id) { return jobs_.Pause(id); });
+                        [&](const std::string& id, const User& by) { return jobs_.Pause(id, by); });
 }
 
 grpc::Status ExperimentServiceImpl::ActivateExperiment(grpc::ServerContext* ctx,
                                                        const v1::ActivateExperimentRequest* req,
                                                        v1::ActivateExperimentResponse*) {
-  return WithExperiment(auth_, ctx, req->id(),
-                        [&](const std::string& id) { return jobs_.Activate(id); });
+  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id, const User& by) {
+    return jobs_.Activate(id, by);
+  });
 }
 
 grpc::Status ExperimentServiceImpl::KillExperiment(grpc::ServerContext* ctx,
                                                    const v1::KillExperimentRequest* req,
                                                    v1::KillExperimentResponse*) {
   return WithExperiment(auth_, ctx, req->id(),
-                        [&](const std::string& id) { return jobs_.Kill(id); });
+                        [&](const std::string& id, const User& by) { return jobs_.Kill(id, by); });
 }
 
 grpc::Status ExperimentServiceImpl::SetExperimentPriority(
     grpc::ServerContext* ctx, const v1::SetExperimentPriorityRequest* req,
     v1::SetExperimentPriorityResponse*) {
-  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id) {
-    return jobs_.SetPriority(id, req->priority());
+  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id, const User& by) {
+    return jobs_.SetPriority(id, req->priority(), by);
   });
 }
 

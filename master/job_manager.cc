@@ -241,7 +241,7 @@ absl::StatusOr<JobRecord> JobManager::GetActiveJobLocked(const std::string& job_
   return absl::FailedPreconditionError(absl::StrCat(job_id, " is ", RunStateName(job.state)));
 }
 
-absl::Status JobManager::Pause(const std::string& job_id) {
+absl::Status JobManager::Pause(const std::string& job_id, const User& by) {
   PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/false));
@@ -252,15 +252,17 @@ absl::Status JobManager::Pause(const std::string& job_id) {
   }
   job.state = RunState::kPaused;
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  EventLocked(absl::StrCat(job_id, " paused by ", by.username));
   return ReconcileLocked(job_id);
 }
 
-absl::Status JobManager::Activate(const std::string& job_id) {
+absl::Status JobManager::Activate(const std::string& job_id, const User& by) {
   PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kActive;
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  EventLocked(absl::StrCat(job_id, " activated by ", by.username));
   KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
   for (const TrialRecord& t : trials) {
     if (t.state == RunState::kPaused)
@@ -269,16 +271,17 @@ absl::Status JobManager::Activate(const std::string& job_id) {
   return ReconcileLocked(job_id);
 }
 
-absl::Status JobManager::Kill(const std::string& job_id) {
+absl::Status JobManager::Kill(const std::string& job_id, const User& by) {
   PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
   job.state = RunState::kCanceled;
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  EventLocked(absl::StrCat(job_id, " killed by ", by.username));
   return ReconcileLocked(job_id);
 }
 
-absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
+absl::Status JobManager::SetPriority(const std::string& job_id, int priority, const User& by) {
   if (priority < 0 || priority > 1000000) {
     return absl::InvalidArgumentError("priority: must be between 0 and 1000000");
   }
@@ -300,8 +303,10 @@ absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
                        "priority can only change while it is queued"));
     }
   }
+  const int from = job.priority;
   job.priority = priority;
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  EventLocked(absl::StrCat(job_id, " priority ", from, " -> ", priority, " by ", by.username));
   // Pod priority is immutable: queued gangs are replaced by gangs of the new priority. Scheduled
   // experiment gangs keep running and pick it up on their next run.
   for (Alloc* a : allocs) {
@@ -310,7 +315,8 @@ absl::Status JobManager::SetPriority(const std::string& job_id, int priority) {
   return ReconcileLocked(job_id);
 }
 
-absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::string& pool) {
+absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::string& pool,
+                                         const User& by) {
   PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
@@ -322,10 +328,13 @@ absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::s
                         ResolvePool(config_, resources, "resource_pool"));
   std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
   for (Alloc* a : allocs) {
-    if (a->rec.state != AllocState::kPending) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(job_id, " has scheduled trials; pause it before changing its pool"));
-    }
+    if (a->rec.state == AllocState::kPending) continue;
+    return absl::FailedPreconditionError(
+        job.state == RunState::kPaused
+            ? absl::StrCat(job_id, " is paused, but its trials are still stopping (", a->rec.id,
+                           " is ", AllocStateName(a->rec.state),
+                           "); change its pool once they have stopped")
+            : absl::StrCat(job_id, " has scheduled trials; pause it before changing its pool"));
   }
   // When a pod spec class sets the priority in either pool, the new pool's pods decide it, as at
   // submission; otherwise the job keeps its priority (set-priority's included).
@@ -333,12 +342,15 @@ absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::s
   const bool class_sets_priority =
       !SpecClassIn(job.resource_pool, job.slots, spec.environment, config_).empty() ||
       !SpecClassIn(target->name, job.slots, spec.environment, config_).empty();
+  const std::string from = job.resource_pool;
   job.resource_pool = target->name;
   if (class_sets_priority) {
     spec.resources.resource_pool = job.resource_pool;
     job.priority = EffectivePriority(spec.resources, spec.environment, config_);
   }
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  EventLocked(absl::StrCat(job_id, " resource pool ", from, " -> ", job.resource_pool, " by ",
+                           by.username));
   for (Alloc* a : allocs) KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
   return ReconcileLocked(job_id);
 }

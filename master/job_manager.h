@@ -115,16 +115,18 @@ class JobManager {
   absl::StatusOr<JobView> GetJob(const std::string& job_id);
   absl::StatusOr<std::pair<std::vector<JobRecord>, int>> ListJobs(const JobFilter& filter);
 
-  absl::Status Pause(const std::string& job_id);
-  absl::Status Activate(const std::string& job_id);
+  // The changes below are made for `by`, and the event log names them once stored.
+  absl::Status Pause(const std::string& job_id, const User& by);
+  absl::Status Activate(const std::string& job_id, const User& by);
   // Kills the job: its runs end and their pods are deleted once the call has released the lock
   // (a deletion the API server refuses is logged and tried again at the next Tick).
-  absl::Status Kill(const std::string& job_id);
-  absl::Status SetPriority(const std::string& job_id, int priority);
+  absl::Status Kill(const std::string& job_id, const User& by);
+  absl::Status SetPriority(const std::string& job_id, int priority, const User& by);
   // Moves `job_id` just ahead of (or behind) `anchor`, which must share its pool and priority.
-  absl::Status Move(const std::string& job_id, const std::string& anchor, bool ahead);
+  absl::Status Move(const std::string& job_id, const std::string& anchor, bool ahead,
+                    const User& by);
   // Experiments only, while none of their allocations is scheduled.
-  absl::Status SetResourcePool(const std::string& job_id, const std::string& pool);
+  absl::Status SetResourcePool(const std::string& job_id, const std::string& pool, const User& by);
   // ACTIVE jobs of `pool` (every pool when empty), pools by name, each in queue order.
   absl::StatusOr<std::vector<QueueEntry>> Queue(const std::string& pool);
   // The entries [offset, offset + limit) of Queue(pool) restricted to `states` (all when empty),

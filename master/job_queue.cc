@@ -114,7 +114,8 @@ JobManager::QueuePage JobManager::Queue(const std::string& pool,
   return page;
 }
 
-absl::Status JobManager::Move(const std::string& job_id, const std::string& anchor_id, bool ahead) {
+absl::Status JobManager::Move(const std::string& job_id, const std::string& anchor_id, bool ahead,
+                              const User& by) {
   PodsAfterUnlock relabel(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/false));
@@ -149,6 +150,8 @@ absl::Status JobManager::Move(const std::string& job_id, const std::string& anch
     return absl::FailedPreconditionError("no room between those queue positions");
   }
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
+  EventLocked(absl::StrCat(job_id, " moved ", ahead ? "ahead of " : "behind ", anchor_id, " by ",
+                           by.username));
   RelabelLaterLocked(job);
   return absl::OkStatus();
 }

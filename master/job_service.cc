@@ -19,18 +19,18 @@ absl::Status CheckPool(const MasterConfig& config, absl::string_view field,
   return FieldError(field, absl::StrCat("no resource pool named \"", pool, "\""));
 }
 
-// Applies update `u`. An INVALID_ARGUMENT names the update's field ("priority: ...").
-absl::Status ApplyUpdate(JobManager& jobs, const v1::QueueControl& u) {
+// Applies update `u` for `by`. An INVALID_ARGUMENT names the update's field ("priority: ...").
+absl::Status ApplyUpdate(JobManager& jobs, const v1::QueueControl& u, const User& by) {
   switch (u.action_case()) {
     case v1::QueueControl::kAheadOf:
-      return jobs.Move(u.job_id(), u.ahead_of(), /*ahead=*/true);
+      return jobs.Move(u.job_id(), u.ahead_of(), /*ahead=*/true, by);
     case v1::QueueControl::kBehindOf:
-      return jobs.Move(u.job_id(), u.behind_of(), /*ahead=*/false);
+      return jobs.Move(u.job_id(), u.behind_of(), /*ahead=*/false, by);
     case v1::QueueControl::kPriority:
-      return jobs.SetPriority(u.job_id(), u.priority());
+      return jobs.SetPriority(u.job_id(), u.priority(), by);
     case v1::QueueControl::kResourcePool:
       KUBE_RETURN_IF_ERROR(CheckPool(jobs.config(), "resource_pool", u.resource_pool()));
-      return jobs.SetResourcePool(u.job_id(), u.resource_pool());
+      return jobs.SetResourcePool(u.job_id(), u.resource_pool(), by);
     default:
       return absl::InvalidArgumentError("action: required");
   }
@@ -64,7 +64,7 @@ grpc::Status JobServiceImpl::UpdateJobQueue(grpc::ServerContext* ctx,
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
   for (int i = 0; i < req->updates_size(); ++i) {
-    absl::Status s = ApplyUpdate(jobs_, req->updates(i));
+    absl::Status s = ApplyUpdate(jobs_, req->updates(i), *user);
     if (absl::IsInvalidArgument(s)) {
       s = absl::InvalidArgumentError(absl::StrCat("updates[", i, "].", s.message()));
     }

@@ -83,7 +83,7 @@ grpc::Status TaskServiceImpl::KillTask(grpc::ServerContext* ctx, const v1::KillT
   if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id()); !view.ok()) {
     return ToGrpcStatus(view.status());
   }
-  return ToGrpcStatus(jobs_.Kill(req->id()));
+  return ToGrpcStatus(jobs_.Kill(req->id(), *user));
 }
 
 grpc::Status TaskServiceImpl::SetTaskPriority(grpc::ServerContext* ctx,
@@ -94,7 +94,7 @@ grpc::Status TaskServiceImpl::SetTaskPriority(grpc::ServerContext* ctx,
   if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id()); !view.ok()) {
     return ToGrpcStatus(view.status());
   }
-  return ToGrpcStatus(jobs_.SetPriority(req->id(), req->priority()));
+  return ToGrpcStatus(jobs_.SetPriority(req->id(), req->priority(), *user));
 }
 
 }  // namespace phalanx::master

@@ -11,6 +11,7 @@ namespace phalanx::master {
 namespace {
 
 using ::testing::ContainsRegex;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -98,6 +99,35 @@ TEST_F(CliTest, LoginThenManageExperimentsAndJobs) {
   EXPECT_THAT(err_, HasSubstr("INVALID_ARGUMENT: resources.slots_per_trial: 6 slots are not "
                               "divisible by max_slots_per_pod 4"));
   EXPECT_EQ(Run({"frobnicate"}), 2);
+}
+
+// Each change to a job is logged with the user who made it, once stored; a refused one is not.
+TEST_F(CliTest, ChangesToJobsAreLoggedWithTheirUser) {
+  std::vector<std::string> events;
+  jobs_->SetEventLog([&](const std::string& line) {
+    if (line.find(" by ") != std::string::npos) events.push_back(line);
+  });
+  ASSERT_EQ(Run({"login", "determined", "--password", "pw"}), 0) << err_;
+  const std::string spec = File("e.yaml", "resources: {slots_per_trial: 4, priority: 40}\n");
+  ASSERT_EQ(Run({"experiment", "create", spec}), 0) << err_;
+  ASSERT_EQ(Run({"experiment", "create", spec}), 0) << err_;
+  ASSERT_EQ(Run({"job", "move", "exp-2", "--ahead-of", "exp-1"}), 0) << err_;
+  ASSERT_EQ(Run({"job", "set-priority", "exp-1", "60"}), 0) << err_;
+  ASSERT_EQ(Run({"job", "set-pool", "exp-1", "cpu"}), 0) << err_;
+  ASSERT_EQ(Run({"experiment", "pause", "2"}), 0) << err_;
+  ASSERT_EQ(Run({"experiment", "activate", "2"}), 0) << err_;
+  ASSERT_EQ(Run({"experiment", "kill", "1"}), 0) << err_;
+  EXPECT_EQ(Run({"experiment", "kill", "1"}), 1);
+  ASSERT_EQ(Run({"cmd", "start", "--", "sleep", "30"}), 0) << err_;
+  ASSERT_EQ(Run({"cmd", "kill", "cmd-1"}), 0) << err_;
+  EXPECT_THAT(
+      events,
+      ElementsAre(
+          HasSubstr("exp-1 submitted by determined"), HasSubstr("exp-2 submitted by determined"),
+          "exp-2 moved ahead of exp-1 by determined", "exp-1 priority 40 -> 60 by determined",
+          "exp-1 resource pool gpu -> cpu by determined", "exp-2 paused by determined",
+          "exp-2 activated by determined", "exp-1 killed by determined",
+          HasSubstr("cmd-1 submitted by determined"), "cmd-1 killed by determined"));
 }
 
 TEST_F(CliTest, Tasks) {

@@ -138,7 +138,7 @@ TEST_F(ServiceTest, QueueLabelsAreSetWithoutTheLockAndRetried) {
     return std::string("no pod");
   };
   const std::string before = label_of_b();
-  ASSERT_TRUE(jobs_->Move(b.job_id(), a.job_id(), /*ahead=*/true).ok());
+  ASSERT_TRUE(jobs_->Move(b.job_id(), a.job_id(), /*ahead=*/true, admin_).ok());
   EXPECT_FALSE(other.waited_for_the_lock());
   EXPECT_EQ(other.size(), 2u);
   EXPECT_EQ(label_of_b(), before);  // Refused.
@@ -245,6 +245,31 @@ TEST_F(ServiceTest, SetPriorityIsRefusedWhenThePodSpecNamesTheClass) {
   EXPECT_EQ(Jobs()[0].priority(), 100);
 }
 
+// A pool changes only while no trial holds pods that run: a running experiment is told to pause
+// first, and a paused one whose trials are still checkpointing is told to wait for them.
+TEST_F(ServiceTest, SetPoolSaysWhatItWaitsFor) {
+  v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
+  const std::string run = Get(a.id()).trials(0).allocation_id();
+  Play(run, core::PodPhase::kRunning);
+  v1::UpdateJobQueueRequest req;
+  v1::QueueControl* u = req.add_updates();
+  u->set_job_id(a.job_id());
+  u->set_resource_pool("gpu");
+  const auto refusal = [&] {
+    grpc::Status s =
+        queue_->UpdateJobQueue(Ctx().get(), req, Ignored<v1::UpdateJobQueueResponse>());
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+    return s.error_message();
+  };
+  EXPECT_EQ(refusal(), a.job_id() + " has scheduled trials; pause it before changing its pool");
+  ASSERT_TRUE(jobs_->Pause(a.job_id(), admin_).ok());
+  EXPECT_EQ(refusal(), a.job_id() + " is paused, but its trials are still stopping (" + run +
+                           " is PREEMPTING); change its pool once they have stopped");
+  ASSERT_TRUE(jobs_->AckPreemption(run).ok());
+  ReapDeleted();
+  EXPECT_TRUE(queue_->UpdateJobQueue(Ctx().get(), req, Ignored<v1::UpdateJobQueueResponse>()).ok());
+}
+
 // A job moved to a pool whose default pod spec names a phalanx class takes that class's priority,
 // as a submission there would, and its own again when it moves back; a priority set by hand stays
 // across pools where no class is named.
@@ -267,12 +292,12 @@ resource_pools:
   const std::string id = a->job.job_id;
   auto priority = [&] { return jobs.GetJob(id)->job.priority; };
   EXPECT_EQ(priority(), 30);
-  ASSERT_TRUE(jobs.SetResourcePool(id, "a100").ok());
+  ASSERT_TRUE(jobs.SetResourcePool(id, "a100", admin_).ok());
   EXPECT_EQ(priority(), 100);
-  ASSERT_TRUE(jobs.SetResourcePool(id, "gpu").ok());
+  ASSERT_TRUE(jobs.SetResourcePool(id, "gpu", admin_).ok());
   EXPECT_EQ(priority(), 30);
-  ASSERT_TRUE(jobs.SetPriority(id, 70).ok());
-  ASSERT_TRUE(jobs.SetResourcePool(id, "gpu2").ok());
+  ASSERT_TRUE(jobs.SetPriority(id, 70, admin_).ok());
+  ASSERT_TRUE(jobs.SetResourcePool(id, "gpu2", admin_).ok());
   EXPECT_EQ(priority(), 70);
 }
 
@@ -370,7 +395,7 @@ TEST_F(ServiceTest, MoveDuringPodCreationRelabelsThePods) {
   pods_.OnCreate([&](const nlohmann::json& pod) {
     if (pod["metadata"]["labels"][std::string(kube::kJobIdLabel)] == "exp-2" &&
         !moved.exchange(true)) {
-      move = jobs_->Move("exp-2", "exp-1", /*ahead=*/true);
+      move = jobs_->Move("exp-2", "exp-1", /*ahead=*/true, admin_);
     }
     return absl::OkStatus();
   });

@@ -237,7 +237,7 @@ TEST_F(ServiceTest, AKillWhoseTrialsCouldNotBeEndedEndsThemAtTheNextTick) {
   const v1::Experiment exp = Create("resources: {slots_per_trial: 4}\n");
   Play(Get(exp.id()).trials(0).allocation_id(), core::PodPhase::kRunning);
   RefuseUpdates(url_, "trials", true);
-  EXPECT_FALSE(jobs_->Kill(exp.job_id()).ok());
+  EXPECT_FALSE(jobs_->Kill(exp.job_id(), admin_).ok());
   RefuseUpdates(url_, "trials", false);
   jobs_->Tick(absl::Now());
   ReapDeleted();

@@ -67,6 +67,8 @@ class ServiceTest : public ::testing::Test {
  protected:
   using FakePodClient = testing::FakePodClient;
 
+  const User admin_{.username = "admin"};  // Who the tests' direct JobManager calls act for.
+
   void SetUp() override {
     url_ = testing::FreshDatabaseUrl();
     ASSERT_FALSE(url_.empty());

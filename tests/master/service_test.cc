@@ -310,12 +310,12 @@ resources: {slots_per_trial: 4}
   v1::GetExperimentResponse got = Get(exp.id());
   Play(got.trials(0).allocation_id(), core::PodPhase::kRunning, /*preempt=*/true);
   Play(got.trials(1).allocation_id(), core::PodPhase::kRunning);
-  ASSERT_TRUE(jobs_->Pause(exp.job_id()).ok());
+  ASSERT_TRUE(jobs_->Pause(exp.job_id(), admin_).ok());
   got = Get(exp.id());
   EXPECT_EQ(got.trials(0).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
   EXPECT_EQ(got.trials(1).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
   EXPECT_TRUE(pods_.deleted().empty());
-  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  ASSERT_TRUE(jobs_->Kill(exp.job_id(), admin_).ok());
   EXPECT_TRUE(pods_.pods().empty());
   ReapDeleted();
   EXPECT_EQ(Get(exp.id()).experiment().state(), v1::EXPERIMENT_STATE_CANCELED);
@@ -330,7 +330,7 @@ TEST_F(ServiceTest, PodsAreDeletedWithoutTheManagerLock) {
     other.ReadOnce();
     return absl::OkStatus();
   });
-  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  ASSERT_TRUE(jobs_->Kill(exp.job_id(), admin_).ok());
   EXPECT_FALSE(other.waited_for_the_lock());
   EXPECT_EQ(other.size(), 0u);  // The kill was recorded before its pods went.
   EXPECT_TRUE(pods_.pods().empty());
@@ -348,7 +348,7 @@ TEST_F(ServiceTest, FailedPodDeletionIsRetriedAtTheNextTick) {
   pods_.OnDelete([&](const std::string&) {
     return ++calls == 1 ? absl::UnavailableError("API server down") : absl::OkStatus();
   });
-  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  ASSERT_TRUE(jobs_->Kill(exp.job_id(), admin_).ok());
   EXPECT_EQ(pods_.pods().size(), 1u);
   EXPECT_THAT(events, Contains(HasSubstr("API server down; tried again at the next tick")));
   jobs_->Tick(absl::Now());
@@ -369,7 +369,7 @@ TEST_F(ServiceTest, PodsAreCreatedWithoutTheManagerLock) {
     const std::string job = pod["metadata"]["labels"]["phalanx.io/job-id"];
     other = std::async(std::launch::async, [&, job] {
       queued = jobs_->Queue("")->size();
-      return jobs_->Kill(job);
+      return jobs_->Kill(job, admin_);
     });
     if (other.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
       return absl::DeadlineExceededError("the manager's lock is held while pods are created");
@@ -424,7 +424,7 @@ TEST_F(ServiceTest, PodsOfASubmissionAreCreatedSideBySide) {
 
   InFlight deletions(4);  // And a killed gang's pods are deleted side by side.
   pods_.OnDelete([&](const std::string&) { return deletions.Enter(); });
-  ASSERT_TRUE(jobs_->Kill(exp.job_id()).ok());
+  ASSERT_TRUE(jobs_->Kill(exp.job_id(), admin_).ok());
   EXPECT_EQ(deletions.most(), 4);
   EXPECT_TRUE(pods_.pods().empty());
 }
@@ -473,7 +473,7 @@ TEST_F(ServiceTest, CommandsOnAJobBeingSubmittedAreRefused) {
     return jobs_->CreateExperiment("resources: {slots_per_trial: 4}\n", admin, true).status();
   });
   ASSERT_TRUE(testing::WaitForALockWaiter(url_)) << "the submission never reached its commit";
-  auto kill = std::async(std::launch::async, [&] { return jobs_->Kill("exp-1"); });
+  auto kill = std::async(std::launch::async, [&] { return jobs_->Kill("exp-1", admin_); });
   const bool answered = kill.wait_for(std::chrono::seconds(3)) == std::future_status::ready;
   hold.commit();  // The submission goes on.
   const absl::Status killed = kill.get();
