@@ -4,6 +4,7 @@
 // the usage on stdout; without --config it goes to stderr, with exit status 2.
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -35,25 +36,59 @@ int Fail(const std::string& what, const absl::Status& status) {
   return 1;
 }
 
-// The value of `--name VALUE` or `--name=VALUE`; "" when absent.
-std::string Flag(int argc, char** argv, const std::string& name) {
-  const std::string flag = "--" + name;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == flag && i + 1 < argc) return argv[i + 1];
-    if (absl::StartsWith(arg, flag + "=")) return arg.substr(flag.size() + 1);
-  }
-  return "";
-}
+// The command line. Flags take `--name VALUE` or `--name=VALUE`.
+struct Args {
+  bool check_config = false;
+  std::string config;
+  std::string listen;          // HOST:PORT; "" for the config's port.
+  std::string metrics_listen;  // HOST:PORT; "" for the config's metrics_port.
+};
 
-// "host:port" (port 0 when missing or not a number).
-std::pair<std::string, int> SplitHostPort(const std::string& address) {
+// "host:port" split, or an error naming `flag` unless the port is a number 0-65535.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& flag,
+                                                          const std::string& address) {
   const size_t colon = address.rfind(':');
   int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
-    return {address, 0};
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": expected HOST:PORT with a port of 0-65535, got \"", address, "\""));
   }
-  return {address.substr(0, colon), port};
+  return std::pair<std::string, int>{address.substr(0, colon), port};
+}
+
+// The command line after the program's name (--help and -h aside); an error names the flag or
+// argument it refuses.
+absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
+  Args out;
+  const std::map<std::string, std::string*> valued = {{"--config", &out.config},
+                                                      {"--listen", &out.listen},
+                                                      {"--metrics-listen", &out.metrics_listen}};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--check-config") {
+      out.check_config = true;
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    auto it = valued.find(name);
+    if (it == valued.end()) {
+      return absl::InvalidArgumentError(absl::StartsWith(arg, "-")
+                                            ? absl::StrCat("unknown flag \"", name, "\"")
+                                            : absl::StrCat("unexpected argument \"", arg, "\""));
+    }
+    if (eq == std::string::npos && i + 1 == argc) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": needs a value"));
+    }
+    *it->second = eq == std::string::npos ? argv[++i] : arg.substr(eq + 1);
+  }
+  for (const auto& [flag, address] :
+       {std::pair{"--listen", out.listen}, std::pair{"--metrics-listen", out.metrics_listen}}) {
+    if (address.empty()) continue;
+    if (absl::Status s = SplitHostPort(flag, address).status(); !s.ok()) return s;
+  }
+  return out;
 }
 
 // The chart starts the database next to the master: wait for it (up to 5 minutes).
@@ -93,14 +128,15 @@ int Run(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  const std::string path = Flag(argc, argv, "config");
-  if (path.empty()) {
+  absl::StatusOr<Args> args = ParseArgs(argc, argv);
+  if (!args.ok() || args->config.empty()) {
+    if (!args.ok())
+      std::fprintf(stderr, "phalanx-master: %s\n", std::string(args.status().message()).c_str());
     std::fputs(kUsage, stderr);
     return 2;
   }
-  if (HasArg(argc, argv, "--check-config")) return CheckConfig(path);
-  const std::string listen = Flag(argc, argv, "listen");
-  absl::StatusOr<MasterConfig> config = LoadMasterConfig(path);
+  if (args->check_config) return CheckConfig(args->config);
+  absl::StatusOr<MasterConfig> config = LoadMasterConfig(args->config);
   if (!config.ok()) return Fail("invalid config", config.status());
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(config->db);
   if (!store.ok()) return Fail("database", store.status());
@@ -128,17 +164,16 @@ int Run(int argc, char** argv) {
     metrics.Update(jobs.Stats(), queue.ok() ? *queue : std::vector<QueueEntry>{});
     return metrics.Serialize();
   });
-  const std::string metrics_listen = Flag(argc, argv, "metrics-listen");
   const std::pair<std::string, int> metrics_address =
-      metrics_listen.empty() ? std::pair<std::string, int>{"0.0.0.0", config->metrics_port}
-                             : SplitHostPort(metrics_listen);
+      args->metrics_listen.empty() ? std::pair<std::string, int>{"0.0.0.0", config->metrics_port}
+                                   : *SplitHostPort("--metrics-listen", args->metrics_listen);
   if (absl::Status s = metrics_server.Start(metrics_address.first, metrics_address.second);
       !s.ok()) {
     return Fail("starting the metrics server", s);
   }
-  absl::StatusOr<std::unique_ptr<MasterServer>> server =
-      MasterServer::Start(listen.empty() ? absl::StrCat("0.0.0.0:", config->port) : listen,
-                          config->tls, **store, jobs, &metrics);
+  absl::StatusOr<std::unique_ptr<MasterServer>> server = MasterServer::Start(
+      args->listen.empty() ? absl::StrCat("0.0.0.0:", config->port) : args->listen, config->tls,
+      **store, jobs, &metrics);
   if (!server.ok()) return Fail("starting the gRPC server", server.status());
   std::fprintf(stderr, "phalanx-master: serving on port %d, metrics on port %d\n",
                (*server)->port(), metrics_server.port());

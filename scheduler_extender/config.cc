@@ -269,13 +269,15 @@ absl::Status Validate(const ExtenderConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status UnknownSetting(absl::string_view key) {
+  return absl::InvalidArgumentError(absl::StrCat("unknown setting \"", key, "\""));
+}
+
 }  // namespace
 
 absl::Status ApplySetting(absl::string_view key, absl::string_view value, ExtenderConfig& config) {
   auto it = Settings().find(key);
-  if (it == Settings().end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown setting \"", key, "\""));
-  }
+  if (it == Settings().end()) return UnknownSetting(key);
   return it->second.set(value, config);
 }
 
@@ -339,6 +341,9 @@ absl::StatusOr<ExtenderConfig> LoadConfig(const std::vector<std::string>& args) 
       flags.push_back({key, std::string(a.substr(eq + 1))});
     } else if (i + 1 < args.size()) {
       flags.push_back({key, args[++i]});
+    } else if (key != "config" && !Settings().contains(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag --", a, ": ", UnknownSetting(key).message()));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("flag --", a, " needs a value"));
     }

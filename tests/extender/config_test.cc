@@ -89,6 +89,13 @@ TEST(ConfigTest, FlagsOverrideTheFile) {
             "config file /nonexistent.yaml cannot be read");
   EXPECT_EQ(LoadConfig({"--tls-cert-file=a.pem"}).status().message(),
             "tls_cert_file and tls_key_file must be set together");
+  EXPECT_EQ(LoadConfig({"--bogus", "x"}).status().message(),
+            "flag --bogus: unknown setting \"bogus\"");
+  // Last, without a value: unknown, or known and missing its value.
+  EXPECT_EQ(LoadConfig({"--max-slots-per-pod=4", "--no-such-flag"}).status().message(),
+            "flag --no-such-flag: unknown setting \"no_such_flag\"");
+  EXPECT_EQ(LoadConfig({"--max-slots-per-pod"}).status().message(),
+            "flag --max-slots-per-pod needs a value");
 }
 
 TEST(ConfigTest, PoolMaxSlotsPerPodFlagTakesAYamlMapping) {

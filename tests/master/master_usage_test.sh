@@ -1,6 +1,7 @@
 #!/bin/sh
 # phalanx-master's command line: --help and -h print the usage on stdout and exit 0; without
-# --config the usage goes to stderr and the exit status is 2; --check-config validates the file. $1: the phalanx-master binary.
+# --config, or with a flag or argument it refuses (named on stderr), the usage goes to stderr and
+# the exit status is 2; --check-config validates the file. $1: the phalanx-master binary.
 set -u
 master=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -22,6 +23,25 @@ printf 'max_slots_per_pod: 8\nresource_pools: [{pool_name: default, kubernetes_n
   >"$dir/ok.yaml"
 out=$("$master" --config "$dir/ok.yaml" --check-config) || fail "--check-config of a good file: exit $?"
 case $out in *"is valid"*) ;; *) fail "--check-config of a good file: $out" ;; esac
+# refused WANT ARGS...: the command line ARGS is refused with exit status 2, and stderr names WANT
+# before the usage.
+refused() {
+  want=$1
+  shift
+  err=$("$master" "$@" 2>&1 >/dev/null)
+  status=$?
+  [ "$status" -eq 2 ] || fail "$*: exit $status, want 2"
+  case $err in "phalanx-master: $want"*"usage: phalanx-master"*) ;; *) fail "$*: $err" ;; esac
+}
+ok="$dir/ok.yaml"
+refused 'unknown flag "--listne"' --config "$ok" --listne 0.0.0.0:1
+refused 'unexpected argument "extra"' --config "$ok" --check-config extra
+refused '--listen: needs a value' --config "$ok" --listen
+refused '--listen: expected HOST:PORT with a port of 0-65535, got "127.0.0.1"' \
+  --config "$ok" --listen 127.0.0.1
+refused '--metrics-listen: expected HOST:PORT with a port of 0-65535, got ":70000"' \
+  --config "$ok" --metrics-listen=:70000
+out=$("$master" --config="$ok" --listen 127.0.0.1:1 --check-config) || fail "flags before --check-config: exit $?"
 printf 'max_slots_per_pod: eight\n' >"$dir/bad.yaml"
 err=$("$master" --config "$dir/bad.yaml" --check-config 2>&1)
 status=$?
