@@ -1,9 +1,12 @@
 // Parsing and validation of master.yaml (see config.h).
 #include "master/config.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/quantity.h"
@@ -26,6 +29,35 @@ absl::StatusOr<int> IntUpTo(const YamlMap& m, absl::string_view key, int fallbac
     return FieldError(m.FieldPath(key), absl::StrCat("must be between 1 and ", max, ", got ", *v));
   }
   return static_cast<int>(*v);
+}
+
+// Kubernetes' shape for a name of 1-63 characters: letters (lowercase only when `lower`) and
+// digits, and `punctuation` inside. Label values take "-_.", namespaces (DNS labels) "-" only.
+bool IsKubeName(absl::string_view v, bool lower, absl::string_view punctuation) {
+  auto alnum = [lower](char c) {
+    return absl::ascii_isdigit(c) || (lower ? absl::ascii_islower(c) : absl::ascii_isalpha(c));
+  };
+  if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) return false;
+  return std::all_of(v.begin(), v.end(),
+                     [&](char c) { return alnum(c) || absl::StrContains(punctuation, c); });
+}
+
+// A pool's name labels its pods, and its namespace holds them: both must be what Kubernetes takes.
+absl::Status CheckPoolNames(const YamlMap& m, const ResourcePoolConfig& pool) {
+  if (!IsKubeName(pool.name, /*lower=*/false, "-_.")) {
+    return FieldError(m.FieldPath("pool_name"),
+                      absl::StrCat("must be 1-63 letters, digits, '-', '_' or '.', beginning and "
+                                   "ending with a letter or digit (it labels the pool's pods), "
+                                   "got \"",
+                                   pool.name, "\""));
+  }
+  if (!IsKubeName(pool.ns, /*lower=*/true, "-")) {
+    return FieldError(m.FieldPath("kubernetes_namespace"),
+                      absl::StrCat("must be a namespace name: 1-63 lowercase letters, digits or "
+                                   "'-', beginning and ending with a letter or digit, got \"",
+                                   pool.ns, "\""));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<DbConfig> ParseDb(const YamlMap& m) {
@@ -58,6 +90,7 @@ absl::StatusOr<ResourcePoolConfig> ParsePool(const YamlMap& m) {
   KUBE_ASSIGN_OR_RETURN(pool.name, m.RequiredString("pool_name"));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> ns, m.String("kubernetes_namespace"));
   pool.ns = ns.value_or(pool.ns);
+  KUBE_RETURN_IF_ERROR(CheckPoolNames(m, pool));
   if (m.Has("max_slots_per_pod")) {
     KUBE_ASSIGN_OR_RETURN(pool.max_slots_per_pod,
                           IntUpTo(m, "max_slots_per_pod", 0, kMaxSlotsPerPodCap));
