@@ -191,6 +191,13 @@ class RequiredValues(unittest.TestCase):
         self.assertFails({**REQUIRED, "resourcePools": [{"pool_name": "a"}, {"pool_name": "a"}]},
                          'resourcePools: pool_name "a" appears twice')
 
+    def test_pool_names_and_namespaces_are_what_kubernetes_takes(self):
+        self.assertFails({**REQUIRED, "resourcePools": [{"pool_name": "A100 GPUs"}]},
+                         "at '/resourcePools/0/pool_name'")
+        self.assertFails({**REQUIRED, "resourcePools": [{"pool_name": "a" * 64}]}, "at '/resourcePools/0/pool_name'")
+        self.assertFails({**REQUIRED, "resourcePools": [{"pool_name": "a", "kubernetes_namespace": "Team_A"}]},
+                         "at '/resourcePools/0/kubernetes_namespace'")
+
     def test_schema_rejects_misspelled_keys_and_unknown_choices(self):
         self.assertFails({**REQUIRED, "maxSlotPerPod": 8}, "additional properties 'maxSlotPerPod' not allowed")
         self.assertFails({**REQUIRED, "slotType": "tpu"}, "slotType")
