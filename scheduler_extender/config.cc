@@ -155,25 +155,36 @@ struct Setting {
   const char* help;  // For --help: the value, then what it sets.
   Shower show;       // For --help: the default, shown from a default ExtenderConfig.
 };
+using Entry = std::pair<const std::string, Setting>;
+
+// Table entries of a field set from its key's value as is.
+Entry IntEntry(const char* key, int64_t min, int64_t ExtenderConfig::*field, const char* help) {
+  return {key, {Int(min, field, key), help, ShowInt(field)}};
+}
+
+Entry BoolEntry(const char* key, bool ExtenderConfig::*field, const char* help) {
+  return {key, {Bool(field, key), help, ShowBool(field)}};
+}
+
+Entry StrEntry(const char* key, std::string ExtenderConfig::*field, const char* help) {
+  return {key, {Str(field), help, ShowStr(field)}};
+}
+
+Entry HostPortEntry(const char* key, std::string ExtenderConfig::*host, int ExtenderConfig::*port,
+                    const char* help) {
+  return {key, {HostPort(key, host, port), help, ShowHostPort(host, port)}};
+}
 
 const std::map<std::string, Setting, std::less<>>& Settings() {
   static const auto* settings = new std::map<std::string, Setting, std::less<>>{
-      {"listen",
-       {HostPort("listen", &ExtenderConfig::listen_host, &ExtenderConfig::listen_port),
-        "HOST:PORT: where to serve the extender verbs",
-        ShowHostPort(&ExtenderConfig::listen_host, &ExtenderConfig::listen_port)}},
-      {"status_listen",
-       {HostPort("status_listen", &ExtenderConfig::status_host, &ExtenderConfig::status_port),
-        "HOST:PORT: also serve GET /metrics /healthz /readyz /debug/queue here, plain HTTP "
-        "(for Prometheus and probes when listen is on localhost)",
-        ShowHostPort(&ExtenderConfig::status_host, &ExtenderConfig::status_port)}},
-      {"tls_cert_file",
-       {Str(&ExtenderConfig::tls_cert_file),
-        "FILE: PEM certificate; serve HTTPS (with tls_key_file)",
-        ShowStr(&ExtenderConfig::tls_cert_file)}},
-      {"tls_key_file",
-       {Str(&ExtenderConfig::tls_key_file), "FILE: PEM key of tls_cert_file",
-        ShowStr(&ExtenderConfig::tls_key_file)}},
+      HostPortEntry("listen", &ExtenderConfig::listen_host, &ExtenderConfig::listen_port,
+                    "HOST:PORT: where to serve the extender verbs"),
+      HostPortEntry("status_listen", &ExtenderConfig::status_host, &ExtenderConfig::status_port,
+                    "HOST:PORT: also serve GET /metrics /healthz /readyz /debug/queue here, plain "
+                    "HTTP (for Prometheus and probes when listen is on localhost)"),
+      StrEntry("tls_cert_file", &ExtenderConfig::tls_cert_file,
+               "FILE: PEM certificate; serve HTTPS (with tls_key_file)"),
+      StrEntry("tls_key_file", &ExtenderConfig::tls_key_file, "FILE: PEM key of tls_cert_file"),
       {"max_body_bytes",
        {Int(1024, &ExtenderConfig::max_body_bytes, "max_body_bytes"),
         "N >= 1024: largest request body accepted",
@@ -183,41 +194,24 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
                      ? absl::StrCat(c.max_body_bytes, " (", c.max_body_bytes / mib, " MiB)")
                      : absl::StrCat(c.max_body_bytes);
         }}},
-      {"kubeconfig",
-       {Str(&ExtenderConfig::kubeconfig),
-        "FILE: API server access (else $KUBECONFIG, else in-cluster, else ~/.kube/config)",
-        ShowStr(&ExtenderConfig::kubeconfig)}},
-      {"bind",
-       {Bool(&ExtenderConfig::bind, "bind"), "true|false: serve the bind verb",
-        ShowBool(&ExtenderConfig::bind)}},
-      {"preemption",
-       {Bool(&ExtenderConfig::preemption, "preemption"),
-        "true|false: preempt lower-priority gangs for the queue head",
-        ShowBool(&ExtenderConfig::preemption)}},
-      {"backfill",
-       {Bool(&ExtenderConfig::backfill, "backfill"),
-        "true|false: run gangs behind a blocked head on capacity not reserved for it",
-        ShowBool(&ExtenderConfig::backfill)}},
-      {"reservation_ttl_ms",
-       {Int(1, &ExtenderConfig::reservation_ttl_ms, "reservation_ttl_ms"),
-        "MS >= 1: a filter-time reservation lives this long after its last use",
-        ShowInt(&ExtenderConfig::reservation_ttl_ms)}},
-      {"refused_placement_timeout_ms",
-       {Int(0, &ExtenderConfig::refused_placement_timeout_ms, "refused_placement_timeout_ms"),
-        "MS: re-plan a gang off a node where kube-scheduler refuses a member this long "
-        "although it fits (0: never)",
-        ShowInt(&ExtenderConfig::refused_placement_timeout_ms)}},
-      {"avoid_node_memory_ms",
-       {Int(1, &ExtenderConfig::avoid_node_memory_ms, "avoid_node_memory_ms"),
-        "MS >= 1: work stays off a node that refused it this long after the last refusal",
-        ShowInt(&ExtenderConfig::avoid_node_memory_ms)}},
-      {"resync_ms",
-       {Int(10, &ExtenderConfig::resync_ms, "resync_ms"),
-        "MS >= 10: admission rounds run at least this often", ShowInt(&ExtenderConfig::resync_ms)}},
-      {"best_fit_candidates",
-       {Int(0, &ExtenderConfig::best_fit_candidates, "best_fit_candidates"),
-        "N: filter passes at most N best-fitting nodes (0: every fitting node)",
-        ShowInt(&ExtenderConfig::best_fit_candidates)}},
+      StrEntry("kubeconfig", &ExtenderConfig::kubeconfig,
+               "FILE: API server access (else $KUBECONFIG, else in-cluster, else ~/.kube/config)"),
+      BoolEntry("bind", &ExtenderConfig::bind, "true|false: serve the bind verb"),
+      BoolEntry("preemption", &ExtenderConfig::preemption,
+                "true|false: preempt lower-priority gangs for the queue head"),
+      BoolEntry("backfill", &ExtenderConfig::backfill,
+                "true|false: run gangs behind a blocked head on capacity not reserved for it"),
+      IntEntry("reservation_ttl_ms", 1, &ExtenderConfig::reservation_ttl_ms,
+               "MS >= 1: a filter-time reservation lives this long after its last use"),
+      IntEntry("refused_placement_timeout_ms", 0, &ExtenderConfig::refused_placement_timeout_ms,
+               "MS: re-plan a gang off a node where kube-scheduler refuses a member this long "
+               "although it fits (0: never)"),
+      IntEntry("avoid_node_memory_ms", 1, &ExtenderConfig::avoid_node_memory_ms,
+               "MS >= 1: work stays off a node that refused it this long after the last refusal"),
+      IntEntry("resync_ms", 10, &ExtenderConfig::resync_ms,
+               "MS >= 10: admission rounds run at least this often"),
+      IntEntry("best_fit_candidates", 0, &ExtenderConfig::best_fit_candidates,
+               "N: filter passes at most N best-fitting nodes (0: every fitting node)"),
       {"slot_type",
        {SetSlotType, "gpu|cpu: what one slot is",
         [](const ExtenderConfig& c) {

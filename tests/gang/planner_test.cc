@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "tests/testing/fixtures.h"
 
 namespace phalanx::gang {
@@ -25,6 +27,22 @@ struct Case {
 };
 
 class PlannerTableTest : public ::testing::TestWithParam<Case> {};
+
+// The node of each member of gang `key` as planned on the free capacity of `snap`; none when the
+// gang is not placed.
+std::vector<int> PlacedOn(const core::ClusterSnapshot& snap, const std::string& key) {
+  GangPlan plan = GangPlanner(snap, SlotPolicy{}).Plan(*snap.FindGang(key), FreeCapacity(snap));
+  return plan.placed() ? plan.nodes : std::vector<int>{};
+}
+
+// Adds gang `name`: one gated 4-GPU pod, as `edit` changes it.
+void AddOnePodGang(core::SnapshotBuilder& b, const std::string& name,
+                   const std::function<void(core::PodInfo&)>& edit) {
+  for (core::PodInfo p : GatedGang({.name = name, .pods = 1, .gpus_per_pod = 4})) {
+    edit(p);
+    b.UpsertPod(std::move(p));
+  }
+}
 
 TEST_P(PlannerTableTest, Plans) {
   const Case& c = GetParam();
@@ -156,10 +174,7 @@ TEST(PlannerTest, RespectsSelectorsAndTaints) {
     b.UpsertPod(std::move(p));
   }
   auto snap = b.Build();
-  GangPlanner planner(*snap, SlotPolicy{});
-  GangPlan plan = planner.Plan(*snap->FindGang("default/j"), FreeCapacity(*snap));
-  ASSERT_TRUE(plan.placed());
-  EXPECT_EQ(plan.nodes, (std::vector<int>{1, 1}));  // only b matches the selector
+  EXPECT_EQ(PlacedOn(*snap, "default/j"), (std::vector<int>{1, 1}));  // only b matches
 }
 
 // Required node affinity as a seeds' resource pool sets it (zone In [...]): the gang goes to the
@@ -189,21 +204,11 @@ TEST(PlannerTest, RespectsRequiredNodeAffinity) {
                                                          .op = core::NodeRequirement::Operator::kIn,
                                                          .values = {z}}}};
   };
-  for (const auto& [gang, z] :
-       {std::pair{"west", "antarctica-west1"}, {"east", "antarctica-east1"}}) {
-    for (core::PodInfo p : GatedGang({.name = gang, .pods = 1, .gpus_per_pod = 4})) {
-      p.node_affinity = {zone(z)};
-      b.UpsertPod(std::move(p));
-    }
-  }
+  AddOnePodGang(b, "west", [&](core::PodInfo& p) { p.node_affinity = {zone("antarctica-west1")}; });
+  AddOnePodGang(b, "east", [&](core::PodInfo& p) { p.node_affinity = {zone("antarctica-east1")}; });
   auto snap = b.Build();
-  GangPlanner planner(*snap, SlotPolicy{});
-  GangPlan west = planner.Plan(*snap->FindGang("default/west"), FreeCapacity(*snap));
-  ASSERT_TRUE(west.placed());
-  EXPECT_EQ(west.nodes, (std::vector<int>{0}));
-  GangPlan east = planner.Plan(*snap->FindGang("default/east"), FreeCapacity(*snap));
-  ASSERT_TRUE(east.placed());
-  EXPECT_EQ(east.nodes, (std::vector<int>{1}));
+  EXPECT_EQ(PlacedOn(*snap, "default/west"), (std::vector<int>{0}));
+  EXPECT_EQ(PlacedOn(*snap, "default/east"), (std::vector<int>{1}));
 }
 
 // Two gangs alike but for the nodes one avoids: each gets its own eligible nodes.
@@ -211,20 +216,11 @@ TEST(PlannerTest, RespectsAvoidedNodes) {
   core::SnapshotBuilder b;
   for (const char* name : {"a", "b", "c"}) b.UpsertNode(GpuNode(name, 8));
   b.UpsertPod(BusyOn("b"));  // b is the best fit for 4 GPUs.
-  for (const char* gang : {"plain", "avoiding"}) {
-    for (core::PodInfo p : GatedGang({.name = gang, .pods = 1, .gpus_per_pod = 4})) {
-      if (std::string(gang) == "avoiding") p.avoid_nodes = {"b"};
-      b.UpsertPod(std::move(p));
-    }
-  }
+  AddOnePodGang(b, "plain", [](core::PodInfo&) {});
+  AddOnePodGang(b, "avoiding", [](core::PodInfo& p) { p.avoid_nodes = {"b"}; });
   auto snap = b.Build();
-  GangPlanner planner(*snap, SlotPolicy{});
-  GangPlan plain = planner.Plan(*snap->FindGang("default/plain"), FreeCapacity(*snap));
-  ASSERT_TRUE(plain.placed());
-  EXPECT_EQ(plain.nodes, (std::vector<int>{1}));
-  GangPlan avoiding = planner.Plan(*snap->FindGang("default/avoiding"), FreeCapacity(*snap));
-  ASSERT_TRUE(avoiding.placed());
-  EXPECT_EQ(avoiding.nodes, (std::vector<int>{0}));
+  EXPECT_EQ(PlacedOn(*snap, "default/plain"), (std::vector<int>{1}));
+  EXPECT_EQ(PlacedOn(*snap, "default/avoiding"), (std::vector<int>{0}));
 }
 
 // A gang that waits says which nodes it avoids.
