@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,7 @@ class Round {
         pending_(snapshot.Gangs(core::ClusterSnapshot::GangFilter::kPending)) {
     for (const Gang& g : snapshot.Gangs(core::ClusterSnapshot::GangFilter::kMarked)) {
       if (!g.Running() || g.preempted_by.empty()) continue;
+      exiting_[g.preempted_by].insert(g.key);
       for (const core::PodInfo* p : g.members) {
         std::optional<int> n = snap_.NodeIndex(p->AssignedNode());
         if (n) incoming_[g.preempted_by].push_back({*n, p->requests});
@@ -179,8 +181,19 @@ class Round {
     }
     claimed_.insert(victims.begin(), victims.end());
     for (const Gang* v : victims) d.victims.push_back(v->key);
-    d.reason = victims.empty() ? "waiting for preempted gangs to exit; their capacity is reserved"
+    d.reason = victims.empty() ? WaitingForVictims(g)
                                : absl::StrCat("preempting ", absl::StrJoin(d.victims, ", "));
+  }
+
+  // The reason of a gang whose victims, marked in earlier rounds, are still running.
+  std::string WaitingForVictims(const Gang& g) const {
+    auto it = exiting_.find(g.key);
+    const std::string gangs =
+        it == exiting_.end()
+            ? "preempted gangs"
+            : absl::StrCat(it->second.size() == 1 ? "preempted gang " : "preempted gangs ",
+                           absl::StrJoin(it->second, ", "));
+    return absl::StrCat("waiting for ", gangs, " to exit; their capacity is reserved");
   }
 
   // The first waiting gang ahead that `g`'s plan would pass without being able to reclaim it, or
@@ -295,6 +308,8 @@ class Round {
   std::vector<Gang> pending_;
   absl::flat_hash_set<const Gang*> claimed_;  // Victims taken this round.
   absl::flat_hash_map<std::string, std::vector<std::pair<int, core::Resources>>> incoming_;
+  // By preemptor: its victims marked in earlier rounds that still run, by key.
+  absl::flat_hash_map<std::string, absl::btree_set<std::string>> exiting_;
   std::vector<Block> blocks_;
   absl::flat_hash_map<const std::vector<int>*, size_t> block_index_;
   absl::flat_hash_map<std::string, int32_t> failed_;

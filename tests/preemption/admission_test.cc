@@ -326,7 +326,8 @@ TEST(AdmissionTest, APreemptorKeepsToItsReservedNodeWhicheverVictimPodExitsFirst
     high = FindDecision(r, "default/high");
     if (!reserved_first) {
       EXPECT_EQ(high->verdict, Verdict::kPreempt) << "the freed node is not the reserved one";
-      EXPECT_EQ(high->reason, "waiting for preempted gangs to exit; their capacity is reserved");
+      EXPECT_EQ(high->reason,
+                "waiting for preempted gang default/low to exit; their capacity is reserved");
       c.ExitPodOn("default/low", reserved);
       r = c.Step({});
       high = FindDecision(r, "default/high");
