@@ -188,12 +188,13 @@ class Round {
   // The reason of a gang whose victims, marked in earlier rounds, are still running.
   std::string WaitingForVictims(const Gang& g) const {
     auto it = exiting_.find(g.key);
-    const std::string gangs =
-        it == exiting_.end()
-            ? "preempted gangs"
-            : absl::StrCat(it->second.size() == 1 ? "preempted gang " : "preempted gangs ",
-                           absl::StrJoin(it->second, ", "));
-    return absl::StrCat("waiting for ", gangs, " to exit; their capacity is reserved");
+    if (it == exiting_.end()) {
+      return "waiting for preempted gangs to exit; their capacity is reserved";
+    }
+    const bool one = it->second.size() == 1;
+    return absl::StrCat("waiting for preempted ", one ? "gang " : "gangs ",
+                        absl::StrJoin(it->second, ", "), " to exit; ", one ? "its" : "their",
+                        " capacity is reserved");
   }
 
   // The first waiting gang ahead that `g`'s plan would pass without being able to reclaim it, or

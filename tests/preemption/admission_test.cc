@@ -327,7 +327,7 @@ TEST(AdmissionTest, APreemptorKeepsToItsReservedNodeWhicheverVictimPodExitsFirst
     if (!reserved_first) {
       EXPECT_EQ(high->verdict, Verdict::kPreempt) << "the freed node is not the reserved one";
       EXPECT_EQ(high->reason,
-                "waiting for preempted gang default/low to exit; their capacity is reserved");
+                "waiting for preempted gang default/low to exit; its capacity is reserved");
       c.ExitPodOn("default/low", reserved);
       r = c.Step({});
       high = FindDecision(r, "default/high");
@@ -335,6 +335,22 @@ TEST(AdmissionTest, APreemptorKeepsToItsReservedNodeWhicheverVictimPodExitsFirst
     EXPECT_EQ(high->verdict, Verdict::kAdmit) << reserved_first;
     EXPECT_EQ(c.NodesOf("default/high"), std::vector<std::string>{reserved}) << reserved_first;
   }
+}
+
+// Until its victims exit, a preemptor's reason names them.
+TEST(AdmissionTest, APreemptorWaitingForItsVictimsNamesThem) {
+  Cluster c;
+  c.AddNode(GpuNode("n0", 4));
+  c.Submit({.name = "a", .gpus_per_pod = 2, .priority = 40});
+  c.Submit({.name = "b", .gpus_per_pod = 2, .priority = 40});
+  c.Step({});
+  c.Submit({.name = "high", .gpus_per_pod = 4, .priority = 60, .created_ms = 1});
+  EXPECT_EQ(FindDecision(c.Step({}), "default/high")->reason, "preempting default/a, default/b");
+  const RoundResult r = c.Step({});
+  const GangDecision* high = FindDecision(r, "default/high");
+  EXPECT_EQ(high->verdict, Verdict::kPreempt);
+  EXPECT_EQ(high->reason,
+            "waiting for preempted gangs default/a, default/b to exit; their capacity is reserved");
 }
 
 TEST(AdmissionTest, IncompleteGangsWait) {
