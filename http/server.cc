@@ -83,6 +83,21 @@ absl::Status ReadFile(const std::string& path, absl::string_view field, std::str
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected HOST:PORT with a port of 0-65535, got \"", address, "\""));
+  }
+  return std::pair<std::string, int>{std::string(address.substr(0, colon)), port};
+}
+
+namespace {
+
 // `host` without the brackets a URL puts around an IPv6 address ("[::1]").
 std::string Unbracketed(absl::string_view host) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {

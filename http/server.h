@@ -17,6 +17,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "http/log_throttle.h"
 
@@ -41,6 +43,10 @@ using Handler = std::function<void(const Request&, Response&)>;
 
 // The Content-Type of Prometheus' text exposition format.
 inline constexpr char kPrometheusText[] = "text/plain; version=0.0.4; charset=utf-8";
+
+// A listen address "HOST:PORT" as ServerOptions takes it: the host (perhaps empty or bracketed)
+// and a port of 0-65535, or an error saying so.
+absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(absl::string_view address);
 
 struct ServerOptions {
   // An address or a name to listen on. "::" takes IPv4 clients too; "[::1]" means "::1". Empty

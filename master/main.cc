@@ -5,15 +5,16 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "http/server.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "master/config.h"
@@ -40,30 +41,25 @@ int Fail(const std::string& what, const absl::Status& status) {
 struct Args {
   bool check_config = false;
   std::string config;
-  std::string listen;          // HOST:PORT; "" for the config's port.
-  std::string metrics_listen;  // HOST:PORT; "" for the config's metrics_port.
+  std::string listen;                                  // HOST:PORT; "" for the config's port.
+  std::optional<std::pair<std::string, int>> metrics;  // Unset: the config's metrics_port.
 };
 
-// "host:port" split, or an error naming `flag` unless the port is a number 0-65535.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& flag,
+// The HOST:PORT of `flag`, or an error naming it.
+absl::StatusOr<std::pair<std::string, int>> ListenAddress(absl::string_view flag,
                                                           const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": expected HOST:PORT with a port of 0-65535, got \"", address, "\""));
-  }
-  return std::pair<std::string, int>{address.substr(0, colon), port};
+  absl::StatusOr<std::pair<std::string, int>> parsed = http::ParseListenAddress(address);
+  if (parsed.ok()) return parsed;
+  return absl::InvalidArgumentError(absl::StrCat(flag, ": ", parsed.status().message()));
 }
 
 // The command line after the program's name (--help and -h aside); an error names the flag or
 // argument it refuses.
 absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
   Args out;
-  const std::map<std::string, std::string*> valued = {{"--config", &out.config},
-                                                      {"--listen", &out.listen},
-                                                      {"--metrics-listen", &out.metrics_listen}};
+  std::string metrics;
+  const std::map<std::string, std::string*> valued = {
+      {"--config", &out.config}, {"--listen", &out.listen}, {"--metrics-listen", &metrics}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--check-config") {
@@ -83,10 +79,14 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
     }
     *it->second = eq == std::string::npos ? argv[++i] : arg.substr(eq + 1);
   }
-  for (const auto& [flag, address] :
-       {std::pair{"--listen", out.listen}, std::pair{"--metrics-listen", out.metrics_listen}}) {
-    if (address.empty()) continue;
-    if (absl::Status s = SplitHostPort(flag, address).status(); !s.ok()) return s;
+  if (!out.listen.empty()) {
+    if (absl::Status s = ListenAddress("--listen", out.listen).status(); !s.ok()) return s;
+  }
+  if (!metrics.empty()) {
+    absl::StatusOr<std::pair<std::string, int>> address =
+        ListenAddress("--metrics-listen", metrics);
+    if (!address.ok()) return address.status();
+    out.metrics = *std::move(address);
   }
   return out;
 }
@@ -165,8 +165,7 @@ int Run(int argc, char** argv) {
     return metrics.Serialize();
   });
   const std::pair<std::string, int> metrics_address =
-      args->metrics_listen.empty() ? std::pair<std::string, int>{"0.0.0.0", config->metrics_port}
-                                   : *SplitHostPort("--metrics-listen", args->metrics_listen);
+      args->metrics.value_or(std::pair<std::string, int>{"0.0.0.0", config->metrics_port});
   if (absl::Status s = metrics_server.Start(metrics_address.first, metrics_address.second);
       !s.ok()) {
     return Fail("starting the metrics server", s);

@@ -7,12 +7,14 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "http/server.h"
 #include "yaml-cpp/yaml.h"
 
 namespace phalanx::extender {
@@ -55,14 +57,9 @@ Setter Str(std::string ExtenderConfig::*field) {
 Setter HostPort(absl::string_view key, std::string ExtenderConfig::*host,
                 int ExtenderConfig::*port) {
   return [key, host, port](absl::string_view v, ExtenderConfig& c) {
-    size_t colon = v.rfind(':');
-    int n;
-    if (colon == absl::string_view::npos || !absl::SimpleAtoi(v.substr(colon + 1), &n) || n < 0 ||
-        n > 65535) {
-      return Bad(key, "must be host:port", v);
-    }
-    c.*host = std::string(v.substr(0, colon));
-    c.*port = n;
+    absl::StatusOr<std::pair<std::string, int>> address = http::ParseListenAddress(v);
+    if (!address.ok()) return Bad(key, "must be host:port", v);
+    std::tie(c.*host, c.*port) = *std::move(address);
     return absl::OkStatus();
   };
 }
