@@ -17,13 +17,13 @@
 #include "http/server.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "master/config.h"
-#include "master/job_manager.h"
-#include "master/kube_pod_client.h"
-#include "master/metrics.h"
-#include "master/server.h"
-#include "master/services.h"
-#include "master/store.h"
+#include "master/config/config.h"
+#include "master/jobs/job_manager.h"
+#include "master/k8s/kube_pod_client.h"
+#include "master/api/metrics.h"
+#include "master/api/server.h"
+#include "master/api/services.h"
+#include "master/store/store.h"
 
 namespace phalanx::master {
 namespace {

@@ -1,6 +1,6 @@
 // ActiveJobs against a full sort: random adds, priority / position / pool changes and removals
 // (fixed seed); after each, every pool's walk and count match sorting the jobs from scratch.
-#include "master/active_jobs.h"
+#include "master/jobs/active_jobs.h"
 
 #include <algorithm>
 #include <map>

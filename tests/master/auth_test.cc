@@ -1,5 +1,5 @@
 // Password hashes and bearer tokens (master/auth.h) against known SHA-256 and PBKDF2 answers.
-#include "master/auth.h"
+#include "master/store/auth.h"
 
 #include <set>
 #include <string>

@@ -5,9 +5,9 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "master/auth.h"
-#include "master/services.h"
-#include "master/store.h"
+#include "master/store/auth.h"
+#include "master/api/services.h"
+#include "master/store/store.h"
 #include "tests/master/pg_fixture.h"
 
 namespace phalanx::master {

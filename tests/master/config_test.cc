@@ -1,6 +1,6 @@
 // master.yaml parsing: the chart's rendering loads; bad configs fail naming the field; where task
 // containers find shared_fs checkpoint storage.
-#include "master/config.h"
+#include "master/config/config.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "master/config_parts.h"
+#include "master/config/config_parts.h"
 
 namespace phalanx::master {
 namespace {

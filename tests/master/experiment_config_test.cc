@@ -1,14 +1,14 @@
 // Experiment and task configs: parsing, the slots-per-pod rule at submit time, searchers, and bad
 // YAML failing with a message that names the field.
-#include "master/experiment_config.h"
+#include "master/spec/experiment_config.h"
 
 #include <set>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "master/searcher.h"
-#include "master/task_config.h"
+#include "master/spec/searcher.h"
+#include "master/spec/task_config.h"
 
 namespace phalanx::master {
 namespace {

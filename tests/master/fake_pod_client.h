@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "master/pod_client.h"
+#include "master/pods/pod_client.h"
 
 namespace phalanx::master::testing {
 

@@ -2,7 +2,7 @@
 // evictions are the cluster's doing (disrupted) and which are for the pod's own limits, and the
 // node and deletion deadline. KubePodClient against a scripted API server: whether a node is down,
 // and force deletion.
-#include "master/kube_pod_client.h"
+#include "master/k8s/kube_pod_client.h"
 
 #include <string>
 

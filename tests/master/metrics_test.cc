@@ -1,6 +1,6 @@
 // phalanx-master's metrics: gRPC calls recorded by the interceptor, manager state after Update,
 // served over HTTP and linted by the real promtool.
-#include "master/metrics.h"
+#include "master/api/metrics.h"
 
 #include "tests/master/service_fixture.h"
 #include "tests/testing/http_client.h"

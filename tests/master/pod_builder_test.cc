@@ -1,6 +1,6 @@
 // Pod builder golden tests (tests/master/testdata/pods_*.json; PHALANX_UPDATE_GOLDEN=1 rewrites
 // them) and strategic-merge cases, including the seeds' empty-dir override.
-#include "master/pod_builder.h"
+#include "master/pods/pod_builder.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "master/strategic_merge.h"
-#include "master/task_config.h"
+#include "master/config/strategic_merge.h"
+#include "master/spec/task_config.h"
 
 namespace phalanx::master {
 namespace {

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
-#include "master/pod_builder.h"
+#include "master/pods/pod_builder.h"
 #include "tests/master/service_fixture.h"
 
 namespace phalanx::master {

@@ -4,7 +4,7 @@
 #include <atomic>
 
 #include "kube/status.h"
-#include "master/kube_pod_client.h"
+#include "master/k8s/kube_pod_client.h"
 #include "pqxx/pqxx"
 #include "tests/kube/scripted_server.h"
 #include "tests/master/service_fixture.h"

@@ -1,7 +1,7 @@
 // Store tests on a real Postgres (fixture `postgres`): migrations, users and tokens, jobs with
 // trials, filters and paging, allocations, checkpoints, durability across a reopen,
 // reconnecting after the database restarts, and the connection string the master builds.
-#include "master/store.h"
+#include "master/store/store.h"
 
 #include <atomic>
 #include <chrono>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "master/auth.h"
+#include "master/store/auth.h"
 #include "pqxx/pqxx"
 #include "tests/master/pg_fixture.h"
 

@@ -1,0 +1,105 @@
+// ExperimentService (see services.h).
+#include <algorithm>
+
+#include "master/spec/experiment_config.h"
+#include "master/api/proto_convert.h"
+#include "master/api/services.h"
+
+namespace phalanx::master {
+namespace {
+
+// Runs `action` on the experiment's job for an authenticated caller: action(job_id, user).
+template <typename Action>
+grpc::Status WithExperiment(const Authenticator& auth, grpc::ServerContext* ctx, int64_t id,
+                            Action action) {
+  absl::StatusOr<User> user = auth.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  return ToGrpcStatus(action(ExperimentJobId(id), *user));
+}
+
+}  // namespace
+
+grpc::Status ExperimentServiceImpl::CreateExperiment(grpc::ServerContext* ctx,
+                                                     const v1::CreateExperimentRequest* req,
+                                                     v1::CreateExperimentResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  if (req->validate_only()) {  // All that creating checks short of storing.
+    return ToGrpcStatus(ParseExperimentConfig(req->config(), jobs_.config()).status());
+  }
+  absl::StatusOr<JobView> view = jobs_.CreateExperiment(req->config(), *user, req->activate());
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  ToProto(view->job, resp->mutable_experiment());
+  return grpc::Status::OK;
+}
+
+grpc::Status ExperimentServiceImpl::GetExperiment(grpc::ServerContext* ctx,
+                                                  const v1::GetExperimentRequest* req,
+                                                  v1::GetExperimentResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  absl::StatusOr<JobView> view = jobs_.GetJob(ExperimentJobId(req->id()));
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  if (view->job.type != TaskType::kExperiment) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such experiment");
+  }
+  ToProto(view->job, resp->mutable_experiment());
+  for (const TrialView& t : view->trials) ToProto(t, req->id(), resp->add_trials());
+  return grpc::Status::OK;
+}
+
+grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
+                                                    const v1::ListExperimentsRequest* req,
+                                                    v1::ListExperimentsResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  JobFilter filter{.types = {TaskType::kExperiment},
+                   .name_substring = req->name(),
+                   .username = req->username(),
+                   .resource_pool = req->resource_pool(),
+                   .offset = std::max(0, req->offset()),
+                   .limit = PageLimit(req->limit())};
+  absl::StatusOr<std::vector<RunState>> states =
+      StatesOf<RunState, v1::ExperimentState>(req->states());
+  if (!states.ok()) return ToGrpcStatus(states.status());
+  filter.states = *std::move(states);
+  auto jobs = jobs_.ListJobs(filter);
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (const JobRecord& job : jobs->first) ToProto(job, resp->add_experiments());
+  resp->mutable_pagination()->set_offset(filter.offset);
+  resp->mutable_pagination()->set_limit(filter.limit);
+  resp->mutable_pagination()->set_total(jobs->second);
+  return grpc::Status::OK;
+}
+
+grpc::Status ExperimentServiceImpl::PauseExperiment(grpc::ServerContext* ctx,
+                                                    const v1::PauseExperimentRequest* req,
+                                                    v1::PauseExperimentResponse*) {
+  return WithExperiment(auth_, ctx, req->id(),
+                        [&](const std::string& id, const User& by) { return jobs_.Pause(id, by); });
+}
+
+grpc::Status ExperimentServiceImpl::ActivateExperiment(grpc::ServerContext* ctx,
+                                                       const v1::ActivateExperimentRequest* req,
+                                                       v1::ActivateExperimentResponse*) {
+  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id, const User& by) {
+    return jobs_.Activate(id, by);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::KillExperiment(grpc::ServerContext* ctx,
+                                                   const v1::KillExperimentRequest* req,
+                                                   v1::KillExperimentResponse*) {
+  return WithExperiment(auth_, ctx, req->id(),
+                        [&](const std::string& id, const User& by) { return jobs_.Kill(id, by); });
+}
+
+grpc::Status ExperimentServiceImpl::SetExperimentPriority(
+    grpc::ServerContext* ctx, const v1::SetExperimentPriorityRequest* req,
+    v1::SetExperimentPriorityResponse*) {
+  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id, const User& by) {
+    return jobs_.SetPriority(id, req->priority(), by);
+  });
+}
+
+}  // namespace phalanx::master

@@ -1,0 +1,87 @@
+// Pod builder: one allocation (a trial's or task's run) → its gang of gated pods.
+//   1. Pods: a task of S slots with max_slots_per_pod M runs as one pod of S slots when S <= M,
+//      else as S / M pods of M slots (ResolvePool already rejected other counts). Zero slots: one
+//      pod without GPUs (in the aux pool).
+//   2. Spec: the pool's default pod spec for GPU or CPU tasks (replacing the top-level one), the
+//      task's pod_spec strategic-merged over it (strategic_merge.h), then what the master owns:
+//      name "<allocation>-<rank>", the pool's namespace, restartPolicy Never, and with the phalanx
+//      scheduler schedulerName "phalanx" plus the scheduling gate phalanx.io/admission.
+//   3. The task container "phalanx-container" (a pod_spec container of that name, or the seeds'
+//      "determined-container", is merged into it; other containers stay as sidecars): image and
+//      environment variables of the task's device (EnvironmentConfig), command, PHALANX_* ones, and
+//      the slot requests and limits (nvidia.com/gpu, or cpu for the cpu slot type) that the user
+//      cannot override.
+//   4. Checkpoint storage: env PHALANX_CHECKPOINT_STORAGE (the storage config as JSON). shared_fs
+//      storage is also mounted: a hostPath volume "phalanx-checkpoints" of host_path
+//      (DirectoryOrCreate) at /determined_shared_fs in phalanx-container, as Determined mounts it,
+//      and env PHALANX_CHECKPOINT_DIR names where checkpoints go (the mount plus storage_path). A
+//      pod_spec volumeMount of its own at /determined_shared_fs (an NFS or PVC volume) replaces
+//      the hostPath. Other storage types need no mount.
+//   5. Contract labels (DESIGN.md) override user labels of the same key.
+//   6. Priority: a priorityClassName in the merged spec wins; else the class of exactly the task's
+//      priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority admission
+//      plugin rejects a value not taken from a class.
+#ifndef PHALANX_MASTER_PODS_POD_BUILDER_H_
+#define PHALANX_MASTER_PODS_POD_BUILDER_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "kube/decode.h"
+#include "master/config/config.h"
+#include "master/config/config_parts.h"
+#include "master/spec/task_type.h"
+#include "nlohmann/json.hpp"
+
+namespace phalanx::master {
+
+inline constexpr absl::string_view kTaskContainer = "phalanx-container";
+inline constexpr absl::string_view kSchedulerName = "phalanx";
+inline constexpr absl::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr absl::string_view kManagedByValue = "phalanx-master";
+inline constexpr absl::string_view kTaskTypeLabel = "phalanx.io/task-type";
+
+struct PodRequest {
+  TaskType type = TaskType::kExperiment;
+  std::string job_id;         // "exp-3"
+  std::string allocation_id;  // The gang: "exp-3-trial-7-r1"
+  int slots = 0;
+  int priority = kDefaultPriority;
+  double queue_position = 0;
+  const ResourcePoolConfig* pool = nullptr;
+  const EnvironmentConfig* environment = nullptr;
+  std::vector<std::string> entrypoint;
+  nlohmann::json checkpoint_storage;  // ParseCheckpointStorage's; null: none (step 4).
+  // Extra PHALANX_* variables (hyperparameters, allocation token, ...).
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// The pods of `request`, ranks 0..N-1.
+std::vector<nlohmann::json> BuildPods(const PodRequest& request, const MasterConfig& master);
+
+// Pods of a task of `slots` slots in a pool of `max_slots_per_pod`.
+int PodCount(int slots, int max_slots_per_pod);
+
+// The priorityClassName a task's pods take from its pod specs (step 2: the default pod spec's,
+// unless the task's pod_spec sets it), or "" when they take the class of the task's priority.
+std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
+                              const EnvironmentConfig& environment, const MasterConfig& master);
+
+inline constexpr absl::string_view kPriorityClassPrefix = "phalanx-priority-";
+
+// The priority class of `priority`: the chart's class of that value (phalanx-high-priority 100,
+// phalanx-medium-priority 50, phalanx-low-priority 1), else "phalanx-priority-<priority>", which
+// KubePodClient creates before the first pod that names it.
+std::string PriorityClassFor(int priority);
+// The value of a class PriorityClassFor names, for the job queue; nullopt for other classes.
+std::optional<int> PriorityOfClass(absl::string_view name);
+
+// The queue position as label phalanx.io/queue-position writes it ("1700000000.123456").
+std::string FormatQueuePosition(double position);
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_PODS_POD_BUILDER_H_

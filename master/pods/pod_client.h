@@ -1,0 +1,75 @@
+// The master's seam to Kubernetes: create, delete and label pods, and what it needs to know about a
+// pod (PodState). KubePodClient (kube_pod_client.h) is the real one; tests use a fake.
+#ifndef PHALANX_MASTER_PODS_POD_CLIENT_H_
+#define PHALANX_MASTER_PODS_POD_CLIENT_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/pod.h"
+#include "nlohmann/json.hpp"
+
+namespace phalanx::master {
+
+// A container whose status is state.waiting: kubelet has not started it (yet).
+struct ContainerWaiting {
+  std::string container;
+  std::string reason;   // ContainerCreating, ErrImagePull, CreateContainerConfigError, ...
+  std::string message;  // Kubelet's, often empty.
+};
+
+// One pod the master created, as last observed.
+struct PodState {
+  std::string ns;
+  std::string name;
+  std::string allocation_id;  // Label phalanx.io/gang.
+  core::PodPhase phase = core::PodPhase::kPending;
+  std::string node;                // spec.nodeName; empty until the pod is bound.
+  bool gated = false;              // Still carries phalanx.io/admission.
+  bool preempt_requested = false;  // Label phalanx.io/preempt=requested.
+  bool backfilled = false;         // Annotation phalanx.io/backfilled=true.
+  // metadata.deletionTimestamp: when the kubelet is to have stopped the pod's containers (the
+  // deletion's time plus its grace period); InfiniteFuture while the pod is not being deleted.
+  absl::Time deletion_deadline = absl::InfiniteFuture();
+  std::string pending_reason;  // Annotation phalanx.io/pending-reason.
+  // status.reason Evicted (node pressure) or condition DisruptionTarget=True (a drain, a taint,
+  // a node shutdown, a preemption): the cluster, not its program, ends it.
+  bool disrupted = false;
+  // Kubelet's message when it evicted the pod for going over the pod's own local storage limits
+  // (a container's or the pod's ephemeral-storage limit, an emptyDir's sizeLimit): its program's
+  // doing, so not `disrupted`. Empty otherwise.
+  std::string over_own_limit;
+  // status.initContainerStatuses, then status.containerStatuses, that are waiting.
+  std::vector<ContainerWaiting> waiting;
+
+  bool bound() const { return !node.empty(); }
+  bool deleting() const { return deletion_deadline != absl::InfiniteFuture(); }
+};
+
+// Called from several threads at once (the pods of a submission are created side by side).
+class PodClient {
+ public:
+  virtual ~PodClient() = default;
+  // AlreadyExists when a pod of that name exists.
+  virtual absl::Status CreatePod(const nlohmann::json& pod) = 0;
+  // OK when the pod is already gone.
+  virtual absl::Status DeletePod(const std::string& ns, const std::string& name) = 0;
+  // Deletes the pod's API object at once (grace period 0), without waiting for its kubelet to
+  // confirm that its containers stopped. OK when the pod is already gone.
+  virtual absl::Status ForceDeletePod(const std::string& ns, const std::string& name) = 0;
+  // True when node `name` is gone, or its Ready condition is not True (Unknown: its kubelet stopped
+  // reporting; False: it reports the node not ready).
+  virtual absl::StatusOr<bool> NodeDown(const std::string& name) = 0;
+  virtual absl::Status SetPodLabel(const std::string& ns, const std::string& name,
+                                   const std::string& key, const std::string& value) = 0;
+  // Every pod the master manages (label app.kubernetes.io/managed-by=phalanx-master) in `ns`.
+  virtual absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) = 0;
+};
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_PODS_POD_CLIENT_H_

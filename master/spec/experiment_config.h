@@ -1,0 +1,73 @@
+// Experiment configs (YAML): name, hyperparameters, searcher, resources, environment, checkpoint
+// storage and the user's free-form data. ParseExperimentConfig validates against the master's
+// config (resource pool, slots vs max_slots_per_pod) and that the searcher can make the trials
+// (CheckTrials), so that a bad config is an INVALID_ARGUMENT at submit time naming the field, and
+// validate_only checks what creating does.
+#ifndef PHALANX_MASTER_SPEC_EXPERIMENT_CONFIG_H_
+#define PHALANX_MASTER_SPEC_EXPERIMENT_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "master/config/config.h"
+#include "master/config/config_parts.h"
+#include "nlohmann/json.hpp"
+
+namespace phalanx::master {
+
+// One hyperparameter: a constant, a numeric range or a list of choices.
+struct Hyperparameter {
+  enum class Type { kConst, kInt, kDouble, kLog, kCategorical };
+  Type type = Type::kConst;
+  nlohmann::json val;                // kConst.
+  double minval = 0, maxval = 0;     // kInt, kDouble, kLog (exponents for kLog).
+  double base = 10;                  // kLog.
+  int count = 0;                     // Grid points of a range; 0 when unset.
+  std::vector<nlohmann::json> vals;  // kCategorical.
+};
+// Where a hyperparameter sits under `hyperparameters`: {"lr"}, or {"optimizer", "lr"} inside a
+// mapping without `type` (Determined's nested hyperparameters).
+using HyperparameterPath = std::vector<std::string>;
+// By path, sorted.
+using Hyperparameters = std::vector<std::pair<HyperparameterPath, Hyperparameter>>;
+
+struct SearcherConfig {
+  // kSingle: one trial. kGrid: every grid point. kRandom: max_trials random samples.
+  enum class Kind { kSingle, kGrid, kRandom };
+  Kind kind = Kind::kSingle;
+  int max_trials = 1;
+  std::optional<int> max_concurrent_trials;
+  std::string metric;
+  bool smaller_is_better = true;
+  nlohmann::json max_length;
+
+  // What trials get in PHALANX_SEARCHER: {"metric", "smaller_is_better", "max_length"}.
+  nlohmann::json ForTrials() const;
+};
+
+struct ExperimentConfig {
+  std::string name;
+  std::vector<std::string> entrypoint;  // ParseEntrypoint's: a string runs with sh -c.
+  Hyperparameters hyperparameters;
+  SearcherConfig searcher;
+  ResourcesConfig resources;  // resource_pool resolved.
+  EnvironmentConfig environment;
+  nlohmann::json checkpoint_storage;  // The experiment's, else the master's.
+  std::optional<uint64_t> seed;       // reproducibility.experiment_seed.
+  nlohmann::json data;                // The user's own `data` (any YAML), as written; or null.
+  // How many failed runs are started again from their checkpoint, over all the trials (Determined's
+  // max_restarts and default).
+  int max_restarts = 5;
+};
+
+absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
+                                                       const MasterConfig& master);
+
+}  // namespace phalanx::master
+
+#endif  // PHALANX_MASTER_SPEC_EXPERIMENT_CONFIG_H_

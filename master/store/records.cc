@@ -1,0 +1,39 @@
+// State names as stored in Postgres (see records.h).
+#include "master/store/records.h"
+
+#include <array>
+
+namespace phalanx::master {
+namespace {
+
+constexpr std::array<absl::string_view, 5> kRunStates = {"ACTIVE", "PAUSED", "COMPLETED",
+                                                         "CANCELED", "ERROR"};
+constexpr std::array<absl::string_view, 6> kAllocStates = {
+    "PENDING", "SCHEDULED", "RUNNING", "PREEMPTING", "TERMINATING", "TERMINATED"};
+
+template <typename E, size_t N>
+std::optional<E> FromName(const std::array<absl::string_view, N>& names, absl::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::string_view RunStateName(RunState s) { return kRunStates[static_cast<int>(s)]; }
+absl::string_view AllocStateName(AllocState s) { return kAllocStates[static_cast<int>(s)]; }
+
+std::optional<RunState> RunStateFromName(absl::string_view name) {
+  return FromName<RunState>(kRunStates, name);
+}
+
+std::optional<AllocState> AllocStateFromName(absl::string_view name) {
+  return FromName<AllocState>(kAllocStates, name);
+}
+
+bool IsTerminal(RunState s) {
+  return s == RunState::kCompleted || s == RunState::kCanceled || s == RunState::kError;
+}
+
+}  // namespace phalanx::master
