@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Publishes trace-replay runs: plots (matplotlib) and the `## Trace replay` section of RESULTS.md.
+"""Publishes trace-replay runs: plots (matplotlib) and the `## Trace replay` section of
+bench/results/replay.md (bench/RESULTS.md summarizes it).
 
 Usage: publish.py RESULTS_DIR RESULTS_MD RUN [RUN...]
 Each RUN names the files phalanx-replay wrote into RESULTS_DIR (<run>-summary.md, -summary.csv,
@@ -57,8 +58,8 @@ Reading the numbers:
   preemption losses, so without wasting work no policy exceeds the bound under each table (the work
   over the shortest possible makespan). On Philly fifo-gang already reaches it and on alibaba-48 it
   is within 10% of it, so there a +10% gain is out of reach for any policy; only the overloaded
-  alibaba-32 leaves room (21%), and phalanx takes 6.1 points of it. The comparison that depends on
-  the scheduler is allocation while jobs wait.
+  alibaba-32 leaves room (+21.2% relative to fifo-gang), and phalanx gains +7.8% of it. The
+  comparison that depends on the scheduler is allocation while jobs wait.
 - Philly on 1,000 GPUs (the performance-target size) barely queues: the trace asks for about 37% of
   it on average. 768 GPUs is the contended size; at 512 GPUs thousands of jobs wait and every round
   evaluates all of them, so the baselines' replays take hours (measured in an earlier version).

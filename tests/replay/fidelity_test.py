@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Unit tests of bench/replay_fidelity's pure parts (slice compression, order agreement, job
-comparison) and of publish.splice, which puts its `### Fidelity` part into bench/RESULTS.md."""
+comparison) and of publish.splice, which puts its `### Fidelity` part into bench/results/replay.md."""
 import argparse
 import importlib.machinery
 import importlib.util
