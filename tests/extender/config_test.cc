@@ -119,24 +119,24 @@ TEST(ConfigTest, CpuSlotsNeedCpusPerSlot) {
   EXPECT_TRUE(LoadConfig({"--slot-type=gpu"}).ok());
 }
 
-// --help lists the keys from the settings table; the README documents each of them.
-TEST(ConfigTest, HelpListsEveryKeyAndTheReadmeDocumentsThem) {
+// --help lists the keys from the settings table; docs/operators.md documents each of them.
+TEST(ConfigTest, HelpListsEveryKeyAndTheOperatorsDocDocumentsThem) {
   EXPECT_TRUE(WantsHelp({"--help"}));
   EXPECT_TRUE(WantsHelp({"--config", "extender.yaml", "-h"}));
   EXPECT_FALSE(WantsHelp({"--config", "extender.yaml"}));
   const std::string usage = Usage();
   EXPECT_EQ(usage.rfind("usage: phalanx-extender", 0), 0u) << usage;
-  std::ifstream in(PHALANX_README);
-  std::stringstream readme;
-  readme << in.rdbuf();
+  std::ifstream in(PHALANX_OPERATORS_DOC);
+  std::stringstream doc;
+  doc << in.rdbuf();
   std::vector<std::string> keys;
   std::istringstream lines(usage.substr(usage.find("\nkeys:\n") + 7));
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("  ", 0) != 0) continue;
     const std::string key = line.substr(2, line.find(' ', 2) - 2);
     keys.push_back(key);
-    EXPECT_NE(readme.str().find(absl::StrCat("`", key, "`")), std::string::npos)
-        << key << " is not in README.md";
+    EXPECT_NE(doc.str().find(absl::StrCat("`", key, "`")), std::string::npos)
+        << key << " is not in docs/operators.md";
     ExtenderConfig c;
     EXPECT_FALSE(absl::StrContains(ApplySetting(key, "", c).message(), "unknown setting")) << key;
   }
