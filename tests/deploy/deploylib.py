@@ -153,7 +153,7 @@ def combinations(prefix="phalanx-test"):
     return {
         "defaults": dict(REQUIRED),
         "external-db": {**REQUIRED, "db": {"hostAddress": "pg.example.internal", "port": 6432, "name": "phx",
-                                           "user": "phx_user", "password": "s3cret"}},
+                                           "user": "phx_user", "password": "s3cret", "sslmode": "require"}},
         "nodeport-tls": {**REQUIRED, "useNodePortForMaster": True, "tlsSecret": "phalanx-tls"},
         "cpu-slots": {"maxSlotsPerPod": 2, "slotType": "cpu", "slotResourceRequests": {"cpu": 7.5}},
         "two-pools": {**REQUIRED, "extenderSettings": {"refused_placement_timeout_ms": 60000}, "resourcePools": [
@@ -161,4 +161,17 @@ def combinations(prefix="phalanx-test"):
              "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}}}},
             {"pool_name": "t4", "kubernetes_namespace": f"{prefix}-t4"},
         ]},
+        # Every security setting away from its default.
+        "hardened": {**REQUIRED, "masterServiceType": "LoadBalancer", "defaultPassword": "admin-pw",
+                     "networkPolicy": {
+                         "masterApiFrom": [{"ipBlock": {"cidr": "10.0.0.0/8"}},
+                                           {"namespaceSelector": {"matchLabels": {"team": "ml"}}}],
+                         "metricsFrom": [{"namespaceSelector": {"matchLabels": {
+                             "kubernetes.io/metadata.name": "monitoring"}}}]},
+                     "checkpointStorage": {"type": "s3", "bucket": "ckpt", "accessKey": "AK", "secretKey": "SK"},
+                     "podSpecPolicy": {"allow_run_as_root": False, "allowed_host_paths": ["/data"]},
+                     "quotas": {"max_active_experiments_per_user": 5, "max_active_trials_per_user": 50,
+                                "max_queued_pods_per_user": 200},
+                     "resourcePools": [{"pool_name": "default", "podSpecPolicy": {
+                         "allow_host_namespaces": True, "allowed_capabilities": ["IPC_LOCK"]}}]},
     }
