@@ -51,7 +51,7 @@ def layer_kubectl():
     return helm().parent.parent / "kubectl" / "kubectl"
 
 
-def helm_run(*args, values=None, check=True):
+def helm_run(*args, values=None, check=True, env=None):
     """Runs helm with values (a dict, written as a JSON values file: JSON is YAML) added via -f."""
     with tempfile.TemporaryDirectory() as tmp:
         extra = []
@@ -59,12 +59,13 @@ def helm_run(*args, values=None, check=True):
             path = Path(tmp) / "values.json"
             path.write_text(json.dumps(values))
             extra = ["-f", path]
-        return run([helm(), *args, *extra], check=check)
+        return run([helm(), *args, *extra], check=check, env=env)
 
 
-def render(values, release="t", namespace="phalanx-test", extra=()):
-    """`helm template` of the chart; returns the manifest text."""
-    return helm_run("template", release, CHART, "--namespace", namespace, *extra, values=values).stdout
+def render(values, release="t", namespace="phalanx-test", extra=(), env=None):
+    """`helm template` of the chart; returns the manifest text. env: helm's environment (a KUBECONFIG
+    for --dry-run=server, whose lookups read the cluster)."""
+    return helm_run("template", release, CHART, "--namespace", namespace, *extra, values=values, env=env).stdout
 
 
 def decode_stream(text):
@@ -101,9 +102,9 @@ class Rendered:
     """A rendered chart: its objects by kind and name, and the config files inside its Secret and
     ConfigMaps."""
 
-    def __init__(self, values, release="t", namespace="phalanx-test", extra=()):
+    def __init__(self, values, release="t", namespace="phalanx-test", extra=(), env=None):
         self.release, self.namespace = release, namespace
-        self.text = render(values, release, namespace, extra)
+        self.text = render(values, release, namespace, extra, env)
         self.objects = kube_objects(self.text)
         self.fullname = release if "phalanx" in release else f"{release}-phalanx"
 
