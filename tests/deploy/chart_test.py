@@ -234,6 +234,8 @@ class RequiredValues(unittest.TestCase):
         self.assertFails({**REQUIRED, "defaultScheduler": "volcano"}, "defaultScheduler")
         self.assertFails({**REQUIRED, "extenderSettings": {"listen": "0.0.0.0:1"}},
                          "invalid propertyName 'listen'")
+        self.assertFails({**REQUIRED, "extenderSettings": {"placement_key_file": "/k"}},
+                         "invalid propertyName 'placement_key_file'")
 
     def test_schema_checks_the_security_settings(self):
         self.assertFails({**REQUIRED, "db": {"sslmode": "on"}}, "at '/db/sslmode'")
