@@ -13,6 +13,7 @@
 #include "kube/config.h"
 #include "kube/json.h"
 #include "master/config/config_parts.h"
+#include "master/config/db_sslmode.h"
 #include "master/config/yaml.h"
 
 namespace phalanx::master {
@@ -61,7 +62,7 @@ absl::Status CheckPoolNames(const YamlMap& m, const ResourcePoolConfig& pool) {
 }
 
 absl::StatusOr<DbConfig> ParseDb(const YamlMap& m) {
-  KUBE_RETURN_IF_ERROR(m.CheckKeys({"host", "port", "name", "user", "password"}));
+  KUBE_RETURN_IF_ERROR(m.CheckKeys({"host", "port", "name", "user", "password", "sslmode"}));
   DbConfig db;
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> host, m.String("host"));
   KUBE_ASSIGN_OR_RETURN(db.port, IntUpTo(m, "port", db.port, kMaxPort));
@@ -72,6 +73,7 @@ absl::StatusOr<DbConfig> ParseDb(const YamlMap& m) {
   db.name = name.value_or(db.name);
   db.user = user.value_or(db.user);
   db.password = password.value_or("");
+  KUBE_ASSIGN_OR_RETURN(db.sslmode, ParseSslMode(m));
   return db;
 }
 

@@ -34,6 +34,7 @@ struct DbConfig {
   std::string name = "phalanx";
   std::string user = "postgres";
   std::string password;
+  std::string sslmode = "prefer";  // libpq sslmode (db_sslmode.h).
 };
 
 struct ResourcePoolConfig {

@@ -108,11 +108,11 @@ std::string ConnectionString(const DbConfig& db) {
   // idle connection after 30 s, every 10 s, 3 times; tcp_user_timeout drops one whose sent data
   // stays unacknowledged 60 s), and the server ends a statement (lock waits included) after 60 s,
   // well beyond any query the master makes.
-  return absl::StrCat("host=", quote(db.host), " port=", db.port, " dbname=", quote(db.name),
-                      " user=", quote(db.user), " password=", quote(db.password),
-                      " connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10",
-                      " keepalives_count=3 tcp_user_timeout=60000",
-                      " options=", quote("-c statement_timeout=60s"));
+  return absl::StrCat(
+      "host=", quote(db.host), " port=", db.port, " dbname=", quote(db.name),
+      " user=", quote(db.user), " password=", quote(db.password), " sslmode=", quote(db.sslmode),
+      " connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10",
+      " keepalives_count=3 tcp_user_timeout=60000", " options=", quote("-c statement_timeout=60s"));
 }
 
 struct Store::Connection {

@@ -4,17 +4,30 @@
 the rendered objects and on the master.yaml / extender.yaml / KubeSchedulerConfiguration they carry.
 Run one class with `chart_test.py ClassName` (ctest registers one test per class)."""
 
+import base64
 import json
+import re
 import tarfile
 import tempfile
 import unittest
 import urllib.parse
 from pathlib import Path
 
-from deploylib import (CHART, REQUIRED, SCHEDULER_CONFIG, Rendered, combinations, helm_run,
+from deploylib import (CHART, REPO, REQUIRED, SCHEDULER_CONFIG, Rendered, combinations, helm_run,
                        parse_yaml, phalanx_binaries, run)
 
 COMBINATIONS = combinations()
+POD_SPEC_POLICY = {
+    "allow_privileged": False, "allow_privilege_escalation": False, "allowed_capabilities": [],
+    "allow_host_namespaces": False, "allow_host_ports": False, "allowed_host_paths": [],
+    "allowed_service_accounts": [], "allow_automount_service_account_token": False, "allow_run_as_root": True,
+    "allowed_shared_fs_host_paths": []}
+# The values the chart generates afresh under `helm template` (no cluster to look up the kept ones).
+GENERATED = re.compile(r"((?:default-password|placement-key): |default_password: |checksum/config: )\S+")
+
+
+def mask_generated(text):
+    return GENERATED.sub(r"\1<generated>", text)
 PRIORITY_CLASSES = {"phalanx-system-priority": 1000000, "phalanx-high-priority": 100,
                     "phalanx-medium-priority": 50, "phalanx-low-priority": 1}
 
@@ -63,7 +76,7 @@ class Defaults(unittest.TestCase):
                            ("Service", f"{n}-db"), ("Deployment", f"{n}-scheduler"),
                            ("ConfigMap", f"{n}-scheduler"), ("ServiceAccount", f"{n}-scheduler")]:
             r.get(kind, name)
-        self.assertEqual(r.get("Service", f"{n}-master")["spec"]["type"], "LoadBalancer")
+        self.assertEqual(r.get("Service", f"{n}-master")["spec"]["type"], "ClusterIP")
         self.assertEqual(r.get("PersistentVolumeClaim", f"{n}-db")["spec"]["resources"]["requests"]["storage"],
                          "30Gi")
 
@@ -73,7 +86,7 @@ class Defaults(unittest.TestCase):
         self.assertEqual(m["task_master_address"],
                          f"{self.r.fullname}-master.{self.r.namespace}.svc:8080")
         self.assertEqual(m["db"], {"host": f"{self.r.fullname}-db", "port": 5432, "name": "phalanx",
-                                   "user": "postgres", "password": "postgres"})
+                                   "user": "postgres", "password": "postgres", "sslmode": "prefer"})
         self.assertEqual(m["max_slots_per_pod"], 8)
         self.assertEqual(m["slot_type"], "gpu")
         self.assertNotIn("slot_resource_requests", m)
@@ -83,7 +96,11 @@ class Defaults(unittest.TestCase):
         self.assertEqual(m["terminating_pod_timeout"], "5m")
         self.assertEqual(m["resource_pools"], [{"pool_name": "default", "kubernetes_namespace": "phalanx-test"}])
         self.assertEqual(m["checkpoint_storage"], {"type": "shared_fs", "host_path": "/tmp/checkpoints"})
-        for absent in ("tls", "auth", "task_container_defaults"):
+        self.assertEqual(m["pod_spec_policy"], POD_SPEC_POLICY)
+        self.assertEqual(m["quotas"], {"max_active_experiments_per_user": 0, "max_active_trials_per_user": 0,
+                                       "max_queued_pods_per_user": 0})
+        self.assertEqual(set(m["auth"]), {"default_password"})
+        for absent in ("tls", "task_container_defaults"):
             self.assertNotIn(absent, m)
 
     def test_master_may_start_for_as_long_as_it_waits_for_the_database(self):
@@ -141,7 +158,8 @@ class Defaults(unittest.TestCase):
         self.assertIn("--config=/etc/phalanx-scheduler/kube-scheduler-config.yaml", ks["command"])
         ext = self.r.container("scheduler", "phalanx-extender")
         self.assertEqual(ext["image"], "phalanx-extender:0.1.0")
-        self.assertEqual(ext["args"], ["--config", "/etc/phalanx-scheduler/extender.yaml"])
+        self.assertEqual(ext["args"], ["--config", "/etc/phalanx-scheduler/extender.yaml",
+                                       "--placement-key-file", "/etc/phalanx-placement-key/placement-key"])
         self.assertEqual(pod["volumes"][0]["configMap"]["name"], f"{self.r.fullname}-scheduler")
         self.assertEqual(pod["serviceAccountName"], f"{self.r.fullname}-scheduler")
 
@@ -159,9 +177,21 @@ class Defaults(unittest.TestCase):
         self.assertEqual(self.r.container("scheduler", "kube-scheduler")["resources"]["requests"]["cpu"], "100m")
         self.assertEqual(self.r.container("scheduler", "phalanx-extender")["resources"]["requests"]["cpu"], "200m")
 
-    def test_notes_tell_how_to_reach_the_load_balancer(self):
+    def test_notes_tell_how_to_reach_the_cluster_ip_service_and_read_the_password(self):
         notes = helm_run("install", "t", CHART, "--dry-run=client", "-n", "ns", values=REQUIRED).stdout
+        self.assertIn("ClusterIP Service t-phalanx-master", notes)
+        self.assertIn("kubectl port-forward -n ns service/t-phalanx-master 8080:8080", notes)
+        self.assertIn("http://localhost:8080", notes)
+        self.assertIn("kubectl get secret t-phalanx-master-auth -n ns -o jsonpath='{.data.default-password}' "
+                      "| base64 -d", notes)
+        self.assertNotIn("WARNING", notes)
+
+    def test_notes_tell_how_to_reach_a_load_balancer(self):
+        notes = helm_run("install", "t", CHART, "--dry-run=client", "-n", "ns",
+                         values={**REQUIRED, "masterServiceType": "LoadBalancer"}).stdout
         self.assertIn("LoadBalancer Service t-phalanx-master", notes)
+        # The NetworkPolicy admits only task pods until the admin names the clients.
+        self.assertIn("add your\n  clients' sources", notes)
         self.assertIn("kubectl get service t-phalanx-master -n ns -o jsonpath='{.status.loadBalancer.ingress[0]}'",
                       notes)
         self.assertIn("http://<address>:8080", notes)
@@ -204,6 +234,24 @@ class RequiredValues(unittest.TestCase):
         self.assertFails({**REQUIRED, "defaultScheduler": "volcano"}, "defaultScheduler")
         self.assertFails({**REQUIRED, "extenderSettings": {"listen": "0.0.0.0:1"}},
                          "invalid propertyName 'listen'")
+        self.assertFails({**REQUIRED, "extenderSettings": {"placement_key_file": "/k"}},
+                         "invalid propertyName 'placement_key_file'")
+
+    def test_schema_checks_the_security_settings(self):
+        self.assertFails({**REQUIRED, "db": {"sslmode": "on"}}, "at '/db/sslmode'")
+        self.assertFails({**REQUIRED, "masterServiceType": "ExternalName"}, "at '/masterServiceType'")
+        self.assertFails({**REQUIRED, "quotas": {"max_active_trials_per_user": -1}},
+                         "at '/quotas/max_active_trials_per_user'")
+        self.assertFails({**REQUIRED, "quotas": {"max_trials": 3}}, "additional properties 'max_trials' not allowed")
+        self.assertFails({**REQUIRED, "podSpecPolicy": {"allow_privileged": "yes"}},
+                         "at '/podSpecPolicy/allow_privileged'")
+        self.assertFails({**REQUIRED, "podSpecPolicy": {"allowPrivileged": True}},
+                         "additional properties 'allowPrivileged' not allowed")
+        self.assertFails({**REQUIRED, "resourcePools": [{"pool_name": "a", "podSpecPolicy": {"allow_host_ports": 1}}]},
+                         "at '/resourcePools/0/podSpecPolicy/allow_host_ports'")
+        self.assertFails({**REQUIRED, "runAsUser": {"phalanx": 0}}, "at '/runAsUser/phalanx'")
+        self.assertFails({**REQUIRED, "networkPolicy": {"enable": False}},
+                         "additional properties 'enable' not allowed")
 
 
 class ExternalDb(unittest.TestCase):
@@ -219,7 +267,10 @@ class ExternalDb(unittest.TestCase):
     def test_master_uses_the_external_database(self):
         self.assertEqual(self.r.config_file("master", "master.yaml")["db"],
                          {"host": "pg.example.internal", "port": 6432, "name": "phx", "user": "phx_user",
-                          "password": "s3cret"})
+                          "password": "s3cret", "sslmode": "require"})
+
+    def test_no_network_policy_for_a_database_the_chart_does_not_run(self):
+        self.assertIsNone(self.r.find("NetworkPolicy", f"{self.r.fullname}-db"))
 
 
 class NodePortTls(unittest.TestCase):
@@ -343,11 +394,28 @@ class CheckpointStorage(unittest.TestCase):
     def checkpoint_storage(self, cs):
         return Rendered({**REQUIRED, "checkpointStorage": cs}).config_file("master", "master.yaml")["checkpoint_storage"]
 
-    def test_s3_with_credentials_and_endpoint(self):
-        self.assertEqual(self.checkpoint_storage({"type": "s3", "bucket": "ckpt", "accessKey": "AK", "secretKey": "SK",
-                                                  "endpointUrl": "http://minio:9000", "prefix": "p"}),
-                         {"type": "s3", "bucket": "ckpt", "access_key": "AK", "secret_key": "SK",
+    def test_s3_credentials_go_to_a_secret_in_every_pool_namespace(self):
+        values = {**COMBINATIONS["two-pools"], "checkpointStorage": {
+            "type": "s3", "bucket": "ckpt", "accessKey": "AKIA-S3CRET", "secretKey": "SK-S3CRET",
+            "endpointUrl": "http://minio:9000", "prefix": "p"}}
+        r = Rendered(values)
+        name = f"{r.fullname}-checkpoint-storage"
+        self.assertEqual(r.config_file("master", "master.yaml")["checkpoint_storage"],
+                         {"type": "s3", "bucket": "ckpt", "credentials_secret": name,
                           "endpoint_url": "http://minio:9000", "prefix": "p"})
+        secrets = [o for o in r.all("Secret") if o["metadata"]["name"] == name]
+        self.assertEqual({o["metadata"]["namespace"] for o in secrets}, {"phalanx-test-a100", "phalanx-test-t4"})
+        for o in secrets:
+            self.assertEqual(o["stringData"], {"access_key": "AKIA-S3CRET", "secret_key": "SK-S3CRET"})
+        # Nowhere else: not in master.yaml, not in any other object.
+        for o in r.objects:
+            if o["metadata"]["name"] != name:
+                self.assertNotIn("S3CRET", json.dumps(o), f"{o['kind']}/{o['metadata']['name']}")
+
+    def test_s3_without_keys_needs_no_secret(self):
+        r = Rendered({**REQUIRED, "checkpointStorage": {"type": "s3", "bucket": "ckpt"}})
+        self.assertEqual(r.config_file("master", "master.yaml")["checkpoint_storage"], {"type": "s3", "bucket": "ckpt"})
+        self.assertIsNone(r.find("Secret", f"{r.fullname}-checkpoint-storage"))
 
     def test_gcs(self):
         self.assertEqual(self.checkpoint_storage({"type": "gcs", "bucket": "ckpt"}), {"type": "gcs", "bucket": "ckpt"})
@@ -419,7 +487,7 @@ class SchedulerConfig(unittest.TestCase):
                 self.assertTrue(member.isfile(), "helm package must resolve the link into a regular file")
                 self.assertEqual(tar.extractfile(member).read(), SCHEDULER_CONFIG.read_bytes())
             packaged = helm_run("template", "t", tgz, "--namespace", "phalanx-test", values=REQUIRED).stdout
-            self.assertEqual(packaged, self.r.text)
+            self.assertEqual(mask_generated(packaged), mask_generated(self.r.text))
 
 
 class Rbac(unittest.TestCase):
@@ -440,7 +508,7 @@ class Rbac(unittest.TestCase):
                 self.assertNotIn("*", rule[field], o["metadata"]["name"])
             self.assertFalse({"pods/binding", "bindings"} & set(rule["resources"]), o["metadata"]["name"])
 
-    def test_cluster_wide_writes_are_the_masters_priority_classes_and_the_extenders_pods(self):
+    def test_the_only_cluster_wide_write_is_the_masters_priority_classes(self):
         n = self.r.fullname
         for o in self.r.all("ClusterRole"):
             for rule in o["rules"]:
@@ -448,11 +516,29 @@ class Rbac(unittest.TestCase):
                     self.assertEqual(o["metadata"]["name"], f"{n}-master")
                     self.assertEqual(rule["verbs"], ["get", "create"])
                     continue
-                if o["metadata"]["name"] == f"{n}-scheduler-extender" and rule["resources"] == ["pods"]:
-                    # Victims labelled phalanx.io/preemptible may be in any namespace.
-                    self.assertEqual(set(rule["verbs"]), {"get", "list", "watch", "patch", "delete"})
-                    continue
                 self.assertLessEqual(set(rule["verbs"]), {"get", "list", "watch"}, o["metadata"]["name"])
+
+    def test_no_cluster_role_of_ours_names_pods_or_secrets(self):
+        for o in self.r.all("ClusterRole"):
+            for rule in o["rules"]:
+                self.assertFalse({r.split("/")[0] for r in rule["resources"]} & {"pods", "secrets"},
+                                 f"{o['metadata']['name']}: {rule}")
+
+    def test_extender_patches_and_deletes_pods_only_in_the_pools_and_listed_namespaces(self):
+        def extender_namespaces(r):
+            name = f"{r.fullname}-scheduler-extender"
+            roles = {o["metadata"]["namespace"]: o for o in r.all("Role") if o["metadata"]["name"] == name}
+            bound = {o["metadata"]["namespace"] for o in r.all("RoleBinding") if o["metadata"]["name"] == name}
+            self.assertEqual(set(roles), bound)
+            for role in roles.values():
+                self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["pods"],
+                                                  "verbs": ["get", "list", "watch", "patch", "delete"]}])
+            return set(roles)
+
+        self.assertEqual(extender_namespaces(self.r), {"phalanx-test-a100", "phalanx-test-t4"})
+        r = Rendered({**COMBINATIONS["two-pools"], "extenderNamespaces": ["research", "phalanx-test-t4"]})
+        self.assertEqual(extender_namespaces(r), {"phalanx-test-a100", "phalanx-test-t4", "research"})
+        self.assertEqual(extender_namespaces(Rendered(REQUIRED)), {"phalanx-test"})
 
     def test_only_the_scheduler_is_bound_to_kube_schedulers_roles(self):
         bound = {b["roleRef"]["name"]: [s["name"] for s in b["subjects"]] for b in self.r.all("ClusterRoleBinding")}
@@ -469,6 +555,193 @@ class Rbac(unittest.TestCase):
             pods = next(rule for rule in role["rules"] if rule["resources"] == ["pods"])
             self.assertEqual(set(pods["verbs"]), {"get", "list", "watch", "create", "delete", "patch"})
         self.assertIsNone(self.r.find("Role", f"{self.r.fullname}-master", "phalanx-test"))
+
+
+def pod_specs(r):
+    """(name, pod spec) of every Deployment the chart renders."""
+    return [(d["metadata"]["name"], d["spec"]["template"]["spec"]) for d in r.all("Deployment")]
+
+
+class GeneratedSecrets(unittest.TestCase):
+    """No built-in account without a password; the extender's signing key; both kept across upgrades
+    (the lookup itself runs against a real API server in cluster_test.py's KeptSecrets)."""
+
+    def password(self, r):
+        secret = r.get("Secret", f"{r.fullname}-master-auth")
+        kept = base64.b64decode(secret["data"]["default-password"]).decode()
+        self.assertEqual(r.config_file("master", "master.yaml")["auth"], {"default_password": kept})
+        return kept, secret
+
+    def test_without_default_password_a_strong_one_is_generated(self):
+        first, secret = self.password(Rendered(REQUIRED))
+        second, _ = self.password(Rendered(REQUIRED))
+        for pw in (first, second):
+            self.assertRegex(pw, r"^[A-Za-z0-9]{32}$")
+        self.assertNotEqual(first, second, "the password must be random, not a constant of the chart")
+        # Survives helm uninstall, for a database that outlives the release.
+        self.assertEqual(secret["metadata"]["annotations"], {"helm.sh/resource-policy": "keep"})
+
+    def test_an_empty_default_password_is_never_rendered(self):
+        pw, _ = self.password(Rendered({**REQUIRED, "defaultPassword": ""}))
+        self.assertTrue(pw)
+
+    def test_an_explicit_default_password_is_used(self):
+        self.assertEqual(self.password(Rendered({**REQUIRED, "defaultPassword": "pw"}))[0], "pw")
+
+    def test_the_kept_value_is_read_back_with_lookup(self):
+        template = (CHART / "templates" / "_helpers.tpl").read_text()
+        self.assertIn('lookup "v1" "Secret" .ctx.Release.Namespace .name', template)
+
+    def test_placement_key_is_random_and_mounted_read_only_into_the_extender_alone(self):
+        r = Rendered(REQUIRED)
+        name = f"{r.fullname}-placement-key"
+        key = base64.b64decode(r.get("Secret", name)["data"]["placement-key"]).decode()
+        self.assertRegex(key, r"^[A-Za-z0-9]{64}$")
+        self.assertNotEqual(key, base64.b64decode(
+            Rendered(REQUIRED).get("Secret", name)["data"]["placement-key"]).decode())
+        pod = r.get("Deployment", f"{r.fullname}-scheduler")["spec"]["template"]["spec"]
+        (volume,) = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == name]
+        self.assertEqual(volume["secret"]["defaultMode"], 0o440)
+        ext = r.container("scheduler", "phalanx-extender")
+        (mount,) = [m for m in ext["volumeMounts"] if m["name"] == volume["name"]]
+        self.assertTrue(mount["readOnly"])
+        path = f"{mount['mountPath']}/{volume['secret']['items'][0]['path']}"
+        self.assertEqual(ext["args"][ext["args"].index("--placement-key-file") + 1], path)
+        for c in pod["containers"]:
+            if c["name"] != "phalanx-extender":
+                self.assertNotIn(volume["name"], [m["name"] for m in c["volumeMounts"]])
+        # Only in the Secret.
+        for o in r.objects:
+            if o["kind"] != "Secret":
+                self.assertNotIn(key, json.dumps(o))
+
+    def test_no_scheduler_no_placement_key(self):
+        r = Rendered({**REQUIRED, "deployScheduler": False})
+        self.assertIsNone(r.find("Secret", f"{r.fullname}-placement-key"))
+
+
+class MasterService(unittest.TestCase):
+    def service_type(self, values):
+        r = Rendered({**REQUIRED, **values})
+        return r.get("Service", f"{r.fullname}-master")["spec"]["type"]
+
+    def test_cluster_ip_unless_asked_otherwise(self):
+        self.assertEqual(self.service_type({}), "ClusterIP")
+        self.assertEqual(self.service_type({"masterServiceType": "LoadBalancer"}), "LoadBalancer")
+        self.assertEqual(self.service_type({"masterServiceType": "NodePort"}), "NodePort")
+        self.assertEqual(self.service_type({"useNodePortForMaster": True}), "NodePort")
+
+
+class SecurityContexts(unittest.TestCase):
+    """Every pod and container the chart creates, in every combination: non-root, read-only root file
+    system (writable emptyDirs where needed), no privilege escalation, no capabilities, seccomp."""
+
+    def test_every_pod_and_container(self):
+        checked = 0
+        for combo, values in COMBINATIONS.items():
+            r = Rendered(values)
+            for name, pod in pod_specs(r):
+                with self.subTest(f"{combo}: {name}"):
+                    psc = pod["securityContext"]
+                    self.assertIs(psc["runAsNonRoot"], True)
+                    self.assertGreater(psc["runAsUser"], 0)
+                    self.assertEqual(psc["seccompProfile"], {"type": "RuntimeDefault"})
+                    empty_dirs = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+                    for c in pod.get("initContainers", []) + pod["containers"]:
+                        sc = c["securityContext"]
+                        self.assertIs(sc["runAsNonRoot"], True, c["name"])
+                        self.assertGreater(sc["runAsUser"], 0, c["name"])
+                        self.assertIs(sc["readOnlyRootFilesystem"], True, c["name"])
+                        self.assertIs(sc["allowPrivilegeEscalation"], False, c["name"])
+                        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]}, c["name"])
+                        self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"}, c["name"])
+                        self.assertNotIn("privileged", sc)
+                        writable = {m["mountPath"] for m in c["volumeMounts"] if m["name"] in empty_dirs}
+                        self.assertIn("/tmp", writable, c["name"])
+                        checked += 1
+                    self.assertFalse({"hostNetwork", "hostPID", "hostIPC"} & set(pod))
+        self.assertGreaterEqual(checked, 4 * len(COMBINATIONS) - 2)
+
+    def test_postgres_writes_only_to_its_volumes(self):
+        r = Rendered(REQUIRED)
+        mounts = {m["mountPath"] for m in r.container("db", "postgres")["volumeMounts"]}
+        self.assertEqual(mounts, {"/var/lib/postgresql/data", "/var/run/postgresql", "/tmp"})
+        pod = r.get("Deployment", f"{r.fullname}-db")["spec"]["template"]["spec"]
+        self.assertEqual(pod["securityContext"]["fsGroup"], 999)  # the postgres image's postgres user
+
+    def test_phalanx_images_run_as_the_uid_the_chart_sets(self):
+        dockerfile = (REPO / "deploy" / "docker" / "Dockerfile").read_text()
+        self.assertIn("USER 10001", dockerfile)
+        r = Rendered(REQUIRED)
+        for component, name in (("master", "phalanx-master"), ("scheduler", "phalanx-extender")):
+            self.assertEqual(r.container(component, name)["securityContext"]["runAsUser"], 10001)
+
+
+class NetworkPolicies(unittest.TestCase):
+    def policy(self, r, component):
+        return r.get("NetworkPolicy", f"{r.fullname}-{component}")["spec"]
+
+    def test_on_by_default_and_only_ingress(self):
+        r = Rendered(REQUIRED)
+        for component in ("master", "scheduler", "db"):
+            spec = self.policy(r, component)
+            self.assertEqual(spec["policyTypes"], ["Ingress"])
+            self.assertEqual(spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"], component)
+
+    def test_can_be_turned_off(self):
+        r = Rendered({**REQUIRED, "networkPolicy": {"enabled": False}})
+        self.assertEqual(r.all("NetworkPolicy"), [])
+
+    def test_master_api_only_from_task_pods_of_the_pools(self):
+        r = Rendered(COMBINATIONS["two-pools"])
+        (rule,) = self.policy(r, "master")["ingress"]  # metrics: none by default
+        self.assertEqual(rule["ports"], [{"port": "api"}])
+        (peer,) = rule["from"]
+        self.assertEqual(peer["namespaceSelector"], {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In",
+             "values": ["phalanx-test-a100", "phalanx-test-t4"]}]})
+        self.assertEqual(peer["podSelector"], {"matchLabels": {"app.kubernetes.io/managed-by": "phalanx-master"},
+                                               "matchExpressions": [{"key": "phalanx.io/gang",
+                                                                     "operator": "Exists"}]})
+
+    def test_configured_api_and_metrics_sources(self):
+        values = COMBINATIONS["hardened"]
+        r = Rendered(values)
+        api, metrics = self.policy(r, "master")["ingress"]
+        self.assertEqual(api["from"][1:], values["networkPolicy"]["masterApiFrom"])
+        self.assertEqual(metrics, {"ports": [{"port": "metrics"}], "from": values["networkPolicy"]["metricsFrom"]})
+        (scheduler,) = self.policy(r, "scheduler")["ingress"]
+        self.assertEqual(scheduler, {"ports": [{"port": "status"}, {"port": 10259}],
+                                     "from": values["networkPolicy"]["metricsFrom"]})
+
+    def test_nothing_reaches_the_scheduler_pod_by_default(self):
+        # Its extender verbs listen on 127.0.0.1 for the kube-scheduler beside it.
+        r = Rendered(REQUIRED)
+        self.assertEqual(self.policy(r, "scheduler")["ingress"], [])
+        self.assertEqual(r.config_file("scheduler", "extender.yaml")["listen"], "127.0.0.1:8888")
+
+    def test_postgres_only_from_the_master(self):
+        r = Rendered(REQUIRED)
+        (rule,) = self.policy(r, "db")["ingress"]
+        self.assertEqual(rule["from"], [{"podSelector": {"matchLabels": {
+            "app.kubernetes.io/name": "phalanx", "app.kubernetes.io/instance": "t",
+            "app.kubernetes.io/component": "master"}}}])
+
+
+class PolicyPassThrough(unittest.TestCase):
+    """podSpecPolicy, per-pool podSpecPolicy, quotas and db.sslmode reach master.yaml."""
+
+    def test_hardened_values(self):
+        values = COMBINATIONS["hardened"]
+        m = Rendered(values).config_file("master", "master.yaml")
+        self.assertEqual(m["pod_spec_policy"], {**POD_SPEC_POLICY, **values["podSpecPolicy"]})
+        self.assertEqual(m["quotas"], values["quotas"])
+        self.assertEqual(m["resource_pools"][0]["pod_spec_policy"], values["resourcePools"][0]["podSpecPolicy"])
+        self.assertEqual(m["auth"], {"default_password": "admin-pw"})
+
+    def test_sslmode(self):
+        m = Rendered({**REQUIRED, "db": {"sslmode": "verify-full"}}).config_file("master", "master.yaml")
+        self.assertEqual(m["db"]["sslmode"], "verify-full")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """End-to-end checks of the chart against the real test cluster (ctest fixture test_cluster):
 DryRunServer: every value combination's manifests are accepted by kube-apiserver
-  (`kubectl apply --dry-run=server`, all admission and validation, nothing stored);
+  (`kubectl apply --dry-run=server`, all admission and validation, nothing stored), and its
+  PodSecurity admission warns of no violation of the `restricted` level by the chart's pods;
 KubeSchedulerStarts: the rendered KubeSchedulerConfiguration starts the real kube-scheduler, whose
   strict decoding rejects an unknown field in the same file.
+KeptSecrets: rendered against the cluster (helm's lookup reads it), the chart reuses the generated
+  admin password and placement key of the release's existing Secrets, as an upgrade does.
 The cluster comes from $PHALANX_TEST_CLUSTER_DIR/env (KUBECONFIG), the binaries from
 scripts/build-cluster's cache. Run one class with `cluster_test.py ClassName`."""
 
+import base64
 import datetime
 import json
 import os
@@ -63,19 +67,51 @@ class DryRunServer(ClusterTest):
     def test_every_combination_is_accepted_by_the_api_server(self):
         namespaces = [self.prefix]
         for name, values in combinations(self.prefix).items():
-            namespaces += [p["kubernetes_namespace"] for p in values.get("resourcePools", [])]
+            namespaces += [p["kubernetes_namespace"] for p in values.get("resourcePools", [])
+                           if "kubernetes_namespace" in p]
         for ns in dict.fromkeys(namespaces):
             self.kubectl_run("create", "namespace", ns)
             self.addCleanup(self.kubectl_run, "delete", "namespace", ns, "--wait=false", check=False)
+            self.kubectl_run("label", "namespace", ns, "pod-security.kubernetes.io/warn=restricted")
         for name, values in combinations(self.prefix).items():
             with self.subTest(name):
                 rendered = Rendered(values, release="e2e", namespace=self.prefix)
                 with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
                     f.write(rendered.text)
                     f.flush()
-                    out = self.kubectl_run("apply", "--dry-run=server", "-f", f.name).stdout
-                accepted = [line for line in out.splitlines() if line.endswith("(server dry run)")]
-                self.assertEqual(len(accepted), len(rendered.objects), out)
+                    proc = self.kubectl_run("apply", "--dry-run=server", "-f", f.name)
+                accepted = [line for line in proc.stdout.splitlines() if line.endswith("(server dry run)")]
+                self.assertEqual(len(accepted), len(rendered.objects), proc.stdout)
+                self.assertNotIn("PodSecurity", proc.stderr)
+
+
+
+class KeptSecrets(ClusterTest):
+    def test_upgrade_reuses_the_generated_password_and_placement_key(self):
+        ns = f"{self.prefix}-kept"
+        self.kubectl_run("create", "namespace", ns)
+        self.addCleanup(self.kubectl_run, "delete", "namespace", ns, "--wait=false", check=False)
+        # What a first install generated (as it would have), then the upgrade's rendering.
+        kept = {"e2e-phalanx-master-auth": ("default-password", "Kept0password0of0the0first0inst"),
+                "e2e-phalanx-placement-key": ("placement-key", "K" * 64)}
+        fresh = Rendered(REQUIRED, release="e2e", namespace=ns, extra=["--dry-run=server"], env=self.env)
+        for name, (key, value) in kept.items():
+            self.assertNotEqual(base64.b64decode(fresh.get("Secret", name)["data"][key]).decode(), value)
+            # As the first install left it: owned by the release (helm refuses to adopt it otherwise).
+            self.kubectl_run("create", "-f", "-", stdin=json.dumps({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": name, "namespace": ns, "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                             "annotations": {"meta.helm.sh/release-name": "e2e",
+                                             "meta.helm.sh/release-namespace": ns}},
+                "data": {key: base64.b64encode(value.encode()).decode()}}))
+        upgrade = Rendered(REQUIRED, release="e2e", namespace=ns, extra=["--dry-run=server"], env=self.env)
+        for name, (key, value) in kept.items():
+            self.assertEqual(base64.b64decode(upgrade.get("Secret", name)["data"][key]).decode(), value, name)
+        self.assertEqual(upgrade.config_file("master", "master.yaml")["auth"],
+                         {"default_password": kept["e2e-phalanx-master-auth"][1]})
+        # Without --dry-run=server, helm template has no cluster: a new random value, never an empty one.
+        offline = Rendered(REQUIRED, release="e2e", namespace=ns)
+        self.assertRegex(offline.config_file("master", "master.yaml")["auth"]["default_password"], "^[A-Za-z0-9]{32}$")
 
 
 class KubeSchedulerStarts(ClusterTest):

@@ -51,7 +51,7 @@ def layer_kubectl():
     return helm().parent.parent / "kubectl" / "kubectl"
 
 
-def helm_run(*args, values=None, check=True):
+def helm_run(*args, values=None, check=True, env=None):
     """Runs helm with values (a dict, written as a JSON values file: JSON is YAML) added via -f."""
     with tempfile.TemporaryDirectory() as tmp:
         extra = []
@@ -59,12 +59,13 @@ def helm_run(*args, values=None, check=True):
             path = Path(tmp) / "values.json"
             path.write_text(json.dumps(values))
             extra = ["-f", path]
-        return run([helm(), *args, *extra], check=check)
+        return run([helm(), *args, *extra], check=check, env=env)
 
 
-def render(values, release="t", namespace="phalanx-test", extra=()):
-    """`helm template` of the chart; returns the manifest text."""
-    return helm_run("template", release, CHART, "--namespace", namespace, *extra, values=values).stdout
+def render(values, release="t", namespace="phalanx-test", extra=(), env=None):
+    """`helm template` of the chart; returns the manifest text. env: helm's environment (a KUBECONFIG
+    for --dry-run=server, whose lookups read the cluster)."""
+    return helm_run("template", release, CHART, "--namespace", namespace, *extra, values=values, env=env).stdout
 
 
 def decode_stream(text):
@@ -101,9 +102,9 @@ class Rendered:
     """A rendered chart: its objects by kind and name, and the config files inside its Secret and
     ConfigMaps."""
 
-    def __init__(self, values, release="t", namespace="phalanx-test", extra=()):
+    def __init__(self, values, release="t", namespace="phalanx-test", extra=(), env=None):
         self.release, self.namespace = release, namespace
-        self.text = render(values, release, namespace, extra)
+        self.text = render(values, release, namespace, extra, env)
         self.objects = kube_objects(self.text)
         self.fullname = release if "phalanx" in release else f"{release}-phalanx"
 
@@ -153,7 +154,7 @@ def combinations(prefix="phalanx-test"):
     return {
         "defaults": dict(REQUIRED),
         "external-db": {**REQUIRED, "db": {"hostAddress": "pg.example.internal", "port": 6432, "name": "phx",
-                                           "user": "phx_user", "password": "s3cret"}},
+                                           "user": "phx_user", "password": "s3cret", "sslmode": "require"}},
         "nodeport-tls": {**REQUIRED, "useNodePortForMaster": True, "tlsSecret": "phalanx-tls"},
         "cpu-slots": {"maxSlotsPerPod": 2, "slotType": "cpu", "slotResourceRequests": {"cpu": 7.5}},
         "two-pools": {**REQUIRED, "extenderSettings": {"refused_placement_timeout_ms": 60000}, "resourcePools": [
@@ -161,4 +162,17 @@ def combinations(prefix="phalanx-test"):
              "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}}}},
             {"pool_name": "t4", "kubernetes_namespace": f"{prefix}-t4"},
         ]},
+        # Every security setting away from its default.
+        "hardened": {**REQUIRED, "masterServiceType": "LoadBalancer", "defaultPassword": "admin-pw",
+                     "networkPolicy": {
+                         "masterApiFrom": [{"ipBlock": {"cidr": "10.0.0.0/8"}},
+                                           {"namespaceSelector": {"matchLabels": {"team": "ml"}}}],
+                         "metricsFrom": [{"namespaceSelector": {"matchLabels": {
+                             "kubernetes.io/metadata.name": "monitoring"}}}]},
+                     "checkpointStorage": {"type": "s3", "bucket": "ckpt", "accessKey": "AK", "secretKey": "SK"},
+                     "podSpecPolicy": {"allow_run_as_root": False, "allowed_host_paths": ["/data"]},
+                     "quotas": {"max_active_experiments_per_user": 5, "max_active_trials_per_user": 50,
+                                "max_queued_pods_per_user": 200},
+                     "resourcePools": [{"pool_name": "default", "podSpecPolicy": {
+                         "allow_host_namespaces": True, "allowed_capabilities": ["IPC_LOCK"]}}]},
     }

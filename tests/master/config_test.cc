@@ -82,8 +82,17 @@ TEST(MasterConfigTest, LoadsAConfigInTheChartsForm) {
   EXPECT_EQ(c->default_compute_pool, "default");
   EXPECT_EQ(c->default_aux_pool, "default");
   EXPECT_EQ(c->default_password, "secret");
+  EXPECT_EQ(c->db.sslmode, "prefer");  // libpq's default when absent.
   ASSERT_TRUE(c->tls.has_value());
   EXPECT_EQ(c->tls->key, "/etc/phalanx/tls/tls.key");
+}
+
+// db.sslmode is read as written (store.cc passes it to libpq).
+TEST(MasterConfigTest, DbSslModeAsWritten) {
+  absl::StatusOr<MasterConfig> c =
+      ParseMasterConfig("max_slots_per_pod: 4\ndb: {sslmode: verify-full}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->db.sslmode, "verify-full");
 }
 
 // Task pods get the PEM they trust to reach the master: tls.ca's, else the certificate's.
@@ -170,6 +179,11 @@ INSTANTIATE_TEST_SUITE_P(
          "maxSlotsPerPod: unknown field"},
         {"UnknownDbKey", "max_slots_per_pod: 4\ndb: {hostname: x}\n", "db.hostname: unknown field"},
         {"DbNotAMap", "max_slots_per_pod: 4\ndb: [1]\n", "db: expected a mapping"},
+        {"DbSslModeUnknown", "max_slots_per_pod: 4\ndb: {sslmode: on}\n",
+         "db.sslmode: must be one of disable, allow, prefer, require, verify-ca, verify-full, got "
+         "\"on\""},
+        {"DbSslModeNotAString", "max_slots_per_pod: 4\ndb: {sslmode: [require]}\n",
+         "db.sslmode: expected a string"},
         {"BadSlotType", "max_slots_per_pod: 4\nslot_type: tpu\n",
          "slot_type: must be gpu or cpu, got \"tpu\""},
         {"CpuWithoutRequests", "max_slots_per_pod: 4\nslot_type: cpu\n",

@@ -335,10 +335,11 @@ TEST_F(StoreTest, ASubmissionCommittedWithOthersFailsAlone) {
 // that notice a dead peer within about a minute, statements cut after one; and the server it
 // names takes it.
 TEST_F(StoreTest, ConnectionStringBoundsDeadPeersAndStatements) {
-  EXPECT_EQ(ConnectionString({.host = "db", .name = "phalanx", .password = "it's"}),
-            "host='db' port=5432 dbname='phalanx' user='postgres' password='it\\'s' "
-            "connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10 "
-            "keepalives_count=3 tcp_user_timeout=60000 options='-c statement_timeout=60s'");
+  EXPECT_EQ(
+      ConnectionString({.host = "db", .name = "phalanx", .password = "it's"}),
+      "host='db' port=5432 dbname='phalanx' user='postgres' password='it\\'s' sslmode='prefer' "
+      "connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10 "
+      "keepalives_count=3 tcp_user_timeout=60000 options='-c statement_timeout=60s'");
   std::smatch parts;
   ASSERT_TRUE(
       std::regex_match(url_, parts, std::regex("postgresql://([^@]+)@([^:]+):([0-9]+)/(.+)")))

@@ -87,6 +87,7 @@ imagePullSecrets:
 {{- $pool := dict "pool_name" .pool_name "kubernetes_namespace" (.kubernetes_namespace | default $.Release.Namespace) -}}
 {{- with .max_slots_per_pod }}{{ $_ := set $pool "max_slots_per_pod" . }}{{ end -}}
 {{- with .task_container_defaults }}{{ $_ := set $pool "task_container_defaults" . }}{{ end -}}
+{{- with .podSpecPolicy }}{{ $_ := set $pool "pod_spec_policy" . }}{{ end -}}
 {{- $pools = append $pools $pool -}}
 {{- end -}}
 {{- toJson $pools -}}
@@ -115,8 +116,10 @@ imagePullSecrets:
 {{- fail "checkpointStorage: azure needs connection_string or account_url" -}}
 {{- end -}}
 {{- end -}}
-{{- $optional := dict "s3" (list "prefix" "accessKey" "secretKey" "endpointUrl") "gcs" (list "prefix") "azure" (list "connection_string" "account_url" "credential") -}}
-{{- $snake := dict "accessKey" "access_key" "secretKey" "secret_key" "endpointUrl" "endpoint_url" -}}
+{{- /* s3 keys go to pods through the Secret each pool namespace gets (checkpoint-storage-secret.yaml). */ -}}
+{{- if include "phalanx.checkpointCredentials" . }}{{ $_ := set $out "credentials_secret" (include "phalanx.checkpointSecret" .) }}{{ end -}}
+{{- $optional := dict "s3" (list "prefix" "endpointUrl") "gcs" (list "prefix") "azure" (list "connection_string" "account_url" "credential") -}}
+{{- $snake := dict "endpointUrl" "endpoint_url" -}}
 {{- range $key := get $optional $cs.type | default list -}}
 {{- with get $cs $key }}{{ $_ := set $out (get $snake $key | default $key) . }}{{ end -}}
 {{- end -}}
@@ -159,4 +162,70 @@ imagePullSecrets:
 {{- fail "deploy/scheduler/kube-scheduler-config.yaml must declare exactly one extender (phalanx-extender)" -}}
 {{- end -}}
 {{- (urlParse (first $extenders).urlPrefix).host -}}
+{{- end -}}
+
+{{- /* A random value kept across upgrades: key `key` of the release's Secret `name` when it exists
+      (helm lookup; empty under `helm template`, which has no cluster), else `length` random letters
+      and digits (crypto/rand). Computed once per rendering, so every template that includes it sees
+      the same value; pass (dict "ctx" $ "name" "<secret>" "key" "<key>" "length" 32). */ -}}
+{{- define "phalanx.keptRandom" -}}
+{{- $cache := .ctx.Values.__phalanxKeptRandom -}}
+{{- if not $cache }}{{ $cache = dict }}{{ $_ := set .ctx.Values "__phalanxKeptRandom" $cache }}{{ end -}}
+{{- $id := printf "%s/%s" .name .key -}}
+{{- if not (hasKey $cache $id) -}}
+{{- $existing := lookup "v1" "Secret" .ctx.Release.Namespace .name -}}
+{{- $old := "" -}}
+{{- if $existing }}{{ $old = get ($existing.data | default dict) .key | b64dec }}{{ end -}}
+{{- $_ := set $cache $id ($old | default (randAlphaNum (int .length))) -}}
+{{- end -}}
+{{- get $cache $id -}}
+{{- end -}}
+
+{{- define "phalanx.authSecret" -}}{{ include "phalanx.fullname" . }}-master-auth{{- end -}}
+{{- define "phalanx.placementKeySecret" -}}{{ include "phalanx.fullname" . }}-placement-key{{- end -}}
+{{- define "phalanx.checkpointSecret" -}}{{ include "phalanx.fullname" . }}-checkpoint-storage{{- end -}}
+
+{{- /* The built-in accounts' password: defaultPassword, else the one generated into the auth Secret. */ -}}
+{{- define "phalanx.defaultPassword" -}}
+{{- .Values.defaultPassword | default (include "phalanx.keptRandom" (dict "ctx" . "name" (include "phalanx.authSecret" .) "key" "default-password" "length" 32)) -}}
+{{- end -}}
+
+{{- /* Non-empty when storage credentials go to pods through the Secret in each pool namespace. */ -}}
+{{- define "phalanx.checkpointCredentials" -}}
+{{- $cs := .Values.checkpointStorage -}}
+{{- if and (eq $cs.type "s3") (or $cs.accessKey $cs.secretKey) }}true{{ end -}}
+{{- end -}}
+
+{{- /* Pod securityContext: non-root uid (and its group, which owns mounted volumes), seccomp RuntimeDefault. */ -}}
+{{- define "phalanx.podSecurityContext" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: {{ .uid }}
+  runAsGroup: {{ .uid }}
+  fsGroup: {{ .uid }}
+  seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{- /* Container securityContext: non-root uid, read-only root file system, no privilege escalation,
+      no capabilities, seccomp RuntimeDefault. */ -}}
+{{- define "phalanx.containerSecurityContext" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: {{ .uid }}
+  runAsGroup: {{ .uid }}
+  readOnlyRootFilesystem: true
+  allowPrivilegeEscalation: false
+  capabilities: {drop: ["ALL"]}
+  seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{- /* Namespaces where the extender may patch and delete pods (JSON list): the pools' namespaces plus
+      extenderNamespaces. */ -}}
+{{- define "phalanx.extenderNamespaces" -}}
+{{- concat (include "phalanx.poolNamespaces" . | fromJsonArray) .Values.extenderNamespaces | uniq | toJson -}}
+{{- end -}}
+
+{{- /* Type of the master's Service: NodePort with Determined's useNodePortForMaster, else masterServiceType. */ -}}
+{{- define "phalanx.masterServiceType" -}}
+{{- ternary "NodePort" .Values.masterServiceType .Values.useNodePortForMaster -}}
 {{- end -}}
