@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "master/store/auth.h"
 #include "master/api/proto_convert.h"
 #include "master/api/services.h"
+#include "master/store/auth.h"
 
 namespace phalanx::master {
 namespace {
@@ -100,11 +100,13 @@ grpc::Status AuthServiceImpl::Login(grpc::ServerContext* ctx, const v1::LoginReq
                                     v1::LoginResponse* resp) {
   const std::string peer = ctx->peer();
   if (std::optional<absl::Duration> wait = limiter_.Blocked(req->username(), peer)) {
-    const int64_t seconds = std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(*wait, absl::Seconds(1))));
+    const int64_t seconds =
+        std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(*wait, absl::Seconds(1))));
     ctx->AddTrailingMetadata("retry-after", std::to_string(seconds));
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         absl::StrCat("too many failed logins for this user or from this address; "
-                                     "retry after ", seconds, " s"));
+                                     "retry after ",
+                                     seconds, " s"));
   }
   // An unknown user costs a password check too, so that the time taken does not say which
   // users exist.

@@ -1,10 +1,10 @@
 // ExperimentService (see services.h).
 #include <algorithm>
 
-#include "master/spec/experiment_config.h"
 #include "master/api/proto_convert.h"
 #include "master/api/redact.h"
 #include "master/api/services.h"
+#include "master/spec/experiment_config.h"
 
 namespace phalanx::master {
 namespace {
@@ -92,10 +92,9 @@ grpc::Status ExperimentServiceImpl::PauseExperiment(grpc::ServerContext* ctx,
 grpc::Status ExperimentServiceImpl::ActivateExperiment(grpc::ServerContext* ctx,
                                                        const v1::ActivateExperimentRequest* req,
                                                        v1::ActivateExperimentResponse*) {
-  return WithExperiment(auth_, jobs_, ctx, req->id(), "activate it",
-                        [&](const std::string& id, const User& by) {
-    return jobs_.Activate(id, by);
-  });
+  return WithExperiment(
+      auth_, jobs_, ctx, req->id(), "activate it",
+      [&](const std::string& id, const User& by) { return jobs_.Activate(id, by); });
 }
 
 grpc::Status ExperimentServiceImpl::KillExperiment(grpc::ServerContext* ctx,
@@ -110,8 +109,8 @@ grpc::Status ExperimentServiceImpl::SetExperimentPriority(
     v1::SetExperimentPriorityResponse*) {
   return WithExperiment(auth_, jobs_, ctx, req->id(), "set its priority",
                         [&](const std::string& id, const User& by) {
-    return jobs_.SetPriority(id, req->priority(), by);
-  });
+                          return jobs_.SetPriority(id, req->priority(), by);
+                        });
 }
 
 }  // namespace phalanx::master

@@ -55,10 +55,9 @@ void LoginLimiter::CountLocked(const std::string& key, absl::Time now) {
   if (it == windows_.end() && windows_.size() >= limits_.max_keys) {
     absl::erase_if(windows_, [&](const auto& w) { return w.second.start + limits_.window <= now; });
     if (windows_.size() >= limits_.max_keys) {
-      windows_.erase(std::min_element(windows_.begin(), windows_.end(), [](const auto& a,
-                                                                           const auto& b) {
-        return a.second.start < b.second.start;
-      }));
+      windows_.erase(std::min_element(
+          windows_.begin(), windows_.end(),
+          [](const auto& a, const auto& b) { return a.second.start < b.second.start; }));
     }
   }
   Window& w = windows_[key];

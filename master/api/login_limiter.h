@@ -1,7 +1,7 @@
 // LoginLimiter: failed logins per user name and per peer address, in fixed windows. A key that
 // failed its limit (LoginLimits) in its window is refused until the window ends. At most max_keys
-// keys are held: past that, ended windows are swept, and if none ended the oldest window is dropped,
-// so memory stays bounded whatever names or peers an attacker uses.
+// keys are held: past that, ended windows are swept, and if none ended the oldest window is
+// dropped, so memory stays bounded whatever names or peers an attacker uses.
 #ifndef PHALANX_MASTER_API_LOGIN_LIMITER_H_
 #define PHALANX_MASTER_API_LOGIN_LIMITER_H_
 

@@ -47,9 +47,9 @@ void Redact(YAML::Node node, int depth) {
 
 bool NamesSecret(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
-  for (absl::string_view word : {"password", "passwd", "secret", "token", "access_key",
-                                 "accesskey", "access_key_id", "connection_string", "credential",
-                                 "private_key", "api_key", "apikey", "account_key"}) {
+  for (absl::string_view word :
+       {"password", "passwd", "secret", "token", "access_key", "accesskey", "access_key_id",
+        "connection_string", "credential", "private_key", "api_key", "apikey", "account_key"}) {
     if (absl::StrContains(lower, word)) return true;
   }
   return false;

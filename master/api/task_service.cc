@@ -16,7 +16,8 @@ absl::StatusOr<JobView> GetTaskView(JobManager& jobs, const std::string& id, con
   if (view.ok() && view->job.type == TaskType::kExperiment) {
     return absl::NotFoundError(absl::StrCat(id, " is an experiment, not a task"));
   }
-  if (view.ok() && !OwnsOrAdmin(view->job, user)) view->job.config = RedactSecrets(view->job.config);
+  if (view.ok() && !OwnsOrAdmin(view->job, user))
+    view->job.config = RedactSecrets(view->job.config);
   return view;
 }
 

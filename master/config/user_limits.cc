@@ -46,8 +46,8 @@ absl::Status ParseQuotas(const YamlMap& root, QuotaConfig& quotas) {
 }
 
 const std::vector<absl::string_view>& StorageCredentialFields() {
-  static const auto* fields = new std::vector<absl::string_view>{
-      "access_key", "secret_key", "connection_string", "credential"};
+  static const auto* fields = new std::vector<absl::string_view>{"access_key", "secret_key",
+                                                                 "connection_string", "credential"};
   return *fields;
 }
 
@@ -70,10 +70,10 @@ absl::StatusOr<std::string> TakeCredentialsSecret(const YamlMap& root) {
 absl::Status ApplyCredentialsSecret(const std::string& secret, nlohmann::json& storage) {
   if (secret.empty()) return absl::OkStatus();
   if (const std::string inline_fields = InlineCredentials(storage); !inline_fields.empty()) {
-    return FieldError("checkpoint_storage",
-                      absl::StrCat(inline_fields,
-                                   ": not allowed with credentials_secret; put them in Secret \"",
-                                   secret, "\" under those keys"));
+    return FieldError(
+        "checkpoint_storage",
+        absl::StrCat(inline_fields, ": not allowed with credentials_secret; put them in Secret \"",
+                     secret, "\" under those keys"));
   }
   storage["credentials_secret"] = secret;
   return absl::OkStatus();

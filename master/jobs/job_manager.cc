@@ -134,7 +134,6 @@ absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string&
 }
 
 absl::Status JobManager::CheckRunsQuotaLocked(const JobRecord& job, int runs) {
-  if (job.state != RunState::kActive) return absl::OkStatus();
   const ResourcePoolConfig* pool = config_.FindPool(job.resource_pool);
   const int pods = pool == nullptr ? 0 : runs * PodCount(job.slots, config_.MaxSlotsPerPod(*pool));
   const bool experiment = job.type == TaskType::kExperiment;
@@ -166,7 +165,9 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
   sub.job.num_trials = static_cast<int>(sub.trials.size());
   {
     absl::MutexLock lock(&mu_);
-    KUBE_RETURN_IF_ERROR(CheckRunsQuotaLocked(sub.job, std::min<int>(cap, sub.trials.size())));
+    if (sub.job.state == RunState::kActive) {
+      KUBE_RETURN_IF_ERROR(CheckRunsQuotaLocked(sub.job, std::min<int>(cap, sub.trials.size())));
+    }
     KUBE_RETURN_IF_ERROR(NumberLocked(sub.job, sub.trials));
     submitting_.insert(sub.job.job_id);
     for (TrialRecord& t : sub.trials) {

@@ -198,8 +198,7 @@ class JobManager {
   // Records the stored submission and opens its runs' allocations; Submit then starts them with
   // StartLaunches.
   JobView OpenSubmittedLocked(const Submission& sub) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // CheckQuotasLocked for `job` becoming ACTIVE with `runs` runs opened at once (nothing when it
-  // stays paused).
+  // CheckQuotasLocked for `job` becoming ACTIVE with `runs` runs opened at once.
   absl::Status CheckRunsQuotaLocked(const JobRecord& job, int runs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials)

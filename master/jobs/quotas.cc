@@ -10,9 +10,9 @@ namespace {
 absl::Status Check(absl::string_view quota, absl::string_view what, const std::string& user,
                    int limit, int have, int adding) {
   if (limit == 0 || adding == 0 || have + adding <= limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(
-      absl::StrCat("quota ", quota, " is ", limit, ": ", user, " has ", have, " ", what,
-                   " and this would add ", adding, "; finish, pause or kill some first"));
+  return absl::ResourceExhaustedError(absl::StrCat("quota ", quota, " is ", limit, ": ", user,
+                                                   " has ", have, " ", what, " and this would add ",
+                                                   adding, "; finish, pause or kill some first"));
 }
 
 }  // namespace

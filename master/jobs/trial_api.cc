@@ -4,16 +4,16 @@
 #include <set>
 #include <utility>
 
-#include "absl/status/status.h"
 #include "absl/algorithm/container.h"
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "kube/json.h"
-#include "master/store/auth.h"
 #include "master/jobs/job_manager.h"
+#include "master/store/auth.h"
 
 namespace phalanx::master {
 
@@ -29,9 +29,8 @@ absl::Status CheckCheckpointId(absl::string_view id) {
     return absl::InvalidArgumentError(
         absl::StrCat("uuid: at most ", kMaxCheckpointId, " characters, got ", id.size()));
   }
-  const bool chars_ok = absl::c_all_of(id, [](char c) {
-    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
-  });
+  const bool chars_ok = absl::c_all_of(
+      id, [](char c) { return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-'; });
   if (!chars_ok || !absl::ascii_isalnum(id.front()) || absl::StrContains(id, "..")) {
     return absl::InvalidArgumentError(
         absl::StrCat("uuid: must be letters, digits, '.', '_' and '-', starting with a letter or "
