@@ -140,7 +140,17 @@ int Run(int argc, char** argv) {
   if (!config.ok()) return Fail("invalid config", config.status());
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(config->db);
   if (!store.ok()) return Fail("database", store.status());
-  if (absl::Status s = EnsureBuiltinUsers(**store, config->default_password); !s.ok()) {
+  auto log = [](const std::string& line) {
+    std::fprintf(stderr, "phalanx-master: %s\n", line.c_str());
+  };
+  if (const std::string fields = InlineCredentials(config->checkpoint_storage); !fields.empty()) {
+    log(absl::StrCat("warning: checkpoint_storage holds ", fields,
+                     " inline; task pods get them as plain env. Put them in a Secret in every "
+                     "pool namespace and name it in checkpoint_storage.credentials_secret"));
+  }
+  if (absl::Status s = EnsureBuiltinUsers(**store, config->default_password,
+                                          config->allow_empty_password, log);
+      !s.ok()) {
     return Fail("creating the built-in users", s);
   }
   absl::StatusOr<kube::Config> kube_config = kube::DefaultConfig();

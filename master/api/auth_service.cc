@@ -1,12 +1,15 @@
 // AuthService and bearer-token authentication (see services.h).
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "master/store/auth.h"
 #include "master/api/proto_convert.h"
 #include "master/api/services.h"
+#include "master/store/auth.h"
 
 namespace phalanx::master {
 namespace {
@@ -73,22 +76,50 @@ void Authenticator::ForgetUser(int64_t user_id) const {
   ++forgets_;
 }
 
-absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_password) {
+absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_password,
+                                bool allow_empty_password,
+                                const std::function<void(const std::string&)>& log) {
+  const bool generate = default_password.empty() && !allow_empty_password;
+  const std::string password = generate ? NewToken().substr(0, 32) : default_password;
+  std::vector<std::string> created;
   for (const auto& [name, admin] : {std::pair{"admin", true}, std::pair{"determined", false}}) {
-    if (absl::Status s = store.EnsureUser(name, HashPassword(default_password), admin); !s.ok()) {
-      return s;
-    }
+    absl::StatusOr<bool> made = store.EnsureUser(name, HashPassword(password), admin);
+    if (!made.ok()) return made.status();
+    if (*made) created.push_back(name);
+  }
+  if (generate && !created.empty() && log) {
+    log(absl::StrCat("created user(s) ", absl::StrJoin(created, " and "),
+                     " with the generated password ", password,
+                     " (shown only this once; set auth.default_password to choose one, or change "
+                     "it with `phalanx user set-password`)"));
   }
   return absl::OkStatus();
 }
 
-grpc::Status AuthServiceImpl::Login(grpc::ServerContext*, const v1::LoginRequest* req,
+grpc::Status AuthServiceImpl::Login(grpc::ServerContext* ctx, const v1::LoginRequest* req,
                                     v1::LoginResponse* resp) {
+  const std::string peer = ctx->peer();
+  if (std::optional<absl::Duration> wait = limiter_.Blocked(req->username(), peer)) {
+    const int64_t seconds =
+        std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(*wait, absl::Seconds(1))));
+    ctx->AddTrailingMetadata("retry-after", std::to_string(seconds));
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("too many failed logins for this user or from this address; "
+                                     "retry after ",
+                                     seconds, " s"));
+  }
+  // An unknown user costs a password check too, so that the time taken does not say which
+  // users exist.
+  static const std::string* const dummy_hash = new std::string(HashPassword(NewToken()));
   absl::StatusOr<StoredUser> user = store_.FindUser(req->username());
   if (!user.ok() && !absl::IsNotFound(user.status())) return ToGrpcStatus(user.status());
-  if (!user.ok() || !VerifyPassword(req->password(), user->password_hash)) {
+  const bool verified =
+      VerifyPassword(req->password(), user.ok() ? user->password_hash : *dummy_hash);
+  if (!user.ok() || !verified) {
+    limiter_.Failed(req->username(), peer);
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong username or password");
   }
+  limiter_.Succeeded(req->username());
   const std::string token = NewToken();
   absl::Status s = store_.AddToken(TokenHash(token), user->user.id, absl::Now() + kTokenLifetime);
   if (!s.ok()) return ToGrpcStatus(s);

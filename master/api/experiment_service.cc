@@ -1,20 +1,30 @@
 // ExperimentService (see services.h).
 #include <algorithm>
 
-#include "master/spec/experiment_config.h"
 #include "master/api/proto_convert.h"
+#include "master/api/redact.h"
 #include "master/api/services.h"
+#include "master/spec/experiment_config.h"
 
 namespace phalanx::master {
 namespace {
 
-// Runs `action` on the experiment's job for an authenticated caller: action(job_id, user).
+// Runs `action` on the experiment's job for an authenticated caller who owns it or is an admin
+// (`what` says what the action does, for the refusal): action(job_id, user).
 template <typename Action>
-grpc::Status WithExperiment(const Authenticator& auth, grpc::ServerContext* ctx, int64_t id,
-                            Action action) {
+grpc::Status WithExperiment(const Authenticator& auth, JobManager& jobs, grpc::ServerContext* ctx,
+                            int64_t id, absl::string_view what, Action action) {
   absl::StatusOr<User> user = auth.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  return ToGrpcStatus(action(ExperimentJobId(id), *user));
+  const std::string job_id = ExperimentJobId(id);
+  if (absl::Status s = jobs.CheckMayChange(job_id, *user, what); !s.ok()) return ToGrpcStatus(s);
+  return ToGrpcStatus(action(job_id, *user));
+}
+
+// `job` as `user` may see it: storage secrets redacted unless they own it or are an admin.
+JobRecord Visible(JobRecord job, const User& user) {
+  if (!OwnsOrAdmin(job, user)) job.config = RedactSecrets(job.config);
+  return job;
 }
 
 }  // namespace
@@ -43,7 +53,7 @@ grpc::Status ExperimentServiceImpl::GetExperiment(grpc::ServerContext* ctx,
   if (view->job.type != TaskType::kExperiment) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such experiment");
   }
-  ToProto(view->job, resp->mutable_experiment());
+  ToProto(Visible(view->job, *user), resp->mutable_experiment());
   for (const TrialView& t : view->trials) ToProto(t, req->id(), resp->add_trials());
   return grpc::Status::OK;
 }
@@ -65,7 +75,7 @@ grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
   filter.states = *std::move(states);
   auto jobs = jobs_.ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (const JobRecord& job : jobs->first) ToProto(job, resp->add_experiments());
+  for (const JobRecord& job : jobs->first) ToProto(Visible(job, *user), resp->add_experiments());
   resp->mutable_pagination()->set_offset(filter.offset);
   resp->mutable_pagination()->set_limit(filter.limit);
   resp->mutable_pagination()->set_total(jobs->second);
@@ -75,31 +85,32 @@ grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
 grpc::Status ExperimentServiceImpl::PauseExperiment(grpc::ServerContext* ctx,
                                                     const v1::PauseExperimentRequest* req,
                                                     v1::PauseExperimentResponse*) {
-  return WithExperiment(auth_, ctx, req->id(),
+  return WithExperiment(auth_, jobs_, ctx, req->id(), "pause it",
                         [&](const std::string& id, const User& by) { return jobs_.Pause(id, by); });
 }
 
 grpc::Status ExperimentServiceImpl::ActivateExperiment(grpc::ServerContext* ctx,
                                                        const v1::ActivateExperimentRequest* req,
                                                        v1::ActivateExperimentResponse*) {
-  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id, const User& by) {
-    return jobs_.Activate(id, by);
-  });
+  return WithExperiment(
+      auth_, jobs_, ctx, req->id(), "activate it",
+      [&](const std::string& id, const User& by) { return jobs_.Activate(id, by); });
 }
 
 grpc::Status ExperimentServiceImpl::KillExperiment(grpc::ServerContext* ctx,
                                                    const v1::KillExperimentRequest* req,
                                                    v1::KillExperimentResponse*) {
-  return WithExperiment(auth_, ctx, req->id(),
+  return WithExperiment(auth_, jobs_, ctx, req->id(), "kill it",
                         [&](const std::string& id, const User& by) { return jobs_.Kill(id, by); });
 }
 
 grpc::Status ExperimentServiceImpl::SetExperimentPriority(
     grpc::ServerContext* ctx, const v1::SetExperimentPriorityRequest* req,
     v1::SetExperimentPriorityResponse*) {
-  return WithExperiment(auth_, ctx, req->id(), [&](const std::string& id, const User& by) {
-    return jobs_.SetPriority(id, req->priority(), by);
-  });
+  return WithExperiment(auth_, jobs_, ctx, req->id(), "set its priority",
+                        [&](const std::string& id, const User& by) {
+                          return jobs_.SetPriority(id, req->priority(), by);
+                        });
 }
 
 }  // namespace phalanx::master

@@ -19,8 +19,24 @@ absl::Status CheckPool(const MasterConfig& config, absl::string_view field,
   return FieldError(field, absl::StrCat("no resource pool named \"", pool, "\""));
 }
 
-// Applies update `u` for `by`. An INVALID_ARGUMENT names the update's field ("priority: ...").
+// What update `u` does, for a refusal ("only alice or an admin may move it in the queue").
+absl::string_view UpdateAction(const v1::QueueControl& u) {
+  switch (u.action_case()) {
+    case v1::QueueControl::kPriority:
+      return "set its priority";
+    case v1::QueueControl::kResourcePool:
+      return "move it to another resource pool";
+    default:
+      return "move it in the queue";
+  }
+}
+
+// Applies update `u` for `by`, who must own the job or be an admin. An INVALID_ARGUMENT names the
+// update's field ("priority: ...").
 absl::Status ApplyUpdate(JobManager& jobs, const v1::QueueControl& u, const User& by) {
+  if (u.action_case() != v1::QueueControl::ACTION_NOT_SET) {
+    KUBE_RETURN_IF_ERROR(jobs.CheckMayChange(u.job_id(), by, UpdateAction(u)));
+  }
   switch (u.action_case()) {
     case v1::QueueControl::kAheadOf:
       return jobs.Move(u.job_id(), u.ahead_of(), /*ahead=*/true, by);
@@ -113,7 +129,9 @@ absl::Status AllocationServiceImpl::Authorize(const grpc::ServerContext& context
   if (jobs_.CheckAllocationToken(allocation_id, Authenticator::BearerToken(context)).ok()) {
     return absl::OkStatus();
   }
-  return auth_.Authenticate(context).status();
+  absl::StatusOr<User> user = auth_.Authenticate(context);
+  if (!user.ok()) return user.status();
+  return jobs_.CheckMayChangeAllocation(allocation_id, *user);
 }
 
 grpc::Status AllocationServiceImpl::WatchPreemption(grpc::ServerContext* ctx,

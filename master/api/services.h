@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "master/api/login_limiter.h"
 #include "master/jobs/job_manager.h"
 #include "master/store/store.h"
 #include "phalanx/v1/allocation.grpc.pb.h"
@@ -67,9 +68,16 @@ class Authenticator {
 };
 
 // Creates the built-in users admin (an admin) and determined with `default_password` unless they
-// exist.
-absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_password);
+// exist. An empty `default_password` is used only with `allow_empty_password`; otherwise a random
+// password is generated and, when a user was created with it, passed to `log` (once: later starts
+// create nobody).
+absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_password,
+                                bool allow_empty_password = false,
+                                const std::function<void(const std::string&)>& log = nullptr);
 
+// Login checks the password of unknown users against a dummy hash (the same time as a wrong
+// password) and refuses, with RESOURCE_EXHAUSTED and trailing metadata `retry-after` (seconds),
+// user names and peers with too many recent failures (LoginLimiter).
 class AuthServiceImpl final : public v1::AuthService::Service {
  public:
   AuthServiceImpl(Store& store, const Authenticator& auth) : store_(store), auth_(auth) {}
@@ -85,6 +93,7 @@ class AuthServiceImpl final : public v1::AuthService::Service {
  private:
   Store& store_;
   const Authenticator& auth_;
+  LoginLimiter limiter_;
 };
 
 class ExperimentServiceImpl final : public v1::ExperimentService::Service {
@@ -157,7 +166,7 @@ class AllocationServiceImpl final : public v1::AllocationService::Service {
                                 v1::ReportCompletionResponse*) override;
 
  private:
-  // The allocation's own token, or any user's.
+  // The allocation's own token, or the token of its job's owner or of an admin.
   absl::Status Authorize(const grpc::ServerContext& context, const std::string& allocation_id);
   JobManager& jobs_;
   const Authenticator& auth_;

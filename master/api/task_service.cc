@@ -3,17 +3,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "master/api/proto_convert.h"
+#include "master/api/redact.h"
 #include "master/api/services.h"
 
 namespace phalanx::master {
 namespace {
 
-// The task `id`, or NOT_FOUND when it is unknown or an experiment.
-absl::StatusOr<JobView> GetTaskView(JobManager& jobs, const std::string& id) {
+// The task `id` as `user` may see it (storage secrets redacted unless they own it or are an
+// admin), or NOT_FOUND when it is unknown or an experiment.
+absl::StatusOr<JobView> GetTaskView(JobManager& jobs, const std::string& id, const User& user) {
   absl::StatusOr<JobView> view = jobs.GetJob(id);
   if (view.ok() && view->job.type == TaskType::kExperiment) {
     return absl::NotFoundError(absl::StrCat(id, " is an experiment, not a task"));
   }
+  if (view.ok() && !OwnsOrAdmin(view->job, user))
+    view->job.config = RedactSecrets(view->job.config);
   return view;
 }
 
@@ -39,7 +43,7 @@ grpc::Status TaskServiceImpl::GetTask(grpc::ServerContext* ctx, const v1::GetTas
                                       v1::GetTaskResponse* resp) {
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id());
+  absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id(), *user);
   if (!view.ok()) return ToGrpcStatus(view.status());
   ToProto(*view, resp->mutable_task());
   return grpc::Status::OK;
@@ -67,7 +71,7 @@ grpc::Status TaskServiceImpl::ListTasks(grpc::ServerContext* ctx, const v1::List
   auto jobs = jobs_.ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
   for (const JobRecord& job : jobs->first) {
-    absl::StatusOr<JobView> view = jobs_.GetJob(job.job_id);
+    absl::StatusOr<JobView> view = GetTaskView(jobs_, job.job_id, *user);
     if (view.ok()) ToProto(*view, resp->add_tasks());
   }
   resp->mutable_pagination()->set_offset(filter.offset);
@@ -80,8 +84,11 @@ grpc::Status TaskServiceImpl::KillTask(grpc::ServerContext* ctx, const v1::KillT
                                        v1::KillTaskResponse*) {
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id()); !view.ok()) {
+  if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id(), *user); !view.ok()) {
     return ToGrpcStatus(view.status());
+  }
+  if (absl::Status s = jobs_.CheckMayChange(req->id(), *user, "kill it"); !s.ok()) {
+    return ToGrpcStatus(s);
   }
   return ToGrpcStatus(jobs_.Kill(req->id(), *user));
 }
@@ -91,8 +98,11 @@ grpc::Status TaskServiceImpl::SetTaskPriority(grpc::ServerContext* ctx,
                                               v1::SetTaskPriorityResponse*) {
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
-  if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id()); !view.ok()) {
+  if (absl::StatusOr<JobView> view = GetTaskView(jobs_, req->id(), *user); !view.ok()) {
     return ToGrpcStatus(view.status());
+  }
+  if (absl::Status s = jobs_.CheckMayChange(req->id(), *user, "set its priority"); !s.ok()) {
+    return ToGrpcStatus(s);
   }
   return ToGrpcStatus(jobs_.SetPriority(req->id(), req->priority(), *user));
 }

@@ -188,10 +188,13 @@ absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
   KUBE_RETURN_IF_ERROR(
       ParseDuration(root, "pod_start_failure_timeout", c.pod_start_failure_timeout));
   KUBE_RETURN_IF_ERROR(ParseDuration(root, "terminating_pod_timeout", c.terminating_pod_timeout));
+  KUBE_ASSIGN_OR_RETURN(const std::string credentials_secret, TakeCredentialsSecret(root));
   KUBE_ASSIGN_OR_RETURN(
       c.checkpoint_storage,
       ParseCheckpointStorage(root, "checkpoint_storage",
                              {{"type", "shared_fs"}, {"host_path", "/tmp/checkpoints"}}));
+  KUBE_RETURN_IF_ERROR(ApplyCredentialsSecret(credentials_secret, c.checkpoint_storage));
+  KUBE_RETURN_IF_ERROR(ParseQuotas(root, c.quotas));
   KUBE_ASSIGN_OR_RETURN(YamlMap tcd, root.Map("task_container_defaults"));
   KUBE_ASSIGN_OR_RETURN(c.task_container_defaults, ParseDefaults(tcd));
   if (root.Has("tls")) {
@@ -205,9 +208,11 @@ absl::Status ParseRest(const YamlMap& root, MasterConfig& c) {
     c.tls = std::move(t);
   }
   KUBE_ASSIGN_OR_RETURN(YamlMap auth, root.Map("auth"));
-  KUBE_RETURN_IF_ERROR(auth.CheckKeys({"default_password"}));
+  KUBE_RETURN_IF_ERROR(auth.CheckKeys({"default_password", "allow_empty_password"}));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> password, auth.String("default_password"));
   c.default_password = password.value_or("");
+  KUBE_ASSIGN_OR_RETURN(std::optional<bool> allow_empty, auth.Bool("allow_empty_password"));
+  c.allow_empty_password = allow_empty.value_or(false);
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> address, root.String("task_master_address"));
   c.task_master_address = address.value_or("");
   return absl::OkStatus();
@@ -244,7 +249,7 @@ absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {
        "default_scheduler", "preemption_timeout", "pod_start_failure_timeout",
        "terminating_pod_timeout", "resource_pools", "default_compute_resource_pool",
        "default_aux_resource_pool", "checkpoint_storage", "task_container_defaults", "tls", "auth",
-       "task_master_address"}));
+       "task_master_address", "quotas"}));
   MasterConfig c;
   KUBE_RETURN_IF_ERROR(ParseSlots(root, c));
   KUBE_RETURN_IF_ERROR(ParsePools(root, c));

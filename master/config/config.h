@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "master/config/user_limits.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -71,10 +72,14 @@ struct MasterConfig {
   std::vector<ResourcePoolConfig> resource_pools;  // At least one; defaults to "default".
   std::string default_compute_pool;                // Defaults to the first pool.
   std::string default_aux_pool;                    // Zero-slot tasks; defaults to the compute pool.
-  nlohmann::json checkpoint_storage;               // {"type": ..., ...}; passed to tasks.
+  // {"type": ..., ...}; passed to tasks. "credentials_secret" (checkpoint_storage.credentials_secret)
+  // names the Secret of its credentials, which then are never inline.
+  nlohmann::json checkpoint_storage;
   PodSpecDefaults task_container_defaults;
   std::optional<TlsConfig> tls;
   std::string default_password;  // auth.default_password of the built-in admin and determined.
+  bool allow_empty_password = false;  // auth.allow_empty_password: local demos only.
+  QuotaConfig quotas;
   // How task pods reach the master's gRPC API (env PHALANX_MASTER); empty: not passed.
   std::string task_master_address;
 

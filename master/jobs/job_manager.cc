@@ -1,9 +1,11 @@
 // JobManager: submitting jobs, job-level commands and Reconcile (see job_manager.h).
 #include "master/jobs/job_manager.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -131,6 +133,13 @@ absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string&
   return Submit(std::move(job), {TrialRecord{.hparams = "{}"}}, /*cap=*/1);
 }
 
+absl::Status JobManager::CheckRunsQuotaLocked(const JobRecord& job, int runs) {
+  const ResourcePoolConfig* pool = config_.FindPool(job.resource_pool);
+  const int pods = pool == nullptr ? 0 : runs * PodCount(job.slots, config_.MaxSlotsPerPod(*pool));
+  const bool experiment = job.type == TaskType::kExperiment;
+  return CheckQuotasLocked(job.username, experiment ? 1 : 0, experiment ? runs : 0, pods);
+}
+
 absl::Status JobManager::NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials) {
   if (!last_ids_) {
     KUBE_ASSIGN_OR_RETURN(last_ids_, store_.LastJobIds());
@@ -156,6 +165,9 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
   sub.job.num_trials = static_cast<int>(sub.trials.size());
   {
     absl::MutexLock lock(&mu_);
+    if (sub.job.state == RunState::kActive) {
+      KUBE_RETURN_IF_ERROR(CheckRunsQuotaLocked(sub.job, std::min<int>(cap, sub.trials.size())));
+    }
     KUBE_RETURN_IF_ERROR(NumberLocked(sub.job, sub.trials));
     submitting_.insert(sub.job.job_id);
     for (TrialRecord& t : sub.trials) {
@@ -260,10 +272,16 @@ absl::Status JobManager::Activate(const std::string& job_id, const User& by) {
   PodsAfterUnlock start(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(JobRecord job, GetActiveJobLocked(job_id, /*allow_paused=*/true));
+  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
+  if (job.state == RunState::kPaused) {
+    const int paused = static_cast<int>(absl::c_count_if(
+        trials, [](const TrialRecord& t) { return t.state == RunState::kPaused; }));
+    KUBE_RETURN_IF_ERROR(
+        CheckRunsQuotaLocked(job, std::min(ConcurrencyCap(job, config_), paused)));
+  }
   job.state = RunState::kActive;
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
   EventLocked(absl::StrCat(job_id, " activated by ", by.username));
-  KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
   for (const TrialRecord& t : trials) {
     if (t.state == RunState::kPaused)
       KUBE_RETURN_IF_ERROR(SetTrialStateLocked(t.id, RunState::kActive));

@@ -138,6 +138,12 @@ class JobManager {
   QueuePage Queue(const std::string& pool, const std::vector<QueueState>& states, int offset,
                   int limit);
 
+  // ownership.cc. OK when `by` owns the job or is an admin; else PERMISSION_DENIED naming the
+  // owner: "experiment 3 belongs to alice; only alice or an admin may <action>".
+  absl::Status CheckMayChange(const std::string& job_id, const User& by, absl::string_view action);
+  // The same for the job of an allocation (open or ended).
+  absl::Status CheckMayChangeAllocation(const std::string& allocation_id, const User& by);
+
   // The trial process's calls; `token` is the allocation's token (PHALANX_ALLOCATION_TOKEN).
   absl::Status CheckAllocationToken(const std::string& allocation_id, const std::string& token);
   absl::StatusOr<bool> WatchPreemption(const std::string& allocation_id, absl::Duration timeout);
@@ -192,6 +198,9 @@ class JobManager {
   // Records the stored submission and opens its runs' allocations; Submit then starts them with
   // StartLaunches.
   JobView OpenSubmittedLocked(const Submission& sub) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CheckQuotasLocked for `job` becoming ACTIVE with `runs` runs opened at once.
+  absl::Status CheckRunsQuotaLocked(const JobRecord& job, int runs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NumberLocked(JobRecord& job, std::vector<TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ReconcileOnceLocked; a job it fails for is tried again at the next Tick.
@@ -319,6 +328,11 @@ class JobManager {
     int used = 0;
   };
   absl::StatusOr<RestartBudget> RestartBudgetLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // quotas.cc: RESOURCE_EXHAUSTED naming the quota, its limit and the user's count when `user`
+  // would exceed a master.yaml quota by adding `experiments` active experiments, `trials` trials
+  // with open runs and `pods` queued pods (see QuotaConfig).
+  absl::Status CheckQuotasLocked(const std::string& user, int experiments, int trials, int pods)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // start_failures.cc
   // Updates the allocation's start_failure from its pods (an event when one appears or clears),

@@ -4,14 +4,43 @@
 #include <set>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "kube/json.h"
-#include "master/store/auth.h"
 #include "master/jobs/job_manager.h"
+#include "master/store/auth.h"
 
 namespace phalanx::master {
+
+namespace {
+
+constexpr size_t kMaxCheckpointId = 128;
+
+// A checkpoint id names a directory or object key in the checkpoint storage: 1 to 128 of
+// [A-Za-z0-9._-], starting with a letter or digit, with no ".." (so never a path out of it).
+absl::Status CheckCheckpointId(absl::string_view id) {
+  if (id.empty()) return absl::InvalidArgumentError("uuid: required");
+  if (id.size() > kMaxCheckpointId) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("uuid: at most ", kMaxCheckpointId, " characters, got ", id.size()));
+  }
+  const bool chars_ok = absl::c_all_of(
+      id, [](char c) { return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-'; });
+  if (!chars_ok || !absl::ascii_isalnum(id.front()) || absl::StrContains(id, "..")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("uuid: must be letters, digits, '.', '_' and '-', starting with a letter or "
+                     "digit, without \"..\"; got \"",
+                     absl::CEscape(id.substr(0, 64)), "\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status JobManager::CheckAllocationToken(const std::string& allocation_id,
                                               const std::string& token) {
@@ -56,7 +85,7 @@ absl::Status JobManager::AckPreemption(const std::string& allocation_id) {
 
 absl::Status JobManager::ReportCheckpoint(const std::string& allocation_id, const std::string& uuid,
                                           int64_t steps_completed) {
-  if (uuid.empty()) return absl::InvalidArgumentError("uuid: required");
+  KUBE_RETURN_IF_ERROR(CheckCheckpointId(uuid));
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(AllocationRecord rec, store_.GetAllocation(allocation_id));
   return store_.AddCheckpoint(allocation_id, *rec.trial_id, uuid, steps_completed);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
@@ -131,11 +132,24 @@ void SetMasterAddress(json& container, const MasterConfig& master) {
   }
 }
 
+// PHALANX_CHECKPOINT_STORAGE; with a credentials Secret, each credential field as
+// PHALANX_CHECKPOINT_<FIELD> from the Secret's key of that name (absent keys are skipped).
+void AddStorageEnv(json& container, json storage) {
+  const std::string secret = storage.value("credentials_secret", "");
+  storage.erase("credentials_secret");
+  SetEnv(container, "PHALANX_CHECKPOINT_STORAGE", storage.dump());
+  if (secret.empty()) return;
+  for (absl::string_view field : StorageCredentialFields()) {
+    SetEnv(container, absl::StrCat("PHALANX_CHECKPOINT_", absl::AsciiStrToUpper(field)),
+           {{"secretKeyRef", {{"name", secret}, {"key", field}, {"optional", true}}}});
+  }
+}
+
 // Step 4: the checkpoint storage's env and, for shared_fs, its hostPath volume and mount (unless
 // the pod spec mounts a volume of its own there).
 void AddCheckpointStorage(json& spec, json& container, const json& storage) {
   if (storage.is_null()) return;
-  SetEnv(container, "PHALANX_CHECKPOINT_STORAGE", storage.dump());
+  AddStorageEnv(container, storage);
   const std::optional<std::string> dir = CheckpointContainerDir(storage);
   if (!dir) return;
   SetEnv(container, "PHALANX_CHECKPOINT_DIR", *dir);

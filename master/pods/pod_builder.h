@@ -11,7 +11,10 @@
 //      environment variables of the task's device (EnvironmentConfig), command, PHALANX_* ones, and
 //      the slot requests and limits (nvidia.com/gpu, or cpu for the cpu slot type) that the user
 //      cannot override.
-//   4. Checkpoint storage: env PHALANX_CHECKPOINT_STORAGE (the storage config as JSON). shared_fs
+//   4. Checkpoint storage: env PHALANX_CHECKPOINT_STORAGE (the storage config as JSON; with the
+//      master's checkpoint_storage.credentials_secret, its credentials come as env
+//      PHALANX_CHECKPOINT_ACCESS_KEY, _SECRET_KEY, _CONNECTION_STRING, _CREDENTIAL from that
+//      Secret's keys access_key, secret_key, connection_string, credential). shared_fs
 //      storage is also mounted: a hostPath volume "phalanx-checkpoints" of host_path
 //      (DirectoryOrCreate) at /determined_shared_fs in phalanx-container, as Determined mounts it,
 //      and env PHALANX_CHECKPOINT_DIR names where checkpoints go (the mount plus storage_path). A

@@ -36,4 +36,8 @@ bool IsTerminal(RunState s) {
   return s == RunState::kCompleted || s == RunState::kCanceled || s == RunState::kError;
 }
 
+bool OwnsOrAdmin(const JobRecord& job, const User& user) {
+  return user.admin || user.username == job.username;
+}
+
 }  // namespace phalanx::master

@@ -77,6 +77,9 @@ struct AllocationRecord {
   std::optional<int64_t> start_failing_ms;
 };
 
+// Whether `user` may change `job` (and read its secrets): its owner or an admin.
+bool OwnsOrAdmin(const JobRecord& job, const User& user);
+
 // Filters of ListJobs; empty fields match everything.
 struct JobFilter {
   std::vector<TaskType> types;

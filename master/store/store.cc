@@ -1,6 +1,7 @@
 // Store plumbing (connection, transactions, migrations) and users/tokens (see store.h).
 #include "master/store/store.h"
 
+#include <cstdio>
 #include <exception>
 
 #include "absl/strings/match.h"
@@ -79,11 +80,20 @@ CREATE TABLE checkpoints (
     "ALTER TABLE trials ADD COLUMN restarted_after TEXT NOT NULL DEFAULT ''",
     // Version 6: since when a pod of the run cannot start a container (pod_start_failure_timeout).
     "ALTER TABLE allocations ADD COLUMN start_failing_at TIMESTAMPTZ",
+    // Version 7: expired tokens are deleted at each login (AddToken).
+    "CREATE INDEX user_tokens_expires ON user_tokens (expires_at)",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).
 bool IsConnectionState(const std::string& state) {
   return absl::StartsWith(state, "08") || absl::StartsWith(state, "57P");
+}
+
+// A status of `code` saying `what`; the database's own text goes only to the master's log, never
+// to callers (it can quote their input, or the schema).
+absl::Status Logged(absl::StatusCode code, absl::string_view what, const std::exception& e) {
+  std::fprintf(stderr, "phalanx-master: %s: %s\n", std::string(what).c_str(), e.what());
+  return absl::Status(code, absl::StrCat(what, " (details in the master's log)"));
 }
 
 User UserFromRow(const pqxx::row& row) {
@@ -173,18 +183,22 @@ absl::Status Store::WithConnection(
       return body(*conn_, attempt);
     } catch (const pqxx::in_doubt_error& e) {
       conn_.reset();
-      return absl::UnavailableError(absl::StrCat("database: commit outcome unknown: ", e.what()));
+      return Logged(absl::StatusCode::kUnavailable, "database: commit outcome unknown", e);
     } catch (const pqxx::broken_connection& e) {
       conn_.reset();
-      if (last) return absl::UnavailableError(absl::StrCat("database unreachable: ", e.what()));
+      if (last) return Logged(absl::StatusCode::kUnavailable, "database unreachable", e);
     } catch (const pqxx::sql_error& e) {
-      if (e.sqlstate() == "23505") return absl::AlreadyExistsError(e.what());
-      if (!IsConnectionState(e.sqlstate())) return absl::InternalError(e.what());
+      if (e.sqlstate() == "23505") {
+        return Logged(absl::StatusCode::kAlreadyExists, "database: already exists", e);
+      }
+      if (!IsConnectionState(e.sqlstate())) {
+        return Logged(absl::StatusCode::kInternal, "database error", e);
+      }
       conn_.reset();
-      if (last) return absl::UnavailableError(absl::StrCat("database unreachable: ", e.what()));
+      if (last) return Logged(absl::StatusCode::kUnavailable, "database unreachable", e);
     } catch (const std::exception& e) {
       conn_.reset();
-      return absl::InternalError(absl::StrCat("database: ", e.what()));
+      return Logged(absl::StatusCode::kInternal, "database error", e);
     }
   }
 }
@@ -227,15 +241,19 @@ absl::StatusOr<User> Store::CreateUser(const std::string& username,
   return user;
 }
 
-absl::Status Store::EnsureUser(const std::string& username, const std::string& password_hash,
-                               bool admin) {
-  return Transact([&](pqxx::transaction_base& tx) {
-    tx.exec_params(
-        "INSERT INTO users (username, password_hash, admin) VALUES ($1, $2, $3) "
-        "ON CONFLICT (username) DO NOTHING",
-        username, password_hash, admin);
+absl::StatusOr<bool> Store::EnsureUser(const std::string& username,
+                                       const std::string& password_hash, bool admin) {
+  bool created = false;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
+    created = !tx.exec_params(
+                     "INSERT INTO users (username, password_hash, admin) VALUES ($1, $2, $3) "
+                     "ON CONFLICT (username) DO NOTHING RETURNING id",
+                     username, password_hash, admin)
+                   .empty();
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return created;
 }
 
 absl::StatusOr<StoredUser> Store::FindUser(const std::string& username) {
@@ -254,6 +272,7 @@ absl::StatusOr<StoredUser> Store::FindUser(const std::string& username) {
 
 absl::Status Store::AddToken(const std::string& token_hash, int64_t user_id, absl::Time expires) {
   return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec("DELETE FROM user_tokens WHERE expires_at <= now()");
     tx.exec_params(
         "INSERT INTO user_tokens (token_hash, user_id, expires_at) "
         "VALUES ($1, $2, to_timestamp($3))",
@@ -266,10 +285,15 @@ absl::StatusOr<User> Store::UserForToken(const std::string& token_hash) {
   User user;
   absl::Status s = Read([&](pqxx::transaction_base& tx) {
     pqxx::result r = tx.exec_params(
-        "SELECT u.id, u.username, u.admin FROM user_tokens t JOIN users u ON u.id = t.user_id "
-        "WHERE t.token_hash = $1 AND t.expires_at > now()",
+        "SELECT u.id, u.username, u.admin, t.expires_at > now() AS live "
+        "FROM user_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
         token_hash);
-    if (r.empty()) return absl::UnauthenticatedError("invalid or expired token; log in again");
+    if (!r.empty() && !r[0]["live"].as<bool>()) {
+      tx.exec_params("DELETE FROM user_tokens WHERE token_hash = $1", token_hash);
+    }
+    if (r.empty() || !r[0]["live"].as<bool>()) {
+      return absl::UnauthenticatedError("invalid or expired token; log in again");
+    }
     user = UserFromRow(r[0]);
     return absl::OkStatus();
   });

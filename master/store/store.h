@@ -3,7 +3,8 @@
 // request survives a master crash. A broken connection (a database restart) is reopened on the next
 // call; a call whose transaction never committed is retried once on the new connection. Thread-safe
 // (one connection behind a mutex). libpqxx exceptions never leave this module: errors are
-// absl::Status (NotFound, AlreadyExists, Unavailable for connection trouble, Internal otherwise).
+// absl::Status (NotFound, AlreadyExists, Unavailable for connection trouble, Internal otherwise),
+// whose messages never carry the database's own text (that goes to stderr).
 #ifndef PHALANX_MASTER_STORE_STORE_H_
 #define PHALANX_MASTER_STORE_STORE_H_
 
@@ -53,12 +54,13 @@ class Store {
   // Users and tokens (only token hashes are stored).
   absl::StatusOr<User> CreateUser(const std::string& username, const std::string& password_hash,
                                   bool admin);
-  // Creates the user unless it exists; an existing user is left alone.
-  absl::Status EnsureUser(const std::string& username, const std::string& password_hash,
+  // Creates the user unless it exists (an existing user is left alone); true when it created it.
+  absl::StatusOr<bool> EnsureUser(const std::string& username, const std::string& password_hash,
                           bool admin);
   absl::StatusOr<StoredUser> FindUser(const std::string& username);
+  // Also deletes every expired token.
   absl::Status AddToken(const std::string& token_hash, int64_t user_id, absl::Time expires);
-  // Unauthenticated when unknown or expired.
+  // Unauthenticated when unknown or expired; an expired token is deleted.
   absl::StatusOr<User> UserForToken(const std::string& token_hash);
   absl::Status DeleteToken(const std::string& token_hash);
   // Stores the user's new password hash and deletes their tokens but `keep_token_hash`, in one

@@ -74,7 +74,9 @@ class ServiceTest : public ::testing::Test {
     ASSERT_FALSE(url_.empty());
     store_ = *Store::Open(url_);
     ASSERT_TRUE(EnsureBuiltinUsers(*store_, "pw").ok());
-    config_ = *ParseMasterConfig(kMaster);
+    absl::StatusOr<MasterConfig> config = ParseMasterConfig(MasterYaml());
+    ASSERT_TRUE(config.ok()) << config.status();
+    config_ = *std::move(config);
     jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);
     absl::StatusOr<std::unique_ptr<MasterServer>> server =
         MasterServer::Start("127.0.0.1:0", std::nullopt, *store_, *jobs_);
@@ -89,6 +91,9 @@ class ServiceTest : public ::testing::Test {
     allocations_ = v1::AllocationService::NewStub(channel_);
     token_ = Login("admin", "pw");
   }
+
+  // The master.yaml of the test's master.
+  virtual std::string MasterYaml() const { return kMaster; }
 
   std::string Login(const std::string& user, const std::string& password) {
     grpc::ClientContext ctx;
