@@ -4,6 +4,7 @@
 // seeds' priority class and scheduler names as the built pods carry them.
 #include "master/config/pod_spec_policy.h"
 
+#include <ostream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -127,6 +128,9 @@ const Case kCases[] = {
      "{name: side, securityContext: {runAsNonRoot: false}}]}}",
      "spec.containers[1].securityContext.runAsNonRoot", "nonroot", "default"},
 };
+
+// gtest names a case by its name instead of its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class PodSpecPolicyTest : public ::testing::TestWithParam<Case> {};
 

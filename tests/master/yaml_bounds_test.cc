@@ -3,12 +3,13 @@
 // work.
 #include "master/config/yaml_bounds.h"
 
+#include <ostream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master/config/yaml.h"
-#include "tests/master/memory_probe.h"
+#include "tests/master/hostile_input.h"
 
 namespace phalanx::master {
 namespace {
@@ -16,12 +17,7 @@ namespace {
 using testing::AliasBomb;
 using ::testing::HasSubstr;
 using testing::Measure;
-
-std::string Repeat(const std::string& s, int n) {
-  std::string out;
-  for (int i = 0; i < n; ++i) out += s;
-  return out;
-}
+using testing::Repeat;
 
 struct Case {
   const char* name;
@@ -46,6 +42,9 @@ const Case kCases[] = {
      "aliases expand nesting deeper than 100 levels"},
     {"NulInScalar", "name: \"a\\0b\"", "name: contains a NUL character"},
 };
+
+// gtest names a case by its name instead of its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class YamlBoundsTest : public ::testing::TestWithParam<Case> {};
 

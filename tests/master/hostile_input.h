@@ -1,7 +1,7 @@
-// Peak memory and time of a call, for tests that hostile input costs bounded resources: the growth
-// of this process's peak resident set (VmHWM in /proc/self/status) across the call.
-#ifndef PHALANX_TESTS_MASTER_MEMORY_PROBE_H_
-#define PHALANX_TESTS_MASTER_MEMORY_PROBE_H_
+// Hostile input for tests, and what it costs: peak memory and time of a call (the growth of this
+// process's peak resident set, VmHWM in /proc/self/status, across it), an alias bomb, repeats.
+#ifndef PHALANX_TESTS_MASTER_HOSTILE_INPUT_H_
+#define PHALANX_TESTS_MASTER_HOSTILE_INPUT_H_
 
 #include <chrono>
 #include <cstdint>
@@ -50,6 +50,13 @@ inline std::string AliasBomb(int levels) {
   return yaml;
 }
 
+// `s`, `n` times.
+inline std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
 }  // namespace phalanx::master::testing
 
-#endif  // PHALANX_TESTS_MASTER_MEMORY_PROBE_H_
+#endif  // PHALANX_TESTS_MASTER_HOSTILE_INPUT_H_
