@@ -5,6 +5,7 @@
 #include "master/api/redact.h"
 #include "master/api/services.h"
 #include "master/spec/experiment_config.h"
+#include "master/spec/submission.h"
 
 namespace phalanx::master {
 namespace {
@@ -35,7 +36,7 @@ grpc::Status ExperimentServiceImpl::CreateExperiment(grpc::ServerContext* ctx,
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
   if (req->validate_only()) {  // All that creating checks short of storing.
-    return ToGrpcStatus(ParseExperimentConfig(req->config(), jobs_.config()).status());
+    return ToGrpcStatus(ParseSubmittedExperiment(req->config(), jobs_.config()).status());
   }
   absl::StatusOr<JobView> view = jobs_.CreateExperiment(req->config(), *user, req->activate());
   if (!view.ok()) return ToGrpcStatus(view.status());

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "master/config/user_limits.h"
+#include "master/config/pod_spec_policy.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -43,6 +44,7 @@ struct ResourcePoolConfig {
   std::string ns = "default";            // kubernetes_namespace: where its pods go.
   std::optional<int> max_slots_per_pod;  // Overrides the top-level one.
   std::optional<PodSpecDefaults> task_container_defaults;  // Replaces the top-level ones.
+  PodSpecPolicy pod_spec_policy;  // The top-level one with the pool's keys over it.
 };
 
 struct TlsConfig {
@@ -76,6 +78,7 @@ struct MasterConfig {
   // names the Secret of its credentials, which then are never inline.
   nlohmann::json checkpoint_storage;
   PodSpecDefaults task_container_defaults;
+  PodSpecPolicy pod_spec_policy;  // What users' pod specs may carry; pools relax it.
   std::optional<TlsConfig> tls;
   std::string default_password;  // auth.default_password of the built-in admin and determined.
   bool allow_empty_password = false;  // auth.allow_empty_password: local demos only.

@@ -1,0 +1,148 @@
+// Attacks through the master's real gRPC services (service_fixture.h: real Postgres): pod specs
+// that would take over a node or jump the queue, hostile YAML (alias cycle, alias bomb, deep
+// nesting), oversize configs and bad names. Each is INVALID_ARGUMENT naming the problem, in
+// bounded time and memory of this process (which runs the master), creates no pod, burns no
+// experiment id, and leaves the master answering.
+#include <ostream>
+#include <string>
+
+#include "tests/master/hostile_input.h"
+#include "tests/master/service_fixture.h"
+
+namespace phalanx::master {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Repeat;
+
+enum class Via { kValidateOnly, kExperiment, kTask };
+
+struct Attack {
+  const char* name;
+  Via via;
+  std::string config;
+  const char* error;
+};
+
+std::string PodSpec(const std::string& spec) {
+  return "entrypoint: python3 train.py\nenvironment: {pod_spec: " + spec + "}\n";
+}
+
+constexpr char kRefused[] = ": refused by pod_spec_policy (";
+
+const Attack kAttacks[] = {
+    {"Privileged", Via::kTask,
+     PodSpec("{spec: {containers: [{name: a, securityContext: {privileged: true}}]}}"),
+     "environment.pod_spec.spec.containers[0].securityContext.privileged: refused by "
+     "pod_spec_policy (allow_privileged is false in pool \"gpu\")"},
+    {"PrivilegedInitContainer", Via::kExperiment,
+     PodSpec("{spec: {initContainers: [{name: i, securityContext: {privileged: true}}]}}"),
+     "environment.pod_spec.spec.initContainers[0].securityContext.privileged"},
+    {"PrivilegeEscalation", Via::kTask,
+     PodSpec("{spec: {containers: [{name: a, securityContext: {allowPrivilegeEscalation: "
+             "true}}]}}"),
+     "securityContext.allowPrivilegeEscalation"},
+    {"SysAdmin", Via::kTask,
+     PodSpec("{spec: {containers: [{name: phalanx-container, securityContext: {capabilities: "
+             "{add: [SYS_ADMIN]}}}]}}"),
+     "environment.pod_spec.spec.containers[0].securityContext.capabilities.add[0]"},
+    {"HostNetwork", Via::kTask, PodSpec("{spec: {hostNetwork: true}}"), "spec.hostNetwork"},
+    {"HostPID", Via::kValidateOnly, PodSpec("{spec: {hostPID: true}}"), "spec.hostPID"},
+    {"HostIPC", Via::kTask, PodSpec("{spec: {hostIPC: true}}"), "spec.hostIPC"},
+    {"HostPathRoot", Via::kTask, PodSpec("{spec: {volumes: [{name: r, hostPath: {path: /}}]}}"),
+     "environment.pod_spec.spec.volumes[0].hostPath.path"},
+    {"HostPort", Via::kTask,
+     PodSpec("{spec: {containers: [{name: a, ports: [{containerPort: 1, hostPort: 22}]}]}}"),
+     "spec.containers[0].ports[0].hostPort"},
+    {"ServiceAccount", Via::kTask, PodSpec("{spec: {serviceAccountName: phalanx-master}}"),
+     "spec.serviceAccountName"},
+    {"AutomountToken", Via::kTask, PodSpec("{spec: {automountServiceAccountToken: true}}"),
+     "spec.automountServiceAccountToken"},
+    {"NodeName", Via::kTask, PodSpec("{spec: {nodeName: node-1}}"), "spec.nodeName"},
+    {"SchedulerName", Via::kTask, PodSpec("{spec: {schedulerName: default-scheduler}}"),
+     "spec.schedulerName"},
+    {"SchedulingGates", Via::kTask, PodSpec("{spec: {schedulingGates: [{name: x}]}}"),
+     "spec.schedulingGates[0]"},
+    {"SystemNodeCritical", Via::kValidateOnly,
+     PodSpec("{spec: {priorityClassName: system-node-critical}}"), "spec.priorityClassName"},
+    {"PlacementAnnotation", Via::kTask,
+     PodSpec("{metadata: {annotations: {phalanx.io/placement: node-1}}}"),
+     "environment.pod_spec.metadata.annotations.phalanx.io/placement"},
+    {"QueueLabel", Via::kExperiment,
+     PodSpec("{metadata: {labels: {phalanx.io/queue-position: '0'}}}"),
+     "metadata.labels.phalanx.io/queue-position"},
+    {"SharedFsRoot", Via::kExperiment,
+     "entrypoint: x\ncheckpoint_storage: {type: shared_fs, host_path: /}\n",
+     "checkpoint_storage.host_path: refused by pod_spec_policy"},
+    {"AliasCycle", Via::kValidateOnly, "data: &a [*a]",
+     "data[0]: an alias to a node that contains"},
+    {"AliasCycleTask", Via::kTask, "description: &a [*a]", "an alias to a node that contains"},
+    {"AliasBomb", Via::kValidateOnly, testing::AliasBomb(9), "aliases expand beyond"},
+    {"AliasBombTask", Via::kTask, testing::AliasBomb(9), "aliases expand beyond"},
+    {"DeepNesting", Via::kExperiment, "data: " + Repeat("[", 50000) + Repeat("]", 50000),
+     "nesting deeper than 100 levels"},
+    {"Oversize", Via::kValidateOnly, "data: '" + std::string(1 << 20, 'x') + "'",
+     "config: 1048584 bytes, more than the limit of 131072"},
+    {"NulInName", Via::kExperiment, "name: \"a\\0b\"\nentrypoint: x", "name: contains a NUL"},
+    {"RawNul", Via::kExperiment, std::string("name: a\0b\nentrypoint: x", 23),
+     "config: control character U+0000 at byte 7"},
+    {"ControlInName", Via::kExperiment, "name: \"a\\x1bb\"\nentrypoint: x",
+     "name: control character U+001B"},
+    {"LongName", Via::kExperiment, "name: " + std::string(300, 'n') + "\nentrypoint: x",
+     "name: 300 bytes, more than the limit of 255"},
+    {"ControlInDescription", Via::kTask, "description: \"a\\rb\"\nentrypoint: x",
+     "description: control character U+000D"},
+};
+
+// gtest names a case by its name instead of its bytes.
+void PrintTo(const Attack& c, std::ostream* os) { *os << c.name; }
+
+class HostileSubmitTest : public ServiceTest, public ::testing::WithParamInterface<Attack> {
+ protected:
+  grpc::Status Submit(const Attack& a) {
+    if (a.via == Via::kTask) {
+      v1::LaunchTaskRequest req;
+      req.set_type(v1::TASK_TYPE_COMMAND);
+      req.set_config(a.config);
+      req.add_entrypoint("true");
+      return tasks_->LaunchTask(Ctx().get(), req, Ignored<v1::LaunchTaskResponse>());
+    }
+    v1::CreateExperimentRequest req;
+    req.set_config(a.config);
+    req.set_validate_only(a.via == Via::kValidateOnly);
+    req.set_activate(true);
+    return experiments_->CreateExperiment(Ctx().get(), req,
+                                          Ignored<v1::CreateExperimentResponse>());
+  }
+};
+
+TEST_P(HostileSubmitTest, RefusedNamingTheProblemAndNothingIsLost) {
+  const Attack& a = GetParam();
+  grpc::Status s;
+  const testing::Cost cost = testing::Measure([&] { s = Submit(a); });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr(a.error));
+  EXPECT_LT(cost.peak_growth_kib, testing::kMaxPeakGrowthKib);
+  EXPECT_LT(cost.seconds, testing::kMaxSeconds);
+  EXPECT_TRUE(pods_.pods().empty());
+  // The master still answers, and the refused submission burned no id.
+  EXPECT_EQ(Create("name: after\nentrypoint: x\n").id(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Attacks, HostileSubmitTest, ::testing::ValuesIn(kAttacks),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// What the seeds write is accepted, and the pods carry phalanx's class and scheduler.
+TEST_F(ServiceTest, SeedPriorityClassAndSchedulerAreMapped) {
+  Create(
+      PodSpec("{spec: {priorityClassName: determined-medium-priority, schedulerName: "
+              "coscheduler}}"));
+  ASSERT_FALSE(pods_.pods().empty());
+  for (const auto& [key, pod] : pods_.pods()) {
+    EXPECT_EQ(pod["spec"]["priorityClassName"], "phalanx-medium-priority") << key;
+    EXPECT_EQ(pod["spec"]["schedulerName"], "phalanx") << key;
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::master
