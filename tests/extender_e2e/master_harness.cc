@@ -87,7 +87,10 @@ void MasterE2eTest::StartMaster(int max_slots_per_pod, const std::string& more_y
                                << "resource_pools:\n  - pool_name: gpu\n    kubernetes_namespace: "
                                << ns_
                                << "\n    task_container_defaults: {gpu_pod_spec: " << pod_spec
-                               << ", cpu_pod_spec: " << pod_spec << "}\n"
+                               << ", cpu_pod_spec: " << pod_spec
+                               << "}\n"
+                               // The pool relaxes the pod-spec policy for the hostPort test.
+                               << "    pod_spec_policy: {allow_host_ports: true}\n"
                                << more_yaml;
   }
   master_ = SpawnLogged({PHALANX_MASTER_BINARY, "--config", config_path, "--listen",

@@ -196,16 +196,17 @@ TEST_F(ServiceTest, PreemptionSignalsAckDeletesAndRequeues) {
 
 // A trial's pods mount its shared_fs checkpoint storage from the node, so that a checkpoint
 // written before a preemption outlives the pod.
+// (A user's shared_fs host_path is the master's own, pod_spec_policy.h.)
 TEST_F(ServiceTest, TrialsMountTheirSharedFsCheckpointStorage) {
   Create(R"(
 resources: {slots_per_trial: 4}
-checkpoint_storage: {type: shared_fs, host_path: /mnt/ckpt, storage_path: exp}
+checkpoint_storage: {type: shared_fs, host_path: /tmp/checkpoints, storage_path: exp}
 )");
   ASSERT_EQ(pods_.pods().size(), 1u);
   const nlohmann::json pod = pods_.pods().begin()->second;
   const nlohmann::json& spec = pod["spec"];
   EXPECT_EQ(spec["volumes"], nlohmann::json::parse(R"([{"name": "phalanx-checkpoints",
-    "hostPath": {"path": "/mnt/ckpt", "type": "DirectoryOrCreate"}}])"));
+    "hostPath": {"path": "/tmp/checkpoints", "type": "DirectoryOrCreate"}}])"));
   const nlohmann::json& c = spec["containers"][0];
   EXPECT_EQ(c["volumeMounts"], nlohmann::json::parse(R"([{"name": "phalanx-checkpoints",
     "mountPath": "/determined_shared_fs"}])"));
