@@ -3,8 +3,8 @@
 
 #include <optional>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kube/decode.h"
@@ -205,6 +205,15 @@ std::string SpecClass(const json& spec) {
   return MapSeedPriorityClass(cls->get<std::string>());
 }
 
+// Kubernetes mounts the service account's API token unless told not to: where the pool's policy
+// does not allow the mount, a spec that does not ask for it gets none.
+void SetTokenMount(json& spec, const ResourcePoolConfig& pool) {
+  if (!pool.pod_spec_policy.allow_automount_service_account_token &&
+      !spec.contains("automountServiceAccountToken")) {
+    spec["automountServiceAccountToken"] = false;
+  }
+}
+
 void SetSchedulingFields(json& spec, const PodRequest& r, const MasterConfig& master) {
   spec["restartPolicy"] = "Never";
   spec.erase("priority");
@@ -241,6 +250,7 @@ std::vector<json> BuildPods(const PodRequest& r, const MasterConfig& master) {
     json pod = merged;
     SetMetadata(pod["metadata"], r, rank, pods);
     SetSchedulingFields(pod["spec"], r, master);
+    SetTokenMount(pod["spec"], *r.pool);
     FillTaskContainer(pod["spec"], r, rank, pods, slots_per_pod, master);
     out.push_back(std::move(pod));
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "master/config/strategic_merge.h"
 #include "master/spec/task_config.h"
@@ -132,6 +133,26 @@ environment:
 )");
   ASSERT_EQ(b.pods.size(), 2u);
   ExpectGolden(b.pods, "pods_gpu_two_pods.json");
+}
+
+// A pool whose policy forbids the service account token mount gets pods without it (the goldens);
+// a pool that allows it leaves Kubernetes' default, and a spec's own choice stays.
+TEST(PodBuilderTest, TokenMountFollowsThePoolsPolicy) {
+  const std::string relaxed = absl::StrCat(
+      "max_slots_per_pod: 4\n", "pod_spec_policy: {allow_automount_service_account_token: true}\n");
+  EXPECT_FALSE(Build(TaskType::kExperiment, "resources: {slots: 1}\n", relaxed)
+                   .pods[0]["spec"]
+                   .contains("automountServiceAccountToken"));
+  const std::string asks = R"(
+resources: {slots: 1}
+environment: {pod_spec: {spec: {automountServiceAccountToken: true}}}
+)";
+  EXPECT_EQ(
+      Build(TaskType::kExperiment, asks, relaxed).pods[0]["spec"]["automountServiceAccountToken"],
+      true);
+  EXPECT_EQ(Build(TaskType::kExperiment, "resources: {slots: 1}\n")
+                .pods[0]["spec"]["automountServiceAccountToken"],
+            false);
 }
 
 TEST(PodBuilderTest, SeedEmptyDirOverride) {
