@@ -103,7 +103,7 @@ TEST_F(PlacementE2e, AGangKubeSchedulerRefusesIsPlannedOffThatNode) {
 TEST_F(PlacementE2e, ForgedPlacementsDoNotJumpTheQueue) {
   AddNodes("n", 1, 4);
   const std::string node = NodeName("n", 0);
-  StartExtender(4);
+  StartExtender(4, {"--backfill", "false"});  // Nothing legitimately runs behind "high".
   Submit({.name = "blocker", .gpus = 2, .position = 1, .preemptible = false});
   ASSERT_TRUE(WaitUntil([&] { return Running("blocker"); }));
   absl::StatusOr<std::string> blocker = client_->Get(kube::kPods, ns_, "blocker-r0-0");
