@@ -37,6 +37,7 @@
 #include "absl/strings/str_split.h"
 #include "http/server.h"
 #include "scheduler_extender/server.h"
+#include "kube/placement_key.h"
 #include "scheduler_extender/wire.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/http_client.h"
@@ -285,6 +286,7 @@ int Main() {
   extender::ReservationBook book;
   extender::Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
   extender::Metrics metrics;
+  const kube::PlacementKey key = kube::PlacementKey::Random();  // As the extender decodes pods.
   extender::ExtenderServer server(
       extender::ServerOptions{.host = "127.0.0.1", .port = 0},
       extender::ServerDeps{.verbs = &verbs,
@@ -292,7 +294,8 @@ int Main() {
                            .snapshot = [&] { return snap; },
                            .ready = [] { return true; },
                            .debug_queue = [] { return std::string("{}"); },
-                           .now_ms = [] { return int64_t{0}; }});
+                           .now_ms = [] { return int64_t{0}; },
+                           .placement_key = &key});
   if (!server.Start().ok()) return 1;
   GoLikeClient go(server.port());
   testing::HttpClient client = KeepAliveClient(server.port());
@@ -309,13 +312,13 @@ int Main() {
   std::vector<double> handle_filter_us, handle_prioritize_us;
   for (int i = 0; i < kRequests; ++i) {
     floor_us.push_back(TimeUs([&] {
-      if (!extender::ParseExtenderArgs(body).ok()) std::abort();
+      if (!extender::ParseExtenderArgs(body, &key).ok()) std::abort();
     }));
     handle_filter_us.push_back(TimeUs([&] {
-      if (!extender::ServeFilter(verbs, *snap, body, 0).ok()) std::abort();
+      if (!extender::ServeFilter(verbs, *snap, body, 0, &key).ok()) std::abort();
     }));
     handle_prioritize_us.push_back(TimeUs([&] {
-      if (!extender::ServePrioritize(verbs, *snap, body, 0).ok()) std::abort();
+      if (!extender::ServePrioritize(verbs, *snap, body, 0, &key).ok()) std::abort();
     }));
     filter_us.push_back(TimeUs([&] { go.Post("/filter", body); }));
     prioritize_us.push_back(TimeUs([&] { go.Post("/prioritize", body); }));

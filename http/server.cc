@@ -29,10 +29,6 @@
 namespace phalanx::http {
 namespace {
 
-// Idle keep-alive connections close after this long. Longer than the 90 s after which Go's client
-// (kube-scheduler's) drops an idle connection, so the client closes first and never sends a
-// request on a connection the server has just closed.
-constexpr unsigned kIdleTimeoutSeconds = 120;
 // Each connection's memory for the request head and its reads: a 60 KB body arrives in a few
 // reads.
 constexpr size_t kConnectionMemory = 128 << 10;
@@ -53,6 +49,13 @@ Response Text(int status, absl::string_view line) {
 }
 
 Response TooLarge() { return Text(413, "request body too large"); }
+
+// A request refused because the bodies in flight hold the server's budget.
+Response Busy() {
+  Response res = Text(503, "server busy: too many request bodies in flight; retry");
+  res.headers.emplace_back(MHD_HTTP_HEADER_RETRY_AFTER, "1");
+  return res;
+}
 
 // Queues `res`; its body is handed to libmicrohttpd without a copy.
 MHD_Result Send(MHD_Connection* connection, Response res) {
@@ -119,6 +122,8 @@ struct Pending {
   const Handler* handler = nullptr;  // Its route's.
   std::string body;
   size_t received = 0;  // Bytes of the body read; those past the limit are dropped.
+  size_t charged = 0;   // Bytes charged to the server's body budget (Server::body_bytes_).
+  bool busy = false;    // The budget refused part of the body: it is dropped, the answer 503.
 };
 
 }  // namespace
@@ -167,13 +172,23 @@ struct Callbacks {
       if (length != nullptr && absl::SimpleAtoi(length, &declared) && declared > limit) {
         return Answer(server, connection, server.Refuse(head, TooLarge()));
       }
+      if (!Charge(server, *pending, declared)) {
+        return Answer(server, connection, server.Refuse(head, Busy()));
+      }
       pending->body.reserve(std::min(declared, kReserveAtMost));
       return MHD_YES;
     }
     if (*size != 0) {  // More of the body.
       pending->received += *size;
-      if (pending->received <= limit) {
-        pending->body.append(data, *size);
+      if (pending->received <= limit && !pending->busy) {
+        if (pending->received > pending->charged &&
+            !Charge(server, *pending, pending->received - pending->charged)) {
+          pending->busy = true;  // A body longer than declared, or chunked: dropped from here.
+          Release(server, *pending);
+          std::string().swap(pending->body);
+        } else {
+          pending->body.append(data, *size);
+        }
       } else if (pending->received > limit + kDrainAtMost) {
         return MHD_NO;  // Closes the connection.
       }
@@ -183,16 +198,38 @@ struct Callbacks {
     if (pending->received > limit) {
       return Answer(server, connection, server.Refuse({.method = method, .path = url}, TooLarge()));
     }
+    if (pending->busy) {
+      return Answer(server, connection, server.Refuse({.method = method, .path = url}, Busy()));
+    }
     Request request{.method = method, .path = url, .body = std::move(pending->body)};
     return Answer(server, connection, server.Run(*pending->handler, request));
+  }
+
+  // Charges `n` more body bytes of `pending` to the server's budget; false, charging nothing,
+  // when that would pass it.
+  static bool Charge(Server& server, Pending& pending, size_t n) {
+    const size_t budget = server.options_.limits.max_inflight_body_bytes;
+    size_t held = server.body_bytes_.load();
+    do {
+      if (n > budget || held > budget - n) return false;
+    } while (!server.body_bytes_.compare_exchange_weak(held, held + n));
+    pending.charged += n;
+    return true;
+  }
+
+  static void Release(Server& server, Pending& pending) {
+    server.body_bytes_ -= pending.charged;
+    pending.charged = 0;
   }
 
   static void OnCompleted(void* cls, MHD_Connection* /*connection*/, void** state,
                           MHD_RequestTerminationCode /*why*/) {
     if (*state == nullptr) return;
-    delete static_cast<Pending*>(*state);
-    *state = nullptr;
     auto* server = static_cast<Server*>(cls);
+    auto* pending = static_cast<Pending*>(*state);
+    Release(*server, *pending);
+    delete pending;
+    *state = nullptr;
     absl::MutexLock lock(&server->mu_);
     --server->in_flight_;
   }
@@ -290,7 +327,9 @@ absl::Status Server::Start() {
   std::vector<MHD_OptionItem> options = {
       {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::OnLog), this},
       {MHD_OPTION_SOCK_ADDR, 0, address->ai_addr},
-      {MHD_OPTION_CONNECTION_TIMEOUT, kIdleTimeoutSeconds, nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, options_.limits.idle_timeout_seconds, nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, options_.limits.max_connections, nullptr},
+      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, options_.limits.max_connections_per_peer, nullptr},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(kConnectionMemory), nullptr},
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Callbacks::OnCompleted), this},
   };

@@ -4,6 +4,11 @@
 // path is 404 and a known path with another method 405 (with an Allow header), both answered
 // before the body is read; a body over the limit is 413. Each has a one-line text body. Handlers
 // run on the connections' threads, so they may run at once.
+// Bounds, so that one client cannot stop the server answering others (probes, kube-scheduler):
+// connections per peer address and in total (past either, a new connection is closed at once and
+// the refusal logged), idle time, and the bodies of all requests in flight together (a request
+// whose body would pass that is answered 503 with Retry-After before its body is read or its
+// handler runs; nothing already accepted is dropped).
 #ifndef PHALANX_HTTP_SERVER_H_
 #define PHALANX_HTTP_SERVER_H_
 
@@ -48,12 +53,26 @@ inline constexpr char kPrometheusText[] = "text/plain; version=0.0.4; charset=ut
 // and a port of 0-65535, or an error saying so.
 absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(absl::string_view address);
 
+// What one server holds at most (see the top of this file); settings of both services.
+struct Limits {
+  // The bodies of every request in flight together: a declared Content-Length counts from the
+  // head on, a chunked body as it arrives.
+  size_t max_inflight_body_bytes = 256 << 20;
+  unsigned max_connections = 1000;         // In total (each holds a thread while open).
+  unsigned max_connections_per_peer = 64;  // From one client address.
+  // A connection with nothing to read or write for this long is closed. Longer than the 90 s
+  // after which Go's client (kube-scheduler's, Prometheus') drops an idle connection, so the
+  // client closes first and never sends a request on a connection the server has just closed.
+  unsigned idle_timeout_seconds = 120;
+};
+
 struct ServerOptions {
   // An address or a name to listen on. "::" takes IPv4 clients too; "[::1]" means "::1". Empty
   // (Go's ":8888") is every interface: "::", or "0.0.0.0" where the kernel has no IPv6.
   std::string host = "127.0.0.1";
   int port = 0;  // 0 picks a free port.
   size_t max_body_bytes = 64 << 20;
+  Limits limits;
   std::string tls_cert_file;  // Both set: HTTPS (PEM files).
   std::string tls_key_file;
   // Called with the method and path (no body) of each request the server answers itself: 404,
@@ -104,6 +123,7 @@ class Server {
   std::atomic<bool> stopping_ = false;  // Stop has begun: responses close their connections.
   absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // Requests begun and not yet completed.
+  std::atomic<size_t> body_bytes_ = 0;      // Charged to requests in flight (their bodies).
 };
 
 }  // namespace phalanx::http

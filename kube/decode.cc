@@ -195,8 +195,25 @@ absl::StatusOr<bool> Flag(const std::string* text, bool absent, const std::strin
   return Invalid(field, absl::StrCat("expected \"true\" or \"false\", got \"", *text, "\""));
 }
 
+// With `key`, the placement and the preemption mark stand only when signed with it (see
+// placement_key.h): what phalanx-extender did not write is as if absent.
+template <typename Annotation>
+void DropUnsigned(const PlacementKey& key, const Annotation& annotation, core::PodInfo& pod) {
+  const std::string* signature = annotation(kPlacementSignatureAnnotation);
+  if (!pod.placement.empty() &&
+      (signature == nullptr || !key.VerifyPlacement(pod.uid, pod.placement, *signature))) {
+    pod.placement.clear();
+  }
+  signature = annotation(kPreemptSignatureAnnotation);
+  if (pod.preempt_requested &&
+      (signature == nullptr || !key.VerifyMark(pod.uid, pod.preempted_by, *signature))) {
+    pod.preempt_requested = false;
+  }
+  if (!pod.preempt_requested) pod.preempted_by.clear();
+}
+
 absl::Status DecodeContract(const core::Labels& labels, const core::Labels& annotations,
-                            core::PodInfo& pod) {
+                            const PlacementKey* key, core::PodInfo& pod) {
   auto label = [&](absl::string_view key) {
     const std::string* v = core::FindLabel(labels, key);
     return v != nullptr && !v->empty() ? v : nullptr;
@@ -236,6 +253,7 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
   pod.preempt_requested = preempt != nullptr && *preempt == kPreemptRequested;
   if (const std::string* by = annotation(kPreemptedByAnnotation)) pod.preempted_by = *by;
   if (const std::string* placement = annotation(kPlacementAnnotation)) pod.placement = *placement;
+  if (key != nullptr) DropUnsigned(*key, annotation, pod);
   if (const std::string* avoid = annotation(kAvoidNodesAnnotation)) {
     pod.avoid_nodes = absl::StrSplit(*avoid, ',', absl::SkipWhitespace());
     for (std::string& n : pod.avoid_nodes) n = std::string(absl::StripAsciiWhitespace(n));
@@ -261,7 +279,7 @@ absl::StatusOr<std::string> RefusedMessage(const JsonObject& status) {
   return std::string();
 }
 
-absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root) {
+absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root, const PlacementKey* key) {
   core::PodInfo pod;
   KUBE_ASSIGN_OR_RETURN(JsonObject meta, root.Object("metadata"));
   KUBE_ASSIGN_OR_RETURN(JsonObject spec, root.Object("spec"));
@@ -294,7 +312,7 @@ absl::StatusOr<core::PodInfo> DecodePodFields(const JsonObject& root) {
   KUBE_ASSIGN_OR_RETURN(pod.node_affinity, DecodeNodeAffinity(spec));
   KUBE_ASSIGN_OR_RETURN(core::Labels labels, meta.StringMap("labels"));
   KUBE_ASSIGN_OR_RETURN(core::Labels annotations, meta.StringMap("annotations"));
-  if (absl::Status contract = DecodeContract(labels, annotations, pod); !contract.ok()) {
+  if (absl::Status contract = DecodeContract(labels, annotations, key, pod); !contract.ok()) {
     pod.contract_error = std::string(contract.message());
     pod.preemptible = false;  // Its labels may have meant "false".
   }
@@ -349,14 +367,14 @@ absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key) {
   return absl::ToUnixMillis(t);
 }
 
-absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod) {
+absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod, const PlacementKey* key) {
   std::string ns = MetaString(pod, "namespace");
   std::string name = MetaString(pod, "name");
   std::string object = absl::StrCat("pod ", ns, "/", name.empty() ? "<unnamed>" : name);
   if (name.empty()) return InObject(object, Invalid("metadata.name", "missing"));
   absl::StatusOr<JsonObject> root = JsonObject::Of(pod, "");
   if (!root.ok()) return InObject(object, root.status());
-  absl::StatusOr<core::PodInfo> info = DecodePodFields(*root);
+  absl::StatusOr<core::PodInfo> info = DecodePodFields(*root, key);
   if (!info.ok()) return InObject(object, info.status());
   info->ns = std::move(ns);
   info->name = std::move(name);

@@ -9,6 +9,7 @@
 #include "core/node.h"
 #include "core/pod.h"
 #include "kube/json.h"
+#include "kube/placement_key.h"
 #include "simdjson.h"
 
 namespace phalanx::kube {
@@ -30,6 +31,9 @@ inline constexpr absl::string_view kPreemptLabel = "phalanx.io/preempt";
 inline constexpr absl::string_view kPreemptRequested = "requested";
 inline constexpr absl::string_view kPreemptedByAnnotation = "phalanx.io/preempted-by";
 inline constexpr absl::string_view kPlacementAnnotation = "phalanx.io/placement";
+// phalanx-extender's signatures of the placement and of the preemption mark (placement_key.h).
+inline constexpr absl::string_view kPlacementSignatureAnnotation = "phalanx.io/placement-signature";
+inline constexpr absl::string_view kPreemptSignatureAnnotation = "phalanx.io/preempt-signature";
 inline constexpr absl::string_view kBackfilledAnnotation = "phalanx.io/backfilled";
 inline constexpr absl::string_view kPendingReasonAnnotation = "phalanx.io/pending-reason";
 // Nodes the extender keeps a pod off, comma-separated: where kube-scheduler refused its work.
@@ -48,8 +52,11 @@ inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";
 // (size from a phalanx.io/gang-size label or annotation, else 1). Preemptible: the
 // phalanx.io/preemptible label, else only pods phalanx-master created (phalanx.io/job-id): other
 // pods opt in. Contract labels and annotations that do not parse leave the pod in, with
-// `contract_error` set (core/pod.h).
-absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod);
+// `contract_error` set (core/pod.h). With `key` (phalanx-extender's), a placement or a preemption
+// mark (phalanx.io/preempt and preempted-by) that is not signed with it is left out: the pod is
+// unplaced, unmarked. Without a key both are taken as written (readers that only observe).
+absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod,
+                                        const PlacementKey* key = nullptr);
 
 // Milliseconds since the epoch of the RFC 3339 time at `key` of `obj`; 0 when it is absent.
 absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key);

@@ -122,17 +122,17 @@ absl::StatusOr<std::string> Informer::Relist(Kind kind) {
   std::vector<core::PodInfo> pod_infos;
   std::vector<std::string> errors;
   std::vector<std::string> undecoded;  // Keys of the objects in `errors`.
-  absl::StatusOr<std::string> version =
-      client_.ListAll(pods ? kPods : kNodes, pods ? options_.pod_namespace : "", list,
-                      [&](simdjson::dom::element item) {
-                        absl::Status decoded = pods ? Append(DecodePod(item), pod_infos)
-                                                    : Append(DecodeNode(item), nodes);
-                        if (!decoded.ok()) {
-                          errors.emplace_back(decoded.message());
-                          undecoded.push_back(MetaString(item, key));
-                        }
-                        return absl::OkStatus();
-                      });
+  absl::StatusOr<std::string> version = client_.ListAll(
+      pods ? kPods : kNodes, pods ? options_.pod_namespace : "", list,
+      [&](simdjson::dom::element item) {
+        absl::Status decoded = pods ? Append(DecodePod(item, options_.placement_key), pod_infos)
+                                    : Append(DecodeNode(item), nodes);
+        if (!decoded.ok()) {
+          errors.emplace_back(decoded.message());
+          undecoded.push_back(MetaString(item, key));
+        }
+        return absl::OkStatus();
+      });
   if (!version.ok()) return version.status();
 
   std::lock_guard<std::mutex> lock(mu_);
@@ -179,8 +179,8 @@ void Informer::ApplyEvent(Kind kind, EventType type, simdjson::dom::element obje
   }
   absl::StatusOr<core::PodInfo> pod;
   absl::StatusOr<core::Node> node;
-  absl::Status decoded =
-      pods ? (pod = DecodePod(object)).status() : (node = DecodeNode(object)).status();
+  absl::Status decoded = pods ? (pod = DecodePod(object, options_.placement_key)).status()
+                              : (node = DecodeNode(object)).status();
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.events;
   if (!decoded.ok()) {

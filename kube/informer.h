@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "core/snapshot.h"
 #include "kube/client.h"
+#include "kube/placement_key.h"
 
 namespace phalanx::kube {
 
@@ -26,6 +27,9 @@ struct InformerOptions {
   int watch_timeout_seconds = 300;
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(30);
+  // Pods are decoded with this key (DecodePod): placements and marks it did not sign are left
+  // out. Null: taken as written. Must outlive the informer.
+  const PlacementKey* placement_key = nullptr;
 };
 
 struct InformerCounters {

@@ -176,7 +176,8 @@ int Run(int argc, char** argv) {
   });
   const std::pair<std::string, int> metrics_address =
       args->metrics.value_or(std::pair<std::string, int>{"0.0.0.0", config->metrics_port});
-  if (absl::Status s = metrics_server.Start(metrics_address.first, metrics_address.second);
+  if (absl::Status s = metrics_server.Start(metrics_address.first, metrics_address.second,
+                                            config->metrics_server);
       !s.ok()) {
     return Fail("starting the metrics server", s);
   }

@@ -126,10 +126,15 @@ absl::Status AdmissionLoop::Place(const core::ClusterSnapshot& snap, const std::
                  gang.c_str());
     return absl::OkStatus();
   }
-  annotations.emplace_back("phalanx.io/placement", "");
+  annotations.emplace_back(kube::kPlacementAnnotation, "");
+  annotations.emplace_back(kube::kPlacementSignatureAnnotation, std::nullopt);
+  const size_t at = annotations.size() - 2;
   absl::Status st;
   for (size_t i = 0; i < pods.size() && st.ok(); ++i) {
-    annotations.back().second = seats[i].node;
+    annotations[at].second = seats[i].node;
+    if (deps_.placement_key != nullptr) {
+      annotations[at + 1].second = deps_.placement_key->SignPlacement(pods[i]->uid, seats[i].node);
+    }
     st = MergePatch(*pods[i], AnnotationPatch(annotations, PinFor(snap, seats[i].node), true));
     if (st.ok()) awaited_[pods[i]->uid] = true;
   }
@@ -148,9 +153,12 @@ absl::Status AdmissionLoop::MarkGang(const core::ClusterSnapshot& snap, const st
   std::optional<core::Gang> g = snap.FindGang(key);
   if (!g) return absl::OkStatus();
   for (const core::PodInfo* p : g->members) {
+    const std::string signature =
+        deps_.placement_key != nullptr ? deps_.placement_key->SignMark(p->uid, by) : "";
     std::string patch =
         absl::StrCat("{\"metadata\":{\"labels\":{\"phalanx.io/preempt\":\"requested\"},",
-                     "\"annotations\":{\"phalanx.io/preempted-by\":", EncodeJsonString(by), "}}}");
+                     "\"annotations\":{\"phalanx.io/preempted-by\":", EncodeJsonString(by),
+                     ",\"phalanx.io/preempt-signature\":", EncodeJsonString(signature), "}}}");
     if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
     awaited_[p->uid] = false;
   }

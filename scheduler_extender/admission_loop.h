@@ -1,10 +1,12 @@
 // The admission loop: turns admission rounds into writes on pods through the API server.
-// - ADMIT/BACKFILL: first every member gets phalanx.io/placement and a kubernetes.io/hostname
+// - ADMIT/BACKFILL: first every member gets phalanx.io/placement (signed in
+//   phalanx.io/placement-signature, kube/placement_key.h) and a kubernetes.io/hostname
 //   nodeSelector while still gated (so the plan survives a crash as reserved capacity), then every
 //   member's phalanx.io/admission gate is removed. kube-scheduler never sees an unplanned member.
 // - PREEMPT: every pod of each victim gang gets label phalanx.io/preempt=requested and annotation
-//   phalanx.io/preempted-by; the master tears them down. Pods the master did not create (no
-//   phalanx.io/job-id) are deleted by the loop itself, as kube-scheduler's preemption would.
+//   phalanx.io/preempted-by (signed in phalanx.io/preempt-signature); the master tears them down.
+//   Pods the master did not create (no phalanx.io/job-id) are deleted by the loop itself, as
+//   kube-scheduler's preemption would.
 // - WAIT/INFEASIBLE: phalanx.io/pending-reason on gated pods, written when it changes, at most
 //   every 10 s per gang.
 // - Recovery: gated gangs whose members all carry a placement are ungated; gated gangs with only
@@ -35,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/snapshot.h"
 #include "kube/client.h"
+#include "kube/placement_key.h"
 #include "preemption/admission.h"
 #include "scheduler_extender/metrics.h"
 #include "scheduler_extender/refusals.h"
@@ -44,6 +47,8 @@ namespace phalanx::extender {
 
 struct LoopDeps {
   kube::Client* client = nullptr;
+  // Signs each placement and mark written (kube/placement_key.h); null: they go unsigned.
+  const kube::PlacementKey* placement_key = nullptr;
   Metrics* metrics = nullptr;
   ReservationBook* reservations = nullptr;  // Filter-time seats: rounds plan around them.
   std::function<std::shared_ptr<const core::ClusterSnapshot>()> snapshot;

@@ -191,6 +191,19 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
                      ? absl::StrCat(c.max_body_bytes, " (", c.max_body_bytes / mib, " MiB)")
                      : absl::StrCat(c.max_body_bytes);
         }}},
+      IntEntry("max_inflight_body_bytes", 1024, &ExtenderConfig::max_inflight_body_bytes,
+               "N >= 1024: the bodies of all requests in flight together; a request past it is "
+               "answered 503 before its body is read"),
+      IntEntry("max_connections", 1, &ExtenderConfig::max_connections,
+               "N >= 1: open connections in total (each holds a thread); more are closed at once"),
+      IntEntry("max_connections_per_peer", 1, &ExtenderConfig::max_connections_per_peer,
+               "N >= 1: open connections from one client address; more are closed at once"),
+      IntEntry("idle_timeout_seconds", 1, &ExtenderConfig::idle_timeout_seconds,
+               "S >= 1: a connection idle this long is closed (keep it above Go's 90 s)"),
+      StrEntry("placement_key_file", &ExtenderConfig::placement_key_file,
+               "FILE: secret key (>= 32 bytes, e.g. a mounted Secret) that signs placements; "
+               "unset: a random key per start, so placements written before a restart are "
+               "planned again"),
       StrEntry("kubeconfig", &ExtenderConfig::kubeconfig,
                "FILE: API server access (else $KUBECONFIG, else in-cluster, else ~/.kube/config)"),
       BoolEntry("bind", &ExtenderConfig::bind, "true|false: serve the bind verb"),
@@ -253,6 +266,16 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
 absl::Status Validate(const ExtenderConfig& config) {
   if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
     return absl::InvalidArgumentError("tls_cert_file and tls_key_file must be set together");
+  }
+  for (auto [key, value, most] :
+       {std::tuple<const char*, int64_t, int64_t>{"max_connections", config.max_connections,
+                                                  1'000'000},
+        {"max_connections_per_peer", config.max_connections_per_peer, config.max_connections},
+        {"idle_timeout_seconds", config.idle_timeout_seconds, 86'400}}) {
+    if (value > most) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, ": must be at most ", most, ", got ", value));
+    }
   }
   if (config.slots.type == gang::SlotPolicy::Type::kCpu && config.slots.milli_cpu_per_slot == 0) {
     return absl::InvalidArgumentError("cpus_per_slot: required when slot_type is cpu");

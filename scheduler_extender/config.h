@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gang/slots.h"
+#include "http/server.h"
 
 namespace phalanx::extender {
 
@@ -25,6 +26,13 @@ struct ExtenderConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   int64_t max_body_bytes = 64 << 20;
+  // http::Limits of both listeners.
+  int64_t max_inflight_body_bytes = http::Limits{}.max_inflight_body_bytes;
+  int64_t max_connections = http::Limits{}.max_connections;
+  int64_t max_connections_per_peer = http::Limits{}.max_connections_per_peer;
+  int64_t idle_timeout_seconds = http::Limits{}.idle_timeout_seconds;
+  // The key placements and marks are signed with (kube/placement_key.h); empty: a random one.
+  std::string placement_key_file;
   std::string kubeconfig;  // Empty: $KUBECONFIG, else in-cluster.
   bool bind = false;       // Serve the bind verb (POST the Binding ourselves).
   bool preemption = true;

@@ -12,6 +12,7 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
+#include "kube/placement_key.h"
 #include "scheduler_extender/admission_loop.h"
 #include "scheduler_extender/config.h"
 #include "scheduler_extender/server.h"
@@ -37,6 +38,11 @@ int Main(int argc, char** argv) {
   const bool check_only = std::erase(args, "--check-config") > 0;
   absl::StatusOr<ExtenderConfig> config = LoadConfig(args);
   if (!config.ok()) return Fail(config.status());
+  absl::StatusOr<kube::PlacementKey> key =
+      config->placement_key_file.empty()
+          ? kube::PlacementKey::Random()
+          : kube::PlacementKey::FromFile(config->placement_key_file, "placement_key_file");
+  if (!key.ok()) return Fail(key.status());
   if (check_only) {
     std::puts("phalanx-extender: the configuration is valid");
     return 0;
@@ -44,8 +50,14 @@ int Main(int argc, char** argv) {
   absl::StatusOr<kube::Config> kc =
       config->kubeconfig.empty() ? kube::DefaultConfig() : kube::LoadKubeconfig(config->kubeconfig);
   if (!kc.ok()) return Fail(kc.status());
+  if (config->placement_key_file.empty()) {
+    std::fprintf(stderr,
+                 "phalanx-extender: warning: no placement_key_file: placements are signed with a "
+                 "random key, so those written before a restart are planned again (set "
+                 "placement_key_file to a mounted Secret of >= 32 bytes)\n");
+  }
   kube::Client client(*kc);
-  kube::Informer informer(client);
+  kube::Informer informer(client, kube::InformerOptions{.placement_key = &*key});
   informer.Start();
 
   Metrics metrics;
@@ -56,6 +68,7 @@ int Main(int argc, char** argv) {
       .slots = config->slots, .preemption = config->preemption, .backfill = config->backfill};
   AdmissionLoop loop(admission, config->resync_ms,
                      LoopDeps{.client = &client,
+                              .placement_key = &*key,
                               .metrics = &metrics,
                               .reservations = &book,
                               .snapshot = [&] { return informer.Snapshot(); },
@@ -80,20 +93,29 @@ int Main(int argc, char** argv) {
             metrics.SetWatchRestarts(c.watch_restarts);
           },
       .debug_queue = [&] { return loop.DebugQueueJson(); },
-      .now_ms = NowMs};
+      .now_ms = NowMs,
+      .placement_key = &*key};
   if (config->bind) {
     deps.bind = [&](const BindArgs& b) {
       return client.Bind(b.pod_namespace, b.pod_name, b.node, b.pod_uid);
     };
   }
-  ExtenderServer server(ServerOptions{.host = config->listen_host,
-                                      .port = config->listen_port,
-                                      .max_body_bytes = static_cast<size_t>(config->max_body_bytes),
-                                      .tls_cert_file = config->tls_cert_file,
-                                      .tls_key_file = config->tls_key_file,
-                                      .status_host = config->status_host,
-                                      .status_port = config->status_port},
-                        deps);
+  ExtenderServer server(
+      ServerOptions{
+          .host = config->listen_host,
+          .port = config->listen_port,
+          .max_body_bytes = static_cast<size_t>(config->max_body_bytes),
+          .limits = {.max_inflight_body_bytes =
+                         static_cast<size_t>(config->max_inflight_body_bytes),
+                     .max_connections = static_cast<unsigned>(config->max_connections),
+                     .max_connections_per_peer =
+                         static_cast<unsigned>(config->max_connections_per_peer),
+                     .idle_timeout_seconds = static_cast<unsigned>(config->idle_timeout_seconds)},
+          .tls_cert_file = config->tls_cert_file,
+          .tls_key_file = config->tls_key_file,
+          .status_host = config->status_host,
+          .status_port = config->status_port},
+      deps);
   if (absl::Status st = server.Start(); !st.ok()) return Fail(st);
   std::printf("phalanx-extender: listening on %s:%d\n", config->listen_host.c_str(), server.port());
   if (config->status_port >= 0) {

@@ -81,15 +81,17 @@ void BadRequest(http::Response& res, const absl::Status& st) {
 }  // namespace
 
 absl::StatusOr<std::string> ServeFilter(Verbs& verbs, const core::ClusterSnapshot& snap,
-                                        absl::string_view body, int64_t now_ms) {
-  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body);
+                                        absl::string_view body, int64_t now_ms,
+                                        const kube::PlacementKey* key) {
+  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body, key);
   if (!args.ok()) return args.status();
   return EncodeFilterResult(*args, verbs.Filter(snap, args->pod, args->nodes, now_ms));
 }
 
 absl::StatusOr<std::string> ServePrioritize(Verbs& verbs, const core::ClusterSnapshot& snap,
-                                            absl::string_view body, int64_t now_ms) {
-  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body);
+                                            absl::string_view body, int64_t now_ms,
+                                            const kube::PlacementKey* key) {
+  absl::StatusOr<ExtenderArgs> args = ParseExtenderArgs(body, key);
   if (!args.ok()) return args.status();
   return EncodeHostPriorities(args->nodes, verbs.Prioritize(snap, args->pod, args->nodes, now_ms));
 }
@@ -105,7 +107,7 @@ void ExtenderServer::VerbRoutes(http::Server& s) {
   auto decide = [this, verbs](auto serve) {
     return [this, verbs, serve](const http::Request& req, http::Response& res) {
       absl::StatusOr<std::string> reply =
-          serve(*verbs, *deps_.snapshot(), req.body, deps_.now_ms());
+          serve(*verbs, *deps_.snapshot(), req.body, deps_.now_ms(), deps_.placement_key);
       if (!reply.ok()) return BadRequest(res, reply.status());
       SetJson(res, *std::move(reply));
     };
@@ -123,7 +125,7 @@ void ExtenderServer::VerbRoutes(http::Server& s) {
   s.Route("POST", "/prioritize", Timed(deps_.metrics, "prioritize", decide(&ServePrioritize)));
   s.Route("POST", "/preempt",
           Timed(deps_.metrics, "preempt", [this, verbs](const auto& req, auto& res) {
-            absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body);
+            absl::StatusOr<PreemptArgs> args = ParsePreemptArgs(req.body, deps_.placement_key);
             if (!args.ok()) return BadRequest(res, args.status());
             std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
             // An unknown victim drops its node: first give the cache up to 2 s to see it.
@@ -170,6 +172,7 @@ absl::Status ExtenderServer::Start() {
       .host = options_.host,
       .port = options_.port,
       .max_body_bytes = options_.max_body_bytes,
+      .limits = options_.limits,
       .tls_cert_file = options_.tls_cert_file,
       .tls_key_file = options_.tls_key_file,
       .on_refused = [metrics = deps_.metrics](
@@ -182,8 +185,10 @@ absl::Status ExtenderServer::Start() {
   port_ = http_->port();
   if (!started.ok() || options_.status_port < 0) return started;
   // GET endpoints only: no body is worth reading.
-  status_ = std::make_unique<http::Server>(http::ServerOptions{
-      .host = options_.status_host, .port = options_.status_port, .max_body_bytes = 4096});
+  status_ = std::make_unique<http::Server>(http::ServerOptions{.host = options_.status_host,
+                                                               .port = options_.status_port,
+                                                               .max_body_bytes = 4096,
+                                                               .limits = options_.limits});
   StatusRoutes(*status_);
   started = status_->Start();
   status_port_ = status_->port();

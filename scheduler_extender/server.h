@@ -30,6 +30,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8888;  // 0 picks a free port.
   size_t max_body_bytes = 64 << 20;
+  http::Limits limits;        // Of both listeners (the status one's bodies: 4 KB at most).
   std::string tls_cert_file;  // Both set: HTTPS.
   std::string tls_key_file;
   // A second, plain-HTTP listener with only the GET endpoints, for Prometheus and kubelet probes
@@ -52,14 +53,18 @@ struct ServerDeps {
   std::function<std::string()> debug_queue;  // JSON
   std::function<absl::Status(const BindArgs&)> bind;
   std::function<int64_t()> now_ms;
+  // Pods in requests are decoded with it (wire.h). Null: placements are taken as written (tests).
+  const kube::PlacementKey* placement_key = nullptr;
 };
 
-// What /filter and /prioritize do with a request body: parse it, decide, encode the reply. An
-// error is a malformed body (HTTP 400).
+// What /filter and /prioritize do with a request body: parse it (with `key`, as
+// ParseExtenderArgs), decide, encode the reply. An error is a malformed body (HTTP 400).
 absl::StatusOr<std::string> ServeFilter(Verbs& verbs, const core::ClusterSnapshot& snap,
-                                        absl::string_view body, int64_t now_ms);
+                                        absl::string_view body, int64_t now_ms,
+                                        const kube::PlacementKey* key);
 absl::StatusOr<std::string> ServePrioritize(Verbs& verbs, const core::ClusterSnapshot& snap,
-                                            absl::string_view body, int64_t now_ms);
+                                            absl::string_view body, int64_t now_ms,
+                                            const kube::PlacementKey* key);
 
 class ExtenderServer {
  public:

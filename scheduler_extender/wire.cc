@@ -49,10 +49,10 @@ absl::StatusOr<simdjson::dom::object> Root(absl::string_view body) {
   return obj;
 }
 
-absl::StatusOr<core::PodInfo> PodOf(simdjson::dom::object root) {
+absl::StatusOr<core::PodInfo> PodOf(simdjson::dom::object root, const kube::PlacementKey* key) {
   std::optional<simdjson::dom::element> pod = Member(root, "Pod");
   if (!pod) return Invalid("missing Pod");
-  absl::StatusOr<core::PodInfo> info = kube::DecodePod(*pod);
+  absl::StatusOr<core::PodInfo> info = kube::DecodePod(*pod, key);
   if (!info.ok()) return Invalid(absl::StrCat("Pod: ", info.status().message()));
   return info;
 }
@@ -188,22 +188,24 @@ void AppendFailed(std::string& out, absl::string_view key, const NodeReasons& fa
 
 }  // namespace
 
-absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
+absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body,
+                                               const kube::PlacementKey* key) {
   absl::StatusOr<simdjson::dom::object> root = Root(body);
   if (!root.ok()) return root.status();
   ExtenderArgs args;
-  absl::StatusOr<core::PodInfo> pod = PodOf(*root);
+  absl::StatusOr<core::PodInfo> pod = PodOf(*root, key);
   if (!pod.ok()) return pod.status();
   args.pod = *std::move(pod);
   if (absl::Status st = ParseNodes(*root, args); !st.ok()) return st;
   return args;
 }
 
-absl::StatusOr<PreemptArgs> ParsePreemptArgs(absl::string_view body) {
+absl::StatusOr<PreemptArgs> ParsePreemptArgs(absl::string_view body,
+                                             const kube::PlacementKey* key) {
   absl::StatusOr<simdjson::dom::object> root = Root(body);
   if (!root.ok()) return root.status();
   PreemptArgs args;
-  absl::StatusOr<core::PodInfo> pod = PodOf(*root);
+  absl::StatusOr<core::PodInfo> pod = PodOf(*root, key);
   if (!pod.ok()) return pod.status();
   args.pod = *std::move(pod);
   bool meta = true;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/pod.h"
+#include "kube/placement_key.h"
 #include "scheduler_extender/verbs.h"
 
 namespace phalanx::extender {
@@ -36,9 +37,11 @@ struct BindArgs {
   std::string node;
 };
 
-// Parse errors are InvalidArgument and say what is wrong and where.
-absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body);
-absl::StatusOr<PreemptArgs> ParsePreemptArgs(absl::string_view body);
+// Parse errors are InvalidArgument and say what is wrong and where. The pod is decoded with `key`
+// (kube::DecodePod): a placement or mark it did not sign is left out; null takes them as written.
+absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body,
+                                               const kube::PlacementKey* key);
+absl::StatusOr<PreemptArgs> ParsePreemptArgs(absl::string_view body, const kube::PlacementKey* key);
 absl::StatusOr<BindArgs> ParseBindArgs(absl::string_view body);
 
 // ExtenderFilterResult in the mode of the request.

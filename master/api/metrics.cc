@@ -148,10 +148,18 @@ MetricsServer::MetricsServer(std::function<std::string()> render) : render_(std:
 
 MetricsServer::~MetricsServer() = default;
 
-absl::Status MetricsServer::Start(const std::string& host, int port) {
+absl::Status MetricsServer::Start(const std::string& host, int port,
+                                  const MetricsServerConfig& limits) {
+  http::Limits bounds;
+  bounds.max_connections =
+      static_cast<unsigned>(limits.max_connections.value_or(bounds.max_connections));
+  bounds.max_connections_per_peer = static_cast<unsigned>(
+      limits.max_connections_per_peer.value_or(bounds.max_connections_per_peer));
+  bounds.idle_timeout_seconds =
+      static_cast<unsigned>(limits.idle_timeout_seconds.value_or(bounds.idle_timeout_seconds));
   // GET endpoints only: no body is worth reading.
   http_ = std::make_unique<http::Server>(
-      http::ServerOptions{.host = host, .port = port, .max_body_bytes = 4096});
+      http::ServerOptions{.host = host, .port = port, .max_body_bytes = 4096, .limits = bounds});
   http_->Route("GET", "/metrics", [this](const http::Request&, http::Response& res) {
     res.content_type = http::kPrometheusText;
     res.body = render_();

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "http/server.h"
+#include "master/config/metrics_server.h"
 #include "master/jobs/job_manager.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -56,8 +57,9 @@ class MetricsServer {
  public:
   explicit MetricsServer(std::function<std::string()> render);
   ~MetricsServer();  // Stops.
-  // Listens on host:port (port 0 picks one); serves until destroyed.
-  absl::Status Start(const std::string& host, int port);
+  // Listens on host:port (port 0 picks one) within `limits` (unset ones: http::Limits'
+  // defaults); serves until destroyed.
+  absl::Status Start(const std::string& host, int port, const MetricsServerConfig& limits = {});
   int port() const { return port_; }
 
  private:

@@ -252,12 +252,13 @@ absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {
        "default_scheduler", "preemption_timeout", "pod_start_failure_timeout",
        "terminating_pod_timeout", "resource_pools", "default_compute_resource_pool",
        "default_aux_resource_pool", "checkpoint_storage", "task_container_defaults", "tls", "auth",
-       "task_master_address", "quotas", "pod_spec_policy"}));
+       "task_master_address", "quotas", "pod_spec_policy", "metrics_server"}));
   MasterConfig c;
   KUBE_RETURN_IF_ERROR(ParseSlots(root, c));
   KUBE_ASSIGN_OR_RETURN(c.pod_spec_policy, ParsePodSpecPolicy(root, "pod_spec_policy", {}));
   KUBE_RETURN_IF_ERROR(ParsePools(root, c));
   KUBE_RETURN_IF_ERROR(ParseRest(root, c));
+  KUBE_ASSIGN_OR_RETURN(c.metrics_server, ParseMetricsServer(root));
   return c;
 }
 

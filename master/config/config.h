@@ -13,8 +13,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "master/config/user_limits.h"
+#include "master/config/metrics_server.h"
 #include "master/config/pod_spec_policy.h"
+#include "master/config/user_limits.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -57,7 +58,8 @@ struct TlsConfig {
 
 struct MasterConfig {
   int port = 8080;
-  int metrics_port = 9090;  // HTTP: /metrics (Prometheus text format) and /healthz.
+  int metrics_port = 9090;             // HTTP: /metrics (Prometheus text format) and /healthz.
+  MetricsServerConfig metrics_server;  // Its connection limits.
   DbConfig db;
   int max_slots_per_pod = 0;  // Required, 1..1000000.
   SlotType slot_type = SlotType::kGpu;

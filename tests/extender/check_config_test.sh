@@ -16,4 +16,17 @@ err=$("$extender" --config "$dir/bad.yaml" --check-config 2>&1)
 status=$?
 [ "$status" -eq 1 ] || fail "a bad file: exit $status, want 1"
 case $err in *max_slots_per_pod*) ;; *) fail "a bad file: the field is not named: $err" ;; esac
+
+# A placement key shorter than 32 bytes is refused, naming the field.
+printf 'short\n' >"$dir/short-key"
+err=$("$extender" --placement-key-file "$dir/short-key" --check-config 2>&1)
+status=$?
+[ "$status" -eq 1 ] || fail "a short key: exit $status, want 1"
+case $err in *placement_key_file*"at least 32"*) ;; *) fail "a short key: $err" ;; esac
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/key"
+"$extender" --placement-key-file "$dir/key" --check-config >/dev/null || fail "a good key: exit $?"
+
+err=$("$extender" --max-connections 10 --max-connections-per-peer 20 --check-config 2>&1)
+[ $? -eq 1 ] || fail "more connections per peer than in total: accepted"
+case $err in *max_connections_per_peer*) ;; *) fail "the per-peer limit is not named: $err" ;; esac
 echo PASS

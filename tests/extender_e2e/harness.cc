@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "kube/decode.h"
 #include "kube/json.h"
+#include "kube/placement_key.h"
 #include "tests/extender_e2e/process.h"
 #include "tests/kube/test_cluster.h"
 
@@ -78,7 +79,14 @@ void ExtenderE2eTest::SetUp() {
       kube::kNamespaces, "",
       absl::StrCat(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")", ns_, "\"}}"));
   ASSERT_TRUE(created.ok()) << created.status();
-  watcher_ = std::make_unique<Watcher>(client_.get(), ns_);
+  // The key every extender of the test signs with, so that restarts keep their placements.
+  key_path_ = absl::StrCat(cluster_dir_, "/logs/placement-key-", ns_);
+  const std::string secret = testing::UniqueName("placement-key-of-") + std::string(32, 'k');
+  std::ofstream(key_path_) << secret << "\n";
+  absl::StatusOr<kube::PlacementKey> key = kube::PlacementKey::FromFile(key_path_, "key");
+  ASSERT_TRUE(key.ok()) << key.status();
+  placement_key_.emplace(*std::move(key));
+  watcher_ = std::make_unique<Watcher>(client_.get(), ns_, &*placement_key_);
   ASSERT_TRUE(watcher_->Start().ok());
   log_path_ = absl::StrCat(cluster_dir_, "/logs/extender-", ns_, ".log");
 }
@@ -175,7 +183,9 @@ void ExtenderE2eTest::StartExtender(int max_slots_per_pod, const std::vector<std
                                    "--listen",
                                    "127.0.0.1:" + port,
                                    "--max-slots-per-pod",
-                                   std::to_string(max_slots_per_pod)};
+                                   std::to_string(max_slots_per_pod),
+                                   "--placement-key-file",
+                                   key_path_};
   args.insert(args.end(), flags.begin(), flags.end());
   // The cluster only checked the port was free when it came up; if something holds it now, say
   // what (ss) and try again for a while rather than fail on a transient holder.
@@ -275,8 +285,13 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
                            EncodeJsonString(gang.affinity_host), "]}]}]}}},");
     // Deleted, it terminates for exit_seconds (kwok's pod-delete-graceful).
     const bool slow_exit = gang.exit_seconds > 0;
+    std::vector<std::string> notes;
+    if (slow_exit) notes.push_back(R"("phalanx.io/sim-graceful-exit":"true")");
+    for (const auto& [k, v] : gang.annotations) {
+      notes.push_back(absl::StrCat(EncodeJsonString(k), ":", EncodeJsonString(v)));
+    }
     const std::string annotations =
-        slow_exit ? R"(,"annotations":{"phalanx.io/sim-graceful-exit":"true"})" : "";
+        notes.empty() ? "" : absl::StrCat(R"(,"annotations":{)", absl::StrJoin(notes, ","), "}");
     const std::string grace =
         slow_exit ? absl::StrCat(R"("terminationGracePeriodSeconds":)", gang.exit_seconds, ",")
                   : "";
@@ -345,9 +360,16 @@ void ExtenderE2eTest::Finish(const std::string& gang) {
 }
 
 void ExtenderE2eTest::Pin(const std::string& pod, const std::string& node) {
+  std::string uid;
+  for (const PodState& p : Pods()) {
+    if (p.info.name == pod) uid = p.info.uid;
+  }
+  ASSERT_FALSE(uid.empty()) << "no pod " << pod;
   absl::StatusOr<std::string> r = client_->Patch(
       kube::kPods, ns_, pod, kube::PatchType::kMerge,
       absl::StrCat(R"({"metadata":{"annotations":{"phalanx.io/placement":")", node,
+                   R"(","phalanx.io/placement-signature":")",
+                   placement_key_->SignPlacement(uid, node),
                    R"(","phalanx.io/backfilled":null,"phalanx.io/pending-reason":null}},)",
                    R"("spec":{"nodeSelector":{"kubernetes.io/hostname":")", node, R"("}}})"));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -369,7 +391,7 @@ std::vector<PodState> ExtenderE2eTest::Pods() {
   std::vector<PodState> pods;
   absl::StatusOr<std::string> r =
       client_->ListAll(kube::kPods, ns_, {}, [&](simdjson::dom::element item) {
-        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item));
+        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item, &*placement_key_));
         pods.push_back(std::move(p));
         return absl::OkStatus();
       });

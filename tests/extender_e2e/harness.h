@@ -12,12 +12,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "kube/client.h"
+#include "kube/placement_key.h"
 #include "tests/extender_e2e/watcher.h"
 
 namespace phalanx::e2e {
@@ -37,6 +39,7 @@ struct GangSpec {
   // > 0: deleted pods stay terminating this long (their grace period; kwok's pod-delete-graceful).
   int exit_seconds = 0;
   int host_port = 0;  // > 0: the container asks for this host port (TCP).
+  std::map<std::string, std::string> annotations;  // Written on each pod as given.
 };
 
 // One gang's entry in the extender's /debug/queue.
@@ -82,8 +85,8 @@ class ExtenderE2eTest : public ::testing::Test {
   // place and preempt for on its own; `preemptible` labels it phalanx.io/preemptible=true.
   void SubmitUngated(const std::string& name, int64_t gpus, const std::string& priority_class,
                      bool preemptible = false);
-  // Writes phalanx.io/placement and the kubernetes.io/hostname pin on gated pod `pod`, as the
-  // extender does before it lifts a gang's gates.
+  // Writes phalanx.io/placement (signed with the extender's key) and the kubernetes.io/hostname
+  // pin on gated pod `pod`, as the extender does before it lifts a gang's gates.
   void Pin(const std::string& pod, const std::string& node);
   // Deletes every pod of the gang (or the pod of that name) and waits until they are gone.
   void Finish(const std::string& gang);
@@ -121,6 +124,7 @@ class ExtenderE2eTest : public ::testing::Test {
   std::unique_ptr<kube::Client> client_;
   std::string ns_;
   std::unique_ptr<Watcher> watcher_;
+  std::optional<kube::PlacementKey> placement_key_;  // What key_path_ holds.
 
  private:
   std::string ExtenderGet(const std::string& path, long* code);
@@ -134,6 +138,7 @@ class ExtenderE2eTest : public ::testing::Test {
   std::string extender_url_;
   std::string kubeconfig_;
   std::string log_path_;
+  std::string key_path_;  // The extender's placement_key_file.
   pid_t extender_ = -1;
   std::vector<std::string> nodes_;
   std::map<std::string, GangSpec> specs_;  // By gang name, for requeues.

@@ -1,10 +1,12 @@
 // Placement through the real kube-scheduler and phalanx-extender where the pod spec narrows the
 // nodes: the extender must plan only on nodes kube-scheduler will bind the pod to.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kube/client.h"
+#include "simdjson.h"
 #include "tests/extender_e2e/harness.h"
 
 namespace phalanx::e2e {
@@ -91,6 +93,51 @@ TEST_F(PlacementE2e, AGangKubeSchedulerRefusesIsPlannedOffThatNode) {
   ASSERT_EQ(ran.size(), 1u);
   EXPECT_EQ(ran[0].info.node, NodeName("n", 1));
   EXPECT_EQ(ran[0].info.avoid_nodes, std::vector<std::string>{first});
+}
+
+// A tenant who may create pods with schedulerName phalanx writes the phalanx state itself: two
+// gated priority-1 gangs claim phalanx.io/placement on the node a priority-100 gang waits for,
+// one bare, one with the signature copied from a pod the extender did place there. Neither is
+// honoured (the extender recovered "placed" gated gangs by ungating them, and kube-scheduler
+// bound them at once, ahead of the waiting gang): both wait, unplaced, behind it.
+TEST_F(PlacementE2e, ForgedPlacementsDoNotJumpTheQueue) {
+  AddNodes("n", 1, 4);
+  const std::string node = NodeName("n", 0);
+  StartExtender(4, {"--backfill", "false"});  // Nothing legitimately runs behind "high".
+  Submit({.name = "blocker", .gpus = 2, .position = 1, .preemptible = false});
+  ASSERT_TRUE(WaitUntil([&] { return Running("blocker"); }));
+  absl::StatusOr<std::string> blocker = client_->Get(kube::kPods, ns_, "blocker-r0-0");
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  simdjson::dom::parser parser;
+  std::string_view copied;
+  ASSERT_EQ(parser.parse(*blocker)["metadata"]["annotations"]["phalanx.io/placement-signature"].get(
+                copied),
+            simdjson::SUCCESS);
+  Submit({.name = "high", .gpus = 4, .priority = 100, .position = 2});
+  ASSERT_TRUE(WaitUntil([&] { return Queued("high").state == "WAIT"; }));
+
+  Submit({.name = "forged",
+          .gpus = 2,
+          .priority = 1,
+          .position = 3,
+          .managed = false,
+          .annotations = {{"phalanx.io/placement", node}}});
+  Submit({.name = "copied",
+          .gpus = 2,
+          .priority = 1,
+          .position = 4,
+          .managed = false,
+          .annotations = {{"phalanx.io/placement", node},
+                          {"phalanx.io/placement-signature", std::string(copied)}}});
+  Holds(
+      "the forged gangs stay gated behind the waiting gang",
+      [&] { return Gated("forged") && Gated("copied") && !Running("high"); }, absl::Seconds(10));
+  for (const char* gang : {"forged", "copied"}) {
+    for (const PodState& p : GangPods(gang)) EXPECT_EQ(p.info.placement, "") << p.info.name;
+  }
+
+  Finish("blocker");
+  ASSERT_TRUE(WaitUntil([&] { return Running("high"); })) << "the waiting gang never runs";
 }
 
 }  // namespace

@@ -71,9 +71,9 @@ std::vector<std::string> OverBooked(const std::vector<const PodState*>& pods,
 
 }  // namespace
 
-absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod) {
+absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod, const kube::PlacementKey* key) {
   PodState s;
-  KUBE_ASSIGN_OR_RETURN(s.info, kube::DecodePod(pod));
+  KUBE_ASSIGN_OR_RETURN(s.info, kube::DecodePod(pod, key));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject root, kube::JsonObject::Of(pod, "pod"));
   KUBE_ASSIGN_OR_RETURN(kube::JsonObject meta, root.Object("metadata"));
   s.deleting = meta.Get("deletionTimestamp").has_value();
@@ -128,7 +128,7 @@ absl::Status Watcher::Start() {
   simdjson::dom::parser parser;
   absl::StatusOr<std::string> version =
       client_->ListAll(kube::kPods, ns_, {}, [&](simdjson::dom::element item) {
-        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item));
+        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item, key_));
         absl::MutexLock lock(&mu_);
         pods_[p.info.uid] = p;
         return absl::OkStatus();
@@ -170,7 +170,7 @@ absl::StatusOr<std::string> Watcher::Unseen() {
   std::map<std::string, PodState> listed;  // By uid.
   absl::StatusOr<std::string> version =
       client_->ListAll(kube::kPods, ns_, {}, [&](simdjson::dom::element item) {
-        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item));
+        KUBE_ASSIGN_OR_RETURN(PodState p, ParsePod(item, key_));
         listed[p.info.uid] = std::move(p);
         return absl::OkStatus();
       });
@@ -206,7 +206,7 @@ void Watcher::Run(std::string resource_version) {
     options.stop = &stop_;
     kube::WatchResult r = client_->Watch(
         kube::kPods, ns_, options, [&](kube::EventType type, simdjson::dom::element object) {
-          absl::StatusOr<PodState> p = ParsePod(object);
+          absl::StatusOr<PodState> p = ParsePod(object, key_);
           absl::MutexLock lock(&mu_);
           if (!p.ok()) {
             violations_.push_back(absl::StrCat("undecodable pod event: ", p.status().ToString()));

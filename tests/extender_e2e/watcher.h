@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "core/pod.h"
 #include "kube/client.h"
+#include "kube/placement_key.h"
 #include "simdjson.h"
 
 namespace phalanx::e2e {
@@ -39,7 +40,8 @@ struct PodState {
   bool HoldsCapacity() const { return !info.IsTerminal() && !info.AssignedNode().empty(); }
 };
 
-absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod);
+// Decoded as phalanx-extender decodes it with `key` (kube::DecodePod).
+absl::StatusOr<PodState> ParsePod(simdjson::dom::element pod, const kube::PlacementKey* key);
 
 // The trial of a phalanx-master allocation's pod: "<job>-trial-<id>" of gang
 // "<job>-trial-<id>-r<run>", "<job>" of a task's "<job>-r<run>"; "" for other pods.
@@ -58,7 +60,9 @@ std::vector<std::string> CheckFinalState(const std::vector<PodState>& pods,
 
 class Watcher {
  public:
-  Watcher(kube::Client* client, std::string ns) : client_(client), ns_(std::move(ns)) {}
+  // Pods are decoded with `key`, the extender's (ParsePod); it must outlive the watcher.
+  Watcher(kube::Client* client, std::string ns, const kube::PlacementKey* key)
+      : client_(client), ns_(std::move(ns)), key_(key) {}
   ~Watcher() { Halt(); }
 
   // Lists the namespace and watches from there in a thread.
@@ -89,6 +93,7 @@ class Watcher {
 
   kube::Client* client_;
   std::string ns_;
+  const kube::PlacementKey* key_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   absl::Mutex mu_;

@@ -127,6 +127,21 @@ TEST(MasterConfigTest, CpuSlots) {
   EXPECT_EQ(c->resource_pools.at(0).name, "default");
 }
 
+// metrics_server: the limits of the /metrics HTTP server; unset keys keep the server's defaults.
+TEST(MasterConfigTest, MetricsServerLimits) {
+  absl::StatusOr<MasterConfig> c = ParseMasterConfig(
+      "max_slots_per_pod: 2\nmetrics_server: {max_connections: 50, idle_timeout_seconds: 95}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->metrics_server.max_connections, 50);
+  EXPECT_EQ(c->metrics_server.max_connections_per_peer, std::nullopt);
+  EXPECT_EQ(c->metrics_server.idle_timeout_seconds, 95);
+  c = ParseMasterConfig("max_slots_per_pod: 2\nmetrics_server: {max_connections_per_peer: 0}\n");
+  EXPECT_THAT(c.status().message(),
+              ::testing::HasSubstr("metrics_server.max_connections_per_peer: must be between 1"));
+  c = ParseMasterConfig("max_slots_per_pod: 2\nmetrics_server: {max_conns: 5}\n");
+  EXPECT_THAT(c.status().message(), ::testing::HasSubstr("max_conns"));
+}
+
 // How long a pod may fail to start a container before its run fails, and how long past its grace
 // period a pod may stay terminating on a node that is down: 5m unless set.
 TEST(MasterConfigTest, PodTimeouts) {
