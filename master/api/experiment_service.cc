@@ -1,7 +1,7 @@
 // ExperimentService (see services.h).
 #include <algorithm>
 
-#include "master/spec/experiment_config.h"
+#include "master/spec/submission.h"
 #include "master/api/proto_convert.h"
 #include "master/api/services.h"
 
@@ -25,7 +25,7 @@ grpc::Status ExperimentServiceImpl::CreateExperiment(grpc::ServerContext* ctx,
   absl::StatusOr<User> user = auth_.Authenticate(*ctx);
   if (!user.ok()) return ToGrpcStatus(user.status());
   if (req->validate_only()) {  // All that creating checks short of storing.
-    return ToGrpcStatus(ParseExperimentConfig(req->config(), jobs_.config()).status());
+    return ToGrpcStatus(ParseSubmittedExperiment(req->config(), jobs_.config()).status());
   }
   absl::StatusOr<JobView> view = jobs_.CreateExperiment(req->config(), *user, req->activate());
   if (!view.ok()) return ToGrpcStatus(view.status());

@@ -83,10 +83,11 @@ absl::StatusOr<PodSpecDefaults> ParseDefaults(const YamlMap& m) {
   return d;
 }
 
-absl::StatusOr<ResourcePoolConfig> ParsePool(const YamlMap& m) {
-  KUBE_RETURN_IF_ERROR(m.CheckKeys(
-      {"pool_name", "kubernetes_namespace", "max_slots_per_pod", "task_container_defaults"}));
+absl::StatusOr<ResourcePoolConfig> ParsePool(const YamlMap& m, const PodSpecPolicy& policy) {
+  KUBE_RETURN_IF_ERROR(m.CheckKeys({"pool_name", "kubernetes_namespace", "max_slots_per_pod",
+                                    "task_container_defaults", "pod_spec_policy"}));
   ResourcePoolConfig pool;
+  KUBE_ASSIGN_OR_RETURN(pool.pod_spec_policy, ParsePodSpecPolicy(m, "pod_spec_policy", policy));
   KUBE_ASSIGN_OR_RETURN(pool.name, m.RequiredString("pool_name"));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> ns, m.String("kubernetes_namespace"));
   pool.ns = ns.value_or(pool.ns);
@@ -110,14 +111,16 @@ absl::Status ParsePools(const YamlMap& root, MasterConfig& c) {
   for (size_t i = 0; pools.IsSequence() && i < pools.size(); ++i) {
     KUBE_ASSIGN_OR_RETURN(YamlMap m,
                           YamlMap::Of(pools[i], absl::StrCat("resource_pools[", i, "]")));
-    KUBE_ASSIGN_OR_RETURN(ResourcePoolConfig pool, ParsePool(m));
+    KUBE_ASSIGN_OR_RETURN(ResourcePoolConfig pool, ParsePool(m, c.pod_spec_policy));
     if (c.FindPool(pool.name) != nullptr) {
       return FieldError(m.FieldPath("pool_name"),
                         absl::StrCat("\"", pool.name, "\" appears twice"));
     }
     c.resource_pools.push_back(std::move(pool));
   }
-  if (c.resource_pools.empty()) c.resource_pools.push_back({.name = "default"});
+  if (c.resource_pools.empty()) {
+    c.resource_pools.push_back({.name = "default", .pod_spec_policy = c.pod_spec_policy});
+  }
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> compute,
                         root.String("default_compute_resource_pool"));
   KUBE_ASSIGN_OR_RETURN(std::optional<std::string> aux, root.String("default_aux_resource_pool"));
@@ -242,9 +245,10 @@ absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {
        "default_scheduler", "preemption_timeout", "pod_start_failure_timeout",
        "terminating_pod_timeout", "resource_pools", "default_compute_resource_pool",
        "default_aux_resource_pool", "checkpoint_storage", "task_container_defaults", "tls", "auth",
-       "task_master_address"}));
+       "task_master_address", "pod_spec_policy"}));
   MasterConfig c;
   KUBE_RETURN_IF_ERROR(ParseSlots(root, c));
+  KUBE_ASSIGN_OR_RETURN(c.pod_spec_policy, ParsePodSpecPolicy(root, "pod_spec_policy", {}));
   KUBE_RETURN_IF_ERROR(ParsePools(root, c));
   KUBE_RETURN_IF_ERROR(ParseRest(root, c));
   return c;

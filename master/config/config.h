@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "master/config/pod_spec_policy.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -41,6 +42,7 @@ struct ResourcePoolConfig {
   std::string ns = "default";            // kubernetes_namespace: where its pods go.
   std::optional<int> max_slots_per_pod;  // Overrides the top-level one.
   std::optional<PodSpecDefaults> task_container_defaults;  // Replaces the top-level ones.
+  PodSpecPolicy pod_spec_policy;  // The top-level one with the pool's keys over it.
 };
 
 struct TlsConfig {
@@ -72,6 +74,7 @@ struct MasterConfig {
   std::string default_aux_pool;                    // Zero-slot tasks; defaults to the compute pool.
   nlohmann::json checkpoint_storage;               // {"type": ..., ...}; passed to tasks.
   PodSpecDefaults task_container_defaults;
+  PodSpecPolicy pod_spec_policy;  // What users' pod specs may carry; pools relax it.
   std::optional<TlsConfig> tls;
   std::string default_password;  // auth.default_password of the built-in admin and determined.
   // How task pods reach the master's gRPC API (env PHALANX_MASTER); empty: not passed.

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "master/config/yaml_bounds.h"
 
 namespace phalanx::master {
 namespace {
@@ -82,6 +83,7 @@ absl::Status FieldError(absl::string_view path, absl::string_view message) {
 }
 
 absl::StatusOr<YAML::Node> ParseYaml(absl::string_view text) {
+  if (absl::Status bounds = CheckYamlBounds(text); !bounds.ok()) return bounds;
   try {
     YAML::Node node = YAML::Load(std::string(text));
     if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Map);

@@ -18,7 +18,8 @@
 namespace phalanx::master {
 
 // Parses a whole document; syntax errors carry the line and column, a key repeated in one mapping
-// is an error naming its path. An empty document is an empty map.
+// is an error naming its path. An empty document is an empty map. Depth, alias expansion and NUL
+// characters are bounded first (yaml_bounds.h).
 absl::StatusOr<YAML::Node> ParseYaml(absl::string_view text);
 
 // A YAML mapping (an absent or null node reads as an empty one) and its path for errors.

@@ -11,6 +11,7 @@
 #include "master/spec/experiment_config.h"
 #include "master/pods/pod_builder.h"
 #include "master/spec/searcher.h"
+#include "master/spec/submission.h"
 #include "master/spec/task_config.h"
 
 namespace phalanx::master {
@@ -103,7 +104,7 @@ JobManager::JobManager(MasterConfig config, Store& store, PodClient& pods)
 
 absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, const User& user,
                                                      bool activate) {
-  KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(yaml, config_));
+  KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseSubmittedExperiment(yaml, config_));
   JobRecord job =
       NewJob(TaskType::kExperiment, c.name, user, c.resources, c.environment, yaml, config_);
   job.state = activate ? RunState::kActive : RunState::kPaused;
@@ -125,7 +126,7 @@ absl::StatusOr<JobView> JobManager::LaunchTask(TaskType type, const std::string&
   if (type == TaskType::kExperiment) {
     return absl::InvalidArgumentError("type: use CreateExperiment for experiments");
   }
-  KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseTaskConfig(yaml, type, entrypoint, config_));
+  KUBE_ASSIGN_OR_RETURN(TaskConfig c, ParseSubmittedTask(yaml, type, entrypoint, config_));
   JobRecord job = NewJob(type, c.description, user, c.resources, c.environment, yaml, config_);
   job.entrypoint = nlohmann::json(c.entrypoint).dump();
   return Submit(std::move(job), {TrialRecord{.hparams = "{}"}}, /*cap=*/1);

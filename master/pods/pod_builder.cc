@@ -1,31 +1,18 @@
 // Allocation → gang of gated pods (see pod_builder.h for the steps).
 #include "master/pods/pod_builder.h"
 
-#include <array>
 #include <optional>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
 #include "kube/decode.h"
+#include "master/config/pod_spec_policy.h"
 #include "master/config/strategic_merge.h"
 
 namespace phalanx::master {
 namespace {
 
 using nlohmann::json;
-
-struct PriorityClass {
-  absl::string_view name;
-  int value;
-};
-// deploy/helm/phalanx/templates/priority-classes.yaml.
-constexpr std::array<PriorityClass, 3> kPriorityClasses = {{
-    {"phalanx-high-priority", 100},
-    {"phalanx-medium-priority", 50},
-    {"phalanx-low-priority", 1},
-}};
 
 constexpr absl::string_view kSeedContainerName = "determined-container";
 constexpr absl::string_view kCheckpointVolume = "phalanx-checkpoints";
@@ -195,14 +182,25 @@ void SetMetadata(json& meta, const PodRequest& r, int rank, int pods) {
   labels[std::string(kube::kPreemptibleLabel)] = r.type == TaskType::kExperiment ? "true" : "false";
 }
 
+// The class a pod's `spec` names, the seeds' names mapped to phalanx's (priority_classes.h); ""
+// when none.
+std::string SpecClass(const json& spec) {
+  const auto cls = spec.find("priorityClassName");
+  if (cls == spec.end() || !cls->is_string()) return "";
+  return MapSeedPriorityClass(cls->get<std::string>());
+}
+
 void SetSchedulingFields(json& spec, const PodRequest& r, const MasterConfig& master) {
   spec["restartPolicy"] = "Never";
   spec.erase("priority");
-  const auto cls = spec.find("priorityClassName");
-  if (cls == spec.end() || !cls->is_string() || cls->get_ref<const std::string&>().empty()) {
-    spec["priorityClassName"] = PriorityClassFor(r.priority);  // Else a pod_spec class wins.
+  const std::string cls = SpecClass(spec);
+  // A pod_spec class wins over the task's priority.
+  spec["priorityClassName"] = cls.empty() ? PriorityClassFor(r.priority) : cls;
+  if (master.default_scheduler != SchedulerKind::kPhalanx) {
+    // Determined's scheduler names (accepted for seed compatibility) mean the default scheduler.
+    if (IsSeedSchedulerName(spec.value("schedulerName", json()))) spec.erase("schedulerName");
+    return;
   }
-  if (master.default_scheduler != SchedulerKind::kPhalanx) return;
   spec["schedulerName"] = kSchedulerName;
   json& gates = spec["schedulingGates"];
   if (!gates.is_array()) gates = json::array();
@@ -237,28 +235,8 @@ std::vector<json> BuildPods(const PodRequest& r, const MasterConfig& master) {
 std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
                               const EnvironmentConfig& environment, const MasterConfig& master) {
   const json pod = StrategicMergePod(DefaultSpec(pool, slots, master), environment.pod_spec);
-  const json::json_pointer path("/spec/priorityClassName");
-  if (!pod.is_object() || !pod.contains(path) || !pod[path].is_string()) return "";
-  return pod[path].get<std::string>();
-}
-
-std::string PriorityClassFor(int priority) {
-  for (const PriorityClass& c : kPriorityClasses) {
-    if (c.value == priority) return std::string(c.name);
-  }
-  return absl::StrCat(kPriorityClassPrefix, priority);
-}
-
-std::optional<int> PriorityOfClass(absl::string_view name) {
-  for (const PriorityClass& c : kPriorityClasses) {
-    if (c.name == name) return c.value;
-  }
-  int value = 0;
-  if (absl::ConsumePrefix(&name, kPriorityClassPrefix) && absl::SimpleAtoi(name, &value) &&
-      PriorityClassFor(value) == absl::StrCat(kPriorityClassPrefix, name)) {
-    return value;
-  }
-  return std::nullopt;
+  return pod.is_object() && pod.contains("spec") && pod["spec"].is_object() ? SpecClass(pod["spec"])
+                                                                            : "";
 }
 
 std::string FormatQueuePosition(double position) { return absl::StrFormat("%.6f", position); }

@@ -5,7 +5,9 @@
 //   2. Spec: the pool's default pod spec for GPU or CPU tasks (replacing the top-level one), the
 //      task's pod_spec strategic-merged over it (strategic_merge.h), then what the master owns:
 //      name "<allocation>-<rank>", the pool's namespace, restartPolicy Never, and with the phalanx
-//      scheduler schedulerName "phalanx" plus the scheduling gate phalanx.io/admission.
+//      scheduler schedulerName "phalanx" plus the scheduling gate phalanx.io/admission; with the
+//      default scheduler, the seeds' schedulerName coscheduler or preemption is dropped. What a
+//      user's pod_spec may carry at all is pod_spec_policy.h's (checked at submit).
 //   3. The task container "phalanx-container" (a pod_spec container of that name, or the seeds'
 //      "determined-container", is merged into it; other containers stay as sidecars): image and
 //      environment variables of the task's device (EnvironmentConfig), command, PHALANX_* ones, and
@@ -18,9 +20,10 @@
 //      pod_spec volumeMount of its own at /determined_shared_fs (an NFS or PVC volume) replaces
 //      the hostPath. Other storage types need no mount.
 //   5. Contract labels (DESIGN.md) override user labels of the same key.
-//   6. Priority: a priorityClassName in the merged spec wins; else the class of exactly the task's
-//      priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority admission
-//      plugin rejects a value not taken from a class.
+//   6. Priority: a priorityClassName in the merged spec wins (the seeds' determined-*-priority
+//      names mapped to phalanx's classes, priority_classes.h); else the class of exactly the
+//      task's priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority
+//      admission plugin rejects a value not taken from a class.
 #ifndef PHALANX_MASTER_PODS_POD_BUILDER_H_
 #define PHALANX_MASTER_PODS_POD_BUILDER_H_
 
@@ -33,6 +36,7 @@
 #include "kube/decode.h"
 #include "master/config/config.h"
 #include "master/config/config_parts.h"
+#include "master/config/priority_classes.h"
 #include "master/spec/task_type.h"
 #include "nlohmann/json.hpp"
 
@@ -69,15 +73,6 @@ int PodCount(int slots, int max_slots_per_pod);
 // unless the task's pod_spec sets it), or "" when they take the class of the task's priority.
 std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
                               const EnvironmentConfig& environment, const MasterConfig& master);
-
-inline constexpr absl::string_view kPriorityClassPrefix = "phalanx-priority-";
-
-// The priority class of `priority`: the chart's class of that value (phalanx-high-priority 100,
-// phalanx-medium-priority 50, phalanx-low-priority 1), else "phalanx-priority-<priority>", which
-// KubePodClient creates before the first pod that names it.
-std::string PriorityClassFor(int priority);
-// The value of a class PriorityClassFor names, for the job queue; nullopt for other classes.
-std::optional<int> PriorityOfClass(absl::string_view name);
 
 // The queue position as label phalanx.io/queue-position writes it ("1700000000.123456").
 std::string FormatQueuePosition(double position);

@@ -87,6 +87,7 @@ imagePullSecrets:
 {{- $pool := dict "pool_name" .pool_name "kubernetes_namespace" (.kubernetes_namespace | default $.Release.Namespace) -}}
 {{- with .max_slots_per_pod }}{{ $_ := set $pool "max_slots_per_pod" . }}{{ end -}}
 {{- with .task_container_defaults }}{{ $_ := set $pool "task_container_defaults" . }}{{ end -}}
+{{- with .pod_spec_policy }}{{ $_ := set $pool "pod_spec_policy" . }}{{ end -}}
 {{- $pools = append $pools $pool -}}
 {{- end -}}
 {{- toJson $pools -}}
