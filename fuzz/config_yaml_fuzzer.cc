@@ -1,6 +1,7 @@
-// Fuzzes the YAML -> config path: each input is read as master.yaml (ParseMasterConfig), as an
-// experiment config (ParseExperimentConfig) and as a command's task config (ParseTaskConfig), the
-// last two against a fixed master.yaml with pools, pod specs and checkpoint storage. Beyond no
+// Fuzzes the YAML -> config path: each input is read as master.yaml (ParseMasterConfig), and as a
+// submitted experiment config and command config (ParseSubmittedExperiment, ParseSubmittedTask:
+// what CreateExperiment and LaunchTask run, validate_only included), the last two against a fixed
+// master.yaml with pools, pod specs and checkpoint storage. Beyond no
 // crash, no undefined behaviour and no exception escaping, it asserts: errors are InvalidArgument;
 // what an accepted experiment hands on (its data, searcher, hyperparameters, pod spec, storage and
 // entrypoint) serialises as the master stores and sends it (dump() does not throw); a searcher
@@ -16,6 +17,7 @@
 #include "master/config/config.h"
 #include "master/spec/experiment_config.h"
 #include "master/spec/searcher.h"
+#include "master/spec/submission.h"
 #include "master/spec/task_config.h"
 #include "master/spec/task_type.h"
 #include "nlohmann/json.hpp"
@@ -71,11 +73,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<MasterConfig> master = ParseMasterConfig(yaml);
   Check(master.status());
 
-  absl::StatusOr<ExperimentConfig> experiment = ParseExperimentConfig(yaml, Master());
+  absl::StatusOr<ExperimentConfig> experiment = ParseSubmittedExperiment(yaml, Master());
   Check(experiment.status());
   if (experiment.ok()) CheckExperiment(*experiment);
 
-  absl::StatusOr<TaskConfig> task = ParseTaskConfig(yaml, TaskType::kCommand, {}, Master());
+  absl::StatusOr<TaskConfig> task = ParseSubmittedTask(yaml, TaskType::kCommand, {}, Master());
   Check(task.status());
   if (task.ok()) (void)task->environment.pod_spec.dump();
   return 0;
