@@ -2,94 +2,132 @@
 // synchronises through atomics and futexes TSan cannot see, so every datum phalanx guards with one
 // would read as a race. PHALANX_TSAN links each program with --wrap for the Mutex calls phalanx
 // makes (top-level CMakeLists.txt); each wrapper calls the real one and tells TSan the mutex's
-// address was released before it is unlocked and acquired once it is locked (as abseil's own
-// ABSL_TSAN_MUTEX_* annotations do in an instrumented build). The names are the mangled ones of
-// Debian 12's abseil (inline namespace debian3).
+// address was released before it is let go and acquired once it is held, as abseil's own
+// ABSL_TSAN_MUTEX_* annotations do in an instrumented build. A Condition runs inside abseil with
+// the mutex held, in whichever thread abseil picks, so the wrappers hand abseil one that acquires
+// the mutex around it. The symbols are those of Debian 12's abseil (inline namespace debian3).
 #include <sanitizer/tsan_interface.h>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 using absl::Condition;
+using absl::CondVar;
 using absl::Duration;
 using absl::Mutex;
 
-#define PHALANX_REAL(sym) __real_##sym
-#define PHALANX_WRAP(sym) __wrap_##sym
+// The mangled names: __wrap_<name> is the wrapper, __real_<name> the real call.
+#define LOCK _ZN4absl7debian35Mutex4LockEv
+#define READER_LOCK _ZN4absl7debian35Mutex10ReaderLockEv
+#define UNLOCK _ZN4absl7debian35Mutex6UnlockEv
+#define READER_UNLOCK _ZN4absl7debian35Mutex12ReaderUnlockEv
+#define TRY_LOCK _ZN4absl7debian35Mutex7TryLockEv
+#define LOCK_WHEN _ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE
+#define LOCK_WHEN_WITH_TIMEOUT \
+  _ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE
+#define AWAIT _ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE
+#define AWAIT_WITH_TIMEOUT _ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE
+#define COND_VAR_WAIT _ZN4absl7debian37CondVar4WaitEPNS0_5MutexE
+#define CAT(a, b) a##b
+#define REAL(sym) CAT(__real_, sym)
+#define WRAP(sym) CAT(__wrap_, sym)
 
-// void Mutex::F() that acquires (kAcquire) or releases (kRelease) the mutex.
-#define PHALANX_ACQUIRE(sym)           \
-  void PHALANX_REAL(sym)(Mutex * mu);  \
-  void PHALANX_WRAP(sym)(Mutex * mu) { \
-    PHALANX_REAL(sym)(mu);             \
-    __tsan_acquire(mu);                \
+namespace {
+
+// `cond` for abseil to evaluate with `mu` held: published to the evaluating thread by a release
+// of `mu` once built, and evaluated between an acquire and a release of `mu`.
+class AnnotatedCondition {
+ public:
+  AnnotatedCondition(Mutex* mu, const Condition& cond)
+      : mu_(mu), cond_(&cond), annotated_(&Eval, this) {
+    __tsan_release(mu_);
   }
-#define PHALANX_RELEASE(sym)           \
-  void PHALANX_REAL(sym)(Mutex * mu);  \
-  void PHALANX_WRAP(sym)(Mutex * mu) { \
-    __tsan_release(mu);                \
-    PHALANX_REAL(sym)(mu);             \
+  const Condition& get() const { return annotated_; }
+
+ private:
+  static bool Eval(AnnotatedCondition* self) {
+    __tsan_acquire(self->mu_);
+    const bool met = self->cond_->Eval();
+    __tsan_release(self->mu_);
+    return met;
   }
+
+  Mutex* mu_;
+  const Condition* cond_;
+  Condition annotated_;
+};
+
+}  // namespace
 
 extern "C" {
 
-PHALANX_ACQUIRE(_ZN4absl7debian35Mutex4LockEv)           // Lock
-PHALANX_ACQUIRE(_ZN4absl7debian35Mutex10ReaderLockEv)    // ReaderLock
-PHALANX_RELEASE(_ZN4absl7debian35Mutex6UnlockEv)         // Unlock
-PHALANX_RELEASE(_ZN4absl7debian35Mutex12ReaderUnlockEv)  // ReaderUnlock
+void REAL(LOCK)(Mutex* mu);
+void WRAP(LOCK)(Mutex* mu) {
+  REAL(LOCK)(mu);
+  __tsan_acquire(mu);
+}
 
-// TryLock
-bool PHALANX_REAL(_ZN4absl7debian35Mutex7TryLockEv)(Mutex* mu);
-bool PHALANX_WRAP(_ZN4absl7debian35Mutex7TryLockEv)(Mutex* mu) {
-  const bool locked = PHALANX_REAL(_ZN4absl7debian35Mutex7TryLockEv)(mu);
+void REAL(READER_LOCK)(Mutex* mu);
+void WRAP(READER_LOCK)(Mutex* mu) {
+  REAL(READER_LOCK)(mu);
+  __tsan_acquire(mu);
+}
+
+void REAL(UNLOCK)(Mutex* mu);
+void WRAP(UNLOCK)(Mutex* mu) {
+  __tsan_release(mu);
+  REAL(UNLOCK)(mu);
+}
+
+void REAL(READER_UNLOCK)(Mutex* mu);
+void WRAP(READER_UNLOCK)(Mutex* mu) {
+  __tsan_release(mu);
+  REAL(READER_UNLOCK)(mu);
+}
+
+bool REAL(TRY_LOCK)(Mutex* mu);
+bool WRAP(TRY_LOCK)(Mutex* mu) {
+  const bool locked = REAL(TRY_LOCK)(mu);
   if (locked) __tsan_acquire(mu);
   return locked;
 }
 
-// LockWhen: returns holding the mutex.
-void PHALANX_REAL(_ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE)(Mutex* mu, const Condition& c);
-void PHALANX_WRAP(_ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE)(Mutex* mu,
-                                                                     const Condition& c) {
-  PHALANX_REAL(_ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE)(mu, c);
+// LockWhen*: return holding the mutex (the timeout ones whether or not the condition holds).
+void REAL(LOCK_WHEN)(Mutex* mu, const Condition& c);
+void WRAP(LOCK_WHEN)(Mutex* mu, const Condition& c) {
+  AnnotatedCondition cond(mu, c);
+  REAL(LOCK_WHEN)(mu, cond.get());
   __tsan_acquire(mu);
 }
 
-// LockWhenWithTimeout: returns holding the mutex, whatever the condition.
-bool PHALANX_REAL(_ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
-    Mutex* mu, const Condition& c, Duration timeout);
-bool PHALANX_WRAP(_ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
-    Mutex* mu, const Condition& c, Duration timeout) {
-  const bool met = PHALANX_REAL(
-      _ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE)(mu, c, timeout);
+bool REAL(LOCK_WHEN_WITH_TIMEOUT)(Mutex* mu, const Condition& c, Duration timeout);
+bool WRAP(LOCK_WHEN_WITH_TIMEOUT)(Mutex* mu, const Condition& c, Duration timeout) {
+  AnnotatedCondition cond(mu, c);
+  const bool met = REAL(LOCK_WHEN_WITH_TIMEOUT)(mu, cond.get(), timeout);
   __tsan_acquire(mu);
   return met;
 }
 
-// Await: called holding the mutex; releases it while waiting and returns holding it again.
-void PHALANX_REAL(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE)(Mutex* mu, const Condition& c);
-void PHALANX_WRAP(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE)(Mutex* mu, const Condition& c) {
-  __tsan_release(mu);
-  PHALANX_REAL(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE)(mu, c);
+// Await*, CondVar::Wait: called holding the mutex; let it go while waiting and return holding it.
+void REAL(AWAIT)(Mutex* mu, const Condition& c);
+void WRAP(AWAIT)(Mutex* mu, const Condition& c) {
+  AnnotatedCondition cond(mu, c);
+  REAL(AWAIT)(mu, cond.get());
   __tsan_acquire(mu);
 }
 
-// AwaitWithTimeout: as Await.
-bool PHALANX_REAL(_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
-    Mutex* mu, const Condition& c, Duration timeout);
-bool PHALANX_WRAP(_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
-    Mutex* mu, const Condition& c, Duration timeout) {
-  __tsan_release(mu);
-  const bool met = PHALANX_REAL(
-      _ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(mu, c, timeout);
+bool REAL(AWAIT_WITH_TIMEOUT)(Mutex* mu, const Condition& c, Duration timeout);
+bool WRAP(AWAIT_WITH_TIMEOUT)(Mutex* mu, const Condition& c, Duration timeout) {
+  AnnotatedCondition cond(mu, c);
+  const bool met = REAL(AWAIT_WITH_TIMEOUT)(mu, cond.get(), timeout);
   __tsan_acquire(mu);
   return met;
 }
 
-// CondVar::Wait(mu): releases `mu` while waiting and returns holding it again.
-void PHALANX_REAL(_ZN4absl7debian37CondVar4WaitEPNS0_5MutexE)(absl::CondVar* cv, Mutex* mu);
-void PHALANX_WRAP(_ZN4absl7debian37CondVar4WaitEPNS0_5MutexE)(absl::CondVar* cv, Mutex* mu) {
+void REAL(COND_VAR_WAIT)(CondVar* cv, Mutex* mu);
+void WRAP(COND_VAR_WAIT)(CondVar* cv, Mutex* mu) {
   __tsan_release(mu);
-  PHALANX_REAL(_ZN4absl7debian37CondVar4WaitEPNS0_5MutexE)(cv, mu);
+  REAL(COND_VAR_WAIT)(cv, mu);
   __tsan_acquire(mu);
 }
 
