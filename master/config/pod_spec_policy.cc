@@ -25,6 +25,18 @@ using nlohmann::json;
 constexpr absl::string_view kContainerLists[] = {"containers", "initContainers",
                                                  "ephemeralContainers"};
 
+// Whether a container of `list` named `name` is the task container (the pod builder's, or the
+// seeds' name for it), which gets the job's slots.
+bool IsTaskContainer(absl::string_view list, const nlohmann::json& name) {
+  return list == "containers" && (name == "phalanx-container" || name == "determined-container");
+}
+
+// Whether resource `name` is a GPU (or another accelerator a slot stands for).
+bool IsGpuResource(absl::string_view name) {
+  return absl::StartsWith(name, "nvidia.com/") || absl::StartsWith(name, "amd.com/") ||
+         absl::StartsWith(name, "gpu.intel.com/") || absl::EndsWith(name, "/gpu");
+}
+
 // Upper case without CAP_: "cap_sys_admin" and "SYS_ADMIN" are one capability.
 std::string Capability(absl::string_view name) {
   std::string upper = absl::AsciiStrToUpper(name);
@@ -118,11 +130,15 @@ class Checker {
     KUBE_RETURN_IF_ERROR(ServiceAccount(spec, path));
     KUBE_RETURN_IF_ERROR(HostPaths(spec, path));
     KUBE_RETURN_IF_ERROR(RunAsUser(Field(spec, "securityContext"), path + ".securityContext"));
+    KUBE_RETURN_IF_ERROR(SecretVolumes(spec, path));
+    KUBE_RETURN_IF_ERROR(NoGpus(Field(spec, "resources"), path + ".resources"));
     for (absl::string_view list : kContainerLists) {
       const json& containers = Field(spec, list);
       if (!containers.is_array()) continue;
       for (size_t i = 0; i < containers.size(); ++i) {
-        KUBE_RETURN_IF_ERROR(Container(containers[i], absl::StrCat(path, ".", list, "[", i, "]")));
+        const json& c = containers[i];
+        KUBE_RETURN_IF_ERROR(Container(c, absl::StrCat(path, ".", list, "[", i, "]"),
+                                       IsTaskContainer(list, Field(c, "name"))));
       }
     }
     return absl::OkStatus();
@@ -148,6 +164,10 @@ class Checker {
           (prefix == "phalanx.io" || absl::EndsWith(prefix, ".phalanx.io"))) {
         return Never(absl::StrCat(path, ".", key),
                      "phalanx.io/ labels and annotations are written by phalanx only");
+      }
+      if (prefix == "app.kubernetes.io") {
+        return Never(absl::StrCat(path, ".", key),
+                     "app.kubernetes.io/ labels and annotations identify the chart's components");
       }
     }
     return absl::OkStatus();
@@ -215,6 +235,77 @@ class Checker {
     return absl::OkStatus();
   }
 
+  absl::Status SecretName(const json& name, const std::string& path) const {
+    const std::string text = name.is_string() ? name.get<std::string>() : name.dump();
+    if (absl::c_linear_search(policy_.allowed_secrets, text)) return absl::OkStatus();
+    return NotListed(path, text, "allowed_secrets");
+  }
+
+  absl::Status SecretVolumes(const json& spec, const std::string& path) const {
+    const json& volumes = Field(spec, "volumes");
+    for (size_t i = 0; volumes.is_array() && i < volumes.size(); ++i) {
+      const std::string at = absl::StrCat(path, ".volumes[", i, "]");
+      const json& secret = Field(volumes[i], "secret");
+      if (!secret.is_null()) {
+        KUBE_RETURN_IF_ERROR(SecretName(Field(secret, "secretName"), at + ".secret.secretName"));
+      }
+      const json& sources = Field(Field(volumes[i], "projected"), "sources");
+      for (size_t j = 0; sources.is_array() && j < sources.size(); ++j) {
+        const std::string src = absl::StrCat(at, ".projected.sources[", j, "]");
+        if (const json& s = Field(sources[j], "secret"); !s.is_null()) {
+          KUBE_RETURN_IF_ERROR(SecretName(Field(s, "name"), src + ".secret.name"));
+        }
+        if (!Field(sources[j], "serviceAccountToken").is_null() &&
+            !policy_.allow_automount_service_account_token) {
+          return Refuse(src + ".serviceAccountToken", "allow_automount_service_account_token");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Rule 16a.
+  absl::Status SecretEnv(const json& c, const std::string& path) const {
+    const json& env = Field(c, "env");
+    for (size_t j = 0; env.is_array() && j < env.size(); ++j) {
+      const json& ref = Field(Field(env[j], "valueFrom"), "secretKeyRef");
+      if (!ref.is_null()) {
+        KUBE_RETURN_IF_ERROR(SecretName(
+            Field(ref, "name"), absl::StrCat(path, ".env[", j, "].valueFrom.secretKeyRef.name")));
+      }
+      const json& name = Field(env[j], "name");
+      if (name == "NVIDIA_VISIBLE_DEVICES" || name == "NVIDIA_DRIVER_CAPABILITIES") {
+        return Never(absl::StrCat(path, ".env[", j, "].name"),
+                     "the master sets which GPUs a pod sees");
+      }
+    }
+    const json& from = Field(c, "envFrom");
+    for (size_t j = 0; from.is_array() && j < from.size(); ++j) {
+      const json& ref = Field(from[j], "secretRef");
+      if (!ref.is_null()) {
+        KUBE_RETURN_IF_ERROR(
+            SecretName(Field(ref, "name"), absl::StrCat(path, ".envFrom[", j, "].secretRef.name")));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Rule 11b and the GPU half of 16b: `resources` asks for no GPU.
+  static absl::Status NoGpus(const json& resources, const std::string& path) {
+    for (const char* kind : {"requests", "limits"}) {
+      const json& amounts = Field(resources, kind);
+      if (!amounts.is_object()) continue;
+      for (const auto& [name, value] : amounts.items()) {
+        if (IsGpuResource(name)) {
+          return Never(absl::StrCat(path, ".", kind, ".", name),
+                       "GPUs are the job's slots (resources.slots_per_trial or slots), given to "
+                       "phalanx-container");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status RunAsUser(const json& security, const std::string& path) const {
     if (Field(security, "runAsUser") == 0 && !policy_.allow_run_as_root) {
       return Refuse(path + ".runAsUser", "allow_run_as_root");
@@ -222,7 +313,7 @@ class Checker {
     return absl::OkStatus();
   }
 
-  absl::Status Container(const json& c, const std::string& path) const {
+  absl::Status Container(const json& c, const std::string& path, bool task) const {
     const json& security = Field(c, "securityContext");
     const std::string sc = path + ".securityContext";
     if (IsTrue(security, "privileged") && !policy_.allow_privileged) {
@@ -245,6 +336,10 @@ class Checker {
       if (IsSet(Field(ports[i], "hostPort")) && !policy_.allow_host_ports) {
         return Refuse(absl::StrCat(path, ".ports[", i, "].hostPort"), "allow_host_ports");
       }
+    }
+    KUBE_RETURN_IF_ERROR(SecretEnv(c, path));
+    if (!task) {
+      KUBE_RETURN_IF_ERROR(NoGpus(Field(c, "resources"), path + ".resources"));
     }
     return absl::OkStatus();
   }
@@ -279,9 +374,7 @@ absl::Status CheckNonRoot(const json& pod, const json& default_pod, absl::string
     for (const json& c : merged[at]) {
       if (!c.is_object()) continue;
       const std::string name = c.value("name", "");
-      task_container =
-          task_container ||
-          (list == "containers" && (name == "phalanx-container" || name == "determined-container"));
+      task_container = task_container || IsTaskContainer(list, name);
       const json own = c.value("/securityContext/runAsNonRoot"_json_pointer, json());
       if ((own.is_null() ? pod_level : own) == true) continue;
       const std::optional<size_t> i = UserContainer(pod, list, name);
@@ -304,7 +397,7 @@ absl::StatusOr<PodSpecPolicy> ParsePodSpecPolicy(const YamlMap& parent, absl::st
       m.CheckKeys({"allow_privileged", "allow_privilege_escalation", "allowed_capabilities",
                    "allow_host_namespaces", "allow_host_ports", "allowed_host_paths",
                    "allowed_service_accounts", "allow_automount_service_account_token",
-                   "allow_run_as_root", "allowed_shared_fs_host_paths"}));
+                   "allow_run_as_root", "allowed_shared_fs_host_paths", "allowed_secrets"}));
   PodSpecPolicy p = base;
   for (const auto& [name, flag] : std::initializer_list<std::pair<absl::string_view, bool*>>{
            {"allow_privileged", &p.allow_privileged},
@@ -322,6 +415,9 @@ absl::StatusOr<PodSpecPolicy> ParsePodSpecPolicy(const YamlMap& parent, absl::st
   }
   if (m.Has("allowed_service_accounts")) {
     KUBE_ASSIGN_OR_RETURN(p.allowed_service_accounts, m.StringList("allowed_service_accounts"));
+  }
+  if (m.Has("allowed_secrets")) {
+    KUBE_ASSIGN_OR_RETURN(p.allowed_secrets, m.StringList("allowed_secrets"));
   }
   KUBE_RETURN_IF_ERROR(ParsePaths(m, "allowed_host_paths", p.allowed_host_paths));
   KUBE_RETURN_IF_ERROR(

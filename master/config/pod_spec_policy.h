@@ -6,7 +6,8 @@
 // .securityContext.privileged: refused by pod_spec_policy (allow_privileged is false in pool
 // "default")"):
 //   metadata    1. only name, namespace, generateName (all replaced by the master), labels and
-//                  annotations; 2. no `phalanx.io/` (or `*.phalanx.io/`) label or annotation key.
+//                  annotations; 2. no `phalanx.io/` (or `*.phalanx.io/`)
+//                  or `app.kubernetes.io/` label or annotation key.
 //   spec        3. hostNetwork, hostPID, hostIPC true: allow_host_namespaces;
 //               4. nodeName: never (placement is the scheduler's);
 //               5. schedulerName: only Determined's coscheduler or preemption (the master
@@ -19,14 +20,22 @@
 //               9. automountServiceAccountToken true: allow_automount_service_account_token;
 //              10. volumes[i].hostPath.path: an absolute path under one of allowed_host_paths
 //                  (paths compared component by component after removing `.` and `..`);
-//              11. securityContext.runAsUser 0: allow_run_as_root.
+//              11. securityContext.runAsUser 0: allow_run_as_root;
+//              11a. volumes[i].secret and projected secret sources: in allowed_secrets; projected
+//                  serviceAccountToken sources: allow_automount_service_account_token;
+//              11b. resources (pod level): no GPU resource (nvidia.com/, amd.com/,
+//                  gpu.intel.com/, */gpu): GPUs are the job's slots.
 //   containers, initContainers and ephemeralContainers, each:
 //              12. securityContext.privileged true: allow_privileged;
 //              13. securityContext.allowPrivilegeEscalation true: allow_privilege_escalation;
 //              14. securityContext.capabilities.add: each in allowed_capabilities (CAP_ prefix
 //                  and case ignored; ALL only when ALL is listed);
 //              15. securityContext.runAsUser 0: allow_run_as_root;
-//              16. ports[j].hostPort: allow_host_ports.
+//              16. ports[j].hostPort: allow_host_ports;
+//              16a. env[j].valueFrom.secretKeyRef and envFrom[j].secretRef: in allowed_secrets;
+//              16b. env NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES: never (the master
+//                  sets the task container's); GPU resources in a container other than
+//                  phalanx-container: never.
 //   merged     17. when allow_run_as_root is false, every container of the pod spec merged over
 //                  the pool's default one (and the task container) has runAsNonRoot true, its own
 //                  or the pod's.
@@ -53,6 +62,7 @@ struct PodSpecPolicy {
   bool allow_host_ports = false;
   std::vector<std::string> allowed_host_paths;  // Absolute, normalized.
   std::vector<std::string> allowed_service_accounts;
+  std::vector<std::string> allowed_secrets;  // Secrets a user's pod spec may reference.
   bool allow_automount_service_account_token = false;
   bool allow_run_as_root = true;
   std::vector<std::string> allowed_shared_fs_host_paths;  // Absolute, normalized.

@@ -20,7 +20,8 @@ COMBINATIONS = combinations()
 POD_SPEC_POLICY = {
     "allow_privileged": False, "allow_privilege_escalation": False, "allowed_capabilities": [],
     "allow_host_namespaces": False, "allow_host_ports": False, "allowed_host_paths": [],
-    "allowed_service_accounts": [], "allow_automount_service_account_token": False, "allow_run_as_root": True,
+    "allowed_service_accounts": [], "allowed_secrets": [], "allow_automount_service_account_token": False,
+    "allow_run_as_root": True,
     "allowed_shared_fs_host_paths": []}
 # The values the chart generates afresh under `helm template` (no cluster to look up the kept ones).
 GENERATED = re.compile(r"((?:default-password|placement-key): |default_password: |checksum/config: )\S+")

@@ -34,6 +34,7 @@ resource_pools:
       allowed_service_accounts: [trainer]
       allow_automount_service_account_token: true
       allowed_shared_fs_host_paths: [/mnt/shared]
+      allowed_secrets: [wandb]
   - pool_name: nonroot
     pod_spec_policy: {allow_run_as_root: false}
 )";
@@ -116,6 +117,43 @@ const Case kCases[] = {
      "metadata.labels.phalanx.io/queue-position", "relaxed", ""},
     {"PhalanxSubdomainLabel", "{metadata: {labels: {x.phalanx.io/gang: g}}}",
      "metadata.labels.x.phalanx.io/gang", "relaxed", ""},
+    {"ChartComponentLabel", "{metadata: {labels: {app.kubernetes.io/component: master}}}",
+     "metadata.labels.app.kubernetes.io/component", "relaxed", ""},
+    {"ChartComponentAnnotation", "{metadata: {annotations: {app.kubernetes.io/name: phalanx}}}",
+     "metadata.annotations.app.kubernetes.io/name", "relaxed", ""},
+    {"SecretEnv",
+     "{spec: {containers: [{name: a, env: [{name: P, valueFrom: {secretKeyRef: {name: wandb, "
+     "key: k}}}]}]}}",
+     "spec.containers[0].env[0].valueFrom.secretKeyRef.name", "default", "relaxed"},
+    {"AdminSecretEnv",
+     "{spec: {containers: [{name: a, env: [{name: P, valueFrom: {secretKeyRef: {name: "
+     "phalanx-master-auth, key: default-password}}}]}]}}",
+     "spec.containers[0].env[0].valueFrom.secretKeyRef.name", "relaxed", ""},
+    {"SecretEnvFrom",
+     "{spec: {initContainers: [{name: a, envFrom: [{secretRef: {name: wandb}}]}]}}",
+     "spec.initContainers[0].envFrom[0].secretRef.name", "default", "relaxed"},
+    {"SecretVolume", "{spec: {volumes: [{name: v, secret: {secretName: wandb}}]}}",
+     "spec.volumes[0].secret.secretName", "default", "relaxed"},
+    {"ProjectedSecret",
+     "{spec: {volumes: [{name: v, projected: {sources: [{configMap: {name: c}}, {secret: {name: "
+     "other}}]}}]}}",
+     "spec.volumes[0].projected.sources[1].secret.name", "relaxed", ""},
+    {"ProjectedToken",
+     "{spec: {volumes: [{name: v, projected: {sources: [{serviceAccountToken: {path: t}}]}}]}}",
+     "spec.volumes[0].projected.sources[0].serviceAccountToken", "default", "relaxed"},
+    {"GpusInASidecar",
+     "{spec: {containers: [{name: phalanx-container}, {name: side, resources: {limits: "
+     "{nvidia.com/gpu: 7}}}]}}",
+     "spec.containers[1].resources.limits.nvidia.com/gpu", "relaxed", ""},
+    {"GpusInAnInitContainer",
+     "{spec: {initContainers: [{name: phalanx-container, resources: {requests: {amd.com/gpu: "
+     "1}}}]}}",
+     "spec.initContainers[0].resources.requests.amd.com/gpu", "relaxed", ""},
+    {"GpusAtPodLevel", "{spec: {resources: {limits: {example.com/gpu: 1}}}}",
+     "spec.resources.limits.example.com/gpu", "relaxed", ""},
+    {"VisibleDevices",
+     "{spec: {containers: [{name: side, env: [{name: NVIDIA_VISIBLE_DEVICES, value: all}]}]}}",
+     "spec.containers[0].env[0].name", "relaxed", ""},
     {"Finalizers", "{metadata: {finalizers: [example.com/keep]}}", "metadata.finalizers", "relaxed",
      ""},
     {"RunAsRootContainer", "{spec: {containers: [{name: a, securityContext: {runAsUser: 0}}]}}",
