@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "kube/json.h"
-#include "master/spec/experiment_config.h"
 #include "master/pods/pod_builder.h"
+#include "master/spec/experiment_config.h"
 #include "master/spec/searcher.h"
 #include "master/spec/submission.h"
 #include "master/spec/task_config.h"
@@ -277,8 +277,7 @@ absl::Status JobManager::Activate(const std::string& job_id, const User& by) {
   if (job.state == RunState::kPaused) {
     const int paused = static_cast<int>(absl::c_count_if(
         trials, [](const TrialRecord& t) { return t.state == RunState::kPaused; }));
-    KUBE_RETURN_IF_ERROR(
-        CheckRunsQuotaLocked(job, std::min(ConcurrencyCap(job, config_), paused)));
+    KUBE_RETURN_IF_ERROR(CheckRunsQuotaLocked(job, std::min(ConcurrencyCap(job, config_), paused)));
   }
   job.state = RunState::kActive;
   KUBE_RETURN_IF_ERROR(UpdateJobLocked(job));
@@ -345,6 +344,13 @@ absl::Status JobManager::SetResourcePool(const std::string& job_id, const std::s
   ResourcesConfig resources{.slots = job.slots, .resource_pool = pool};
   KUBE_ASSIGN_OR_RETURN(const ResourcePoolConfig* target,
                         ResolvePool(config_, resources, "resource_pool"));
+  // The target pool's pod-spec policy holds for the stored config, as at submission.
+  KUBE_ASSIGN_OR_RETURN(ExperimentConfig moved, ParseExperimentConfig(job.config, config_));
+  moved.resources.resource_pool = target->name;
+  if (absl::Status s = CheckExperimentPolicy(moved, config_); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(job_id, " cannot move to pool \"", target->name,
+                                               "\": ", s.message()));
+  }
   std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
   for (Alloc* a : allocs) {
     if (a->rec.state == AllocState::kPending) continue;

@@ -68,7 +68,7 @@ absl::Status CheckEntrypoint(const std::vector<std::string>& entrypoint) {
   return absl::OkStatus();
 }
 
-// Rule 4 of submission.h for a job in pool `resources.resource_pool`.
+// Rule 4 of submission.h on the pod spec of a job in pool `resources.resource_pool`.
 absl::Status CheckPolicy(const ResourcesConfig& resources, const EnvironmentConfig& environment,
                          const MasterConfig& master) {
   const ResourcePoolConfig* pool = master.FindPool(resources.resource_pool);
@@ -90,12 +90,15 @@ absl::StatusOr<ExperimentConfig> ParseSubmittedExperiment(absl::string_view yaml
     return FieldError("data", absl::StrCat(data, " bytes as JSON (aliases expanded), more than ",
                                            "the limit of ", kMaxConfigBytes));
   }
+  KUBE_RETURN_IF_ERROR(CheckExperimentPolicy(c, master));
+  return c;
+}
+
+absl::Status CheckExperimentPolicy(const ExperimentConfig& c, const MasterConfig& master) {
   KUBE_RETURN_IF_ERROR(CheckPolicy(c.resources, c.environment, master));
   const ResourcePoolConfig& pool = *master.FindPool(c.resources.resource_pool);
-  KUBE_RETURN_IF_ERROR(CheckCheckpointStoragePolicy(c.checkpoint_storage, master.checkpoint_storage,
-                                                    "checkpoint_storage", pool.pod_spec_policy,
-                                                    pool.name));
-  return c;
+  return CheckCheckpointStoragePolicy(c.checkpoint_storage, master.checkpoint_storage,
+                                      "checkpoint_storage", pool.pod_spec_policy, pool.name);
 }
 
 absl::StatusOr<TaskConfig> ParseSubmittedTask(absl::string_view yaml, TaskType type,

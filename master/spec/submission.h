@@ -8,7 +8,7 @@
 //      without control characters; entrypoint items without NUL; `data` at most kMaxConfigBytes
 //      as JSON;
 //   4. the pool's pod-spec policy on environment.pod_spec and checkpoint_storage
-//      (pod_spec_policy.h).
+//      (pod_spec_policy.h), checked again against the new pool when an experiment changes pools.
 // Errors are InvalidArgument naming the field.
 #ifndef PHALANX_MASTER_SPEC_SUBMISSION_H_
 #define PHALANX_MASTER_SPEC_SUBMISSION_H_
@@ -32,6 +32,9 @@ inline constexpr size_t kMaxDescriptionBytes = 4096;
 
 absl::StatusOr<ExperimentConfig> ParseSubmittedExperiment(absl::string_view yaml,
                                                           const MasterConfig& master);
+
+// Rule 4 for experiment `c` in pool `c.resources.resource_pool`.
+absl::Status CheckExperimentPolicy(const ExperimentConfig& c, const MasterConfig& master);
 
 absl::StatusOr<TaskConfig> ParseSubmittedTask(absl::string_view yaml, TaskType type,
                                               const std::vector<std::string>& entrypoint,

@@ -374,6 +374,75 @@ TEST_F(OwnershipTest, FailedLoginsAreRateLimited) {
   EXPECT_EQ(LoginStatus("bob", "bob-pw").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
+// A pool that relaxes the pod-spec policy does not launder a job into a strict one: moving a
+// paused experiment whose pod spec or checkpoint storage only the relaxed pool allows is refused,
+// naming the field and the pool, and the job stays where it was.
+class PoolPolicyTest : public OwnershipTest {
+ protected:
+  std::string MasterYaml() const override {
+    return R"(
+max_slots_per_pod: 4
+preemption_timeout: 30s
+resource_pools:
+  - pool_name: gpu
+    kubernetes_namespace: gpu-ns
+    pod_spec_policy: {allow_privileged: true, allowed_shared_fs_host_paths: [/mnt/shared]}
+  - {pool_name: cpu, kubernetes_namespace: cpu-ns}
+default_aux_resource_pool: cpu
+)";
+  }
+};
+
+TEST_F(PoolPolicyTest, MovingToAStricterPoolChecksItsPolicy) {
+  struct Case {
+    std::string yaml, field;
+  };
+  const Case cases[] = {
+      {"resources: {slots_per_trial: 4}\nenvironment: {pod_spec: {spec: {containers: [{name: a, "
+       "securityContext: {privileged: true}}]}}}\n",
+       "environment.pod_spec.spec.containers[0].securityContext.privileged: refused by "
+       "pod_spec_policy (allow_privileged is false in pool \"cpu\")"},
+      {"resources: {slots_per_trial: 4}\ncheckpoint_storage: {type: shared_fs, host_path: "
+       "/mnt/shared/x}\n",
+       "checkpoint_storage.host_path: refused by pod_spec_policy"},
+  };
+  for (const Case& c : cases) {
+    v1::Experiment exp;
+    ASSERT_TRUE(CreateAs(alice_, c.yaml, &exp, /*activate=*/false).ok()) << c.field;
+    v1::UpdateJobQueueRequest req;
+    v1::QueueControl* u = req.add_updates();
+    u->set_job_id(absl::StrCat("exp-", exp.id()));
+    u->set_resource_pool("cpu");
+    for (const std::string& token : {alice_, token_}) {
+      grpc::Status s =
+          queue_->UpdateJobQueue(Ctx(token).get(), req, Ignored<v1::UpdateJobQueueResponse>());
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.field;
+      EXPECT_THAT(s.error_message(),
+                  HasSubstr(absl::StrCat("exp-", exp.id(), " cannot move to pool \"cpu\": ")));
+      EXPECT_THAT(s.error_message(), HasSubstr(c.field));
+    }
+    const v1::GetExperimentResponse got = Get(exp.id());
+    EXPECT_EQ(got.experiment().resource_pool(), "gpu");
+    EXPECT_EQ(got.experiment().state(), v1::EXPERIMENT_STATE_PAUSED);
+  }
+  // A config the stricter pool allows moves.
+  const v1::Experiment plain = MustCreateAs(alice_, kOneTrial);
+  v1::PauseExperimentRequest pause;
+  pause.set_id(plain.id());
+  ASSERT_TRUE(
+      experiments_
+          ->PauseExperiment(Ctx(alice_).get(), pause, Ignored<v1::PauseExperimentResponse>())
+          .ok());
+  v1::UpdateJobQueueRequest req;
+  v1::QueueControl* u = req.add_updates();
+  u->set_job_id(absl::StrCat("exp-", plain.id()));
+  u->set_resource_pool("cpu");
+  grpc::Status s =
+      queue_->UpdateJobQueue(Ctx(alice_).get(), req, Ignored<v1::UpdateJobQueueResponse>());
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Get(plain.id()).experiment().resource_pool(), "cpu");
+}
+
 // Quotas: refused submissions name the quota, its limit and the user's count; what was accepted
 // stays, and other users are not limited by alice's work.
 class ExperimentQuotaTest : public OwnershipTest {
