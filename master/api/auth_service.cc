@@ -99,7 +99,7 @@ absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_passwor
 grpc::Status AuthServiceImpl::Login(grpc::ServerContext* ctx, const v1::LoginRequest* req,
                                     v1::LoginResponse* resp) {
   const std::string peer = ctx->peer();
-  if (std::optional<absl::Duration> wait = limiter_.Blocked(req->username(), peer)) {
+  if (std::optional<absl::Duration> wait = limiter_.Attempt(req->username(), peer)) {
     const int64_t seconds =
         std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(*wait, absl::Seconds(1))));
     ctx->AddTrailingMetadata("retry-after", std::to_string(seconds));
@@ -116,10 +116,9 @@ grpc::Status AuthServiceImpl::Login(grpc::ServerContext* ctx, const v1::LoginReq
   const bool verified =
       VerifyPassword(req->password(), user.ok() ? user->password_hash : *dummy_hash);
   if (!user.ok() || !verified) {
-    limiter_.Failed(req->username(), peer);
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong username or password");
   }
-  limiter_.Succeeded(req->username());
+  limiter_.Succeeded(req->username(), peer);
   const std::string token = NewToken();
   absl::Status s = store_.AddToken(TokenHash(token), user->user.id, absl::Now() + kTokenLifetime);
   if (!s.ok()) return ToGrpcStatus(s);

@@ -4,6 +4,7 @@
 // user exists, are rate limited, and expired tokens are deleted.
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <vector>
 
 #include "master/store/auth.h"
@@ -372,6 +373,26 @@ TEST_F(OwnershipTest, FailedLoginsAreRateLimited) {
 
   for (int i = 0; i < 15; ++i) LoginStatus(absl::StrCat("spray", i), "guess");  // 20 in all.
   EXPECT_EQ(LoginStatus("bob", "bob-pw").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+// Wrong passwords tried at once are counted before they are checked: of 20 parallel logins for
+// alice, at most 5 (the limit) get a password check, the rest are refused unchecked.
+TEST_F(OwnershipTest, ParallelLoginsStayWithinTheLimit) {
+  std::vector<std::future<grpc::StatusCode>> logins;
+  for (int i = 0; i < 20; ++i) {
+    logins.push_back(std::async(std::launch::async, [&, i] {
+      return LoginStatus("alice", absl::StrCat("guess", i)).error_code();
+    }));
+  }
+  int checked = 0, refused = 0;
+  for (auto& login : logins) {
+    const grpc::StatusCode code = login.get();
+    checked += code == grpc::StatusCode::UNAUTHENTICATED;
+    refused += code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+  EXPECT_LE(checked, 5);
+  EXPECT_EQ(checked + refused, 20);
+  EXPECT_EQ(LoginStatus("alice", "alice-pw").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
 // A pool that relaxes the pod-spec policy does not launder a job into a strict one: moving a
