@@ -80,18 +80,16 @@ absl::Status EnsureBuiltinUsers(Store& store, const std::string& default_passwor
                                 bool allow_empty_password,
                                 const std::function<void(const std::string&)>& log) {
   const bool generate = default_password.empty() && !allow_empty_password;
-  const std::string password = generate ? NewToken().substr(0, 32) : default_password;
-  std::vector<std::string> created;
   for (const auto& [name, admin] : {std::pair{"admin", true}, std::pair{"determined", false}}) {
+    // Each generated password is the user's own: whoever is given determined's is not admin.
+    const std::string password = generate ? NewToken().substr(0, 32) : default_password;
     absl::StatusOr<bool> made = store.EnsureUser(name, HashPassword(password), admin);
     if (!made.ok()) return made.status();
-    if (*made) created.push_back(name);
-  }
-  if (generate && !created.empty() && log) {
-    log(absl::StrCat("created user(s) ", absl::StrJoin(created, " and "),
-                     " with the generated password ", password,
-                     " (shown only this once; set auth.default_password to choose one, or change "
-                     "it with `phalanx user set-password`)"));
+    if (*made && generate && log) {
+      log(absl::StrCat("created user ", name, " with the generated password ", password,
+                       " (shown only this once; set auth.default_password to choose one, or "
+                       "change it with `phalanx user set-password`)"));
+    }
   }
   return absl::OkStatus();
 }

@@ -22,7 +22,7 @@ grpc::Status WithExperiment(const Authenticator& auth, JobManager& jobs, grpc::S
   return ToGrpcStatus(action(job_id, *user));
 }
 
-// `job` as `user` may see it: storage secrets redacted unless they own it or are an admin.
+// `job` as `user` may see it: secrets redacted unless they own it or are an admin.
 JobRecord Visible(JobRecord job, const User& user) {
   if (!OwnsOrAdmin(job, user)) job.config = RedactSecrets(job.config);
   return job;
@@ -55,7 +55,12 @@ grpc::Status ExperimentServiceImpl::GetExperiment(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such experiment");
   }
   ToProto(Visible(view->job, *user), resp->mutable_experiment());
-  for (const TrialView& t : view->trials) ToProto(t, req->id(), resp->add_trials());
+  const bool redact = !OwnsOrAdmin(view->job, *user);
+  for (const TrialView& t : view->trials) {
+    v1::Trial* trial = resp->add_trials();
+    ToProto(t, req->id(), trial);
+    if (redact) trial->set_hparams_json(RedactJsonSecrets(trial->hparams_json()));
+  }
   return grpc::Status::OK;
 }
 

@@ -44,22 +44,30 @@ TEST(BuiltinUsersTest, NoEmptyPasswordByDefault) {
   std::vector<std::string> log;
   auto to_log = [&](const std::string& line) { log.push_back(line); };
   ASSERT_TRUE(EnsureBuiltinUsers(*store, "", /*allow_empty_password=*/false, to_log).ok());
-  ASSERT_EQ(log.size(), 1u);
-  EXPECT_THAT(log[0], HasSubstr("admin and determined"));
-  const std::string marker = "generated password ";
-  const size_t at = log[0].find(marker);
-  ASSERT_NE(at, std::string::npos);
-  const std::string password = log[0].substr(at + marker.size(), 32);
-  EXPECT_EQ(password.size(), 32u);
+  // One line per user, each with a password of its own.
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_THAT(log[0], HasSubstr("created user admin "));
+  EXPECT_THAT(log[1], HasSubstr("created user determined "));
+  std::vector<std::string> passwords;
+  for (const std::string& line : log) {
+    const std::string marker = "generated password ";
+    const size_t at = line.find(marker);
+    ASSERT_NE(at, std::string::npos);
+    passwords.push_back(line.substr(at + marker.size(), 32));
+    EXPECT_EQ(passwords.back().size(), 32u);
+  }
+  EXPECT_NE(passwords[0], passwords[1]);
   // A restart creates nobody and logs nothing.
   ASSERT_TRUE(EnsureBuiltinUsers(*store, "", false, to_log).ok());
-  EXPECT_EQ(log.size(), 1u);
+  EXPECT_EQ(log.size(), 2u);
 
   BuiltinUsers master(*store);
   EXPECT_EQ(master.Login("admin", "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(master.Login("determined", "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_TRUE(master.Login("admin", password).ok());
-  EXPECT_TRUE(master.Login("determined", password).ok());
+  // determined's password does not open admin.
+  EXPECT_EQ(master.Login("admin", passwords[1]).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(master.Login("admin", passwords[0]).ok());
+  EXPECT_TRUE(master.Login("determined", passwords[1]).ok());
 }
 
 TEST(BuiltinUsersTest, EmptyPasswordOnlyWhenAllowed) {

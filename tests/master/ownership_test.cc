@@ -308,6 +308,40 @@ environment:
   EXPECT_THAT(tasks.tasks(0).config(), Not(HasSubstr("hf-alice")));
 }
 
+// Secrets in flags, hyphenated keys and hyperparameters are redacted for others too, and names
+// that only look alike (max_tokens, tokenizer) are not.
+TEST_F(OwnershipTest, OthersSeeFlagsAndHyperparametersRedacted) {
+  const std::string yaml = R"(
+name: flags
+resources: {slots_per_trial: 4}
+data: {s3-access-key: AKIAHYPHEN}
+entrypoint: [python3, train.py, --wandb-api-key, list-alice, --epochs, "3"]
+hyperparameters:
+  api_token: {type: const, val: hp-alice}
+  max_tokens: {type: const, val: 512}
+  tokenizer: {type: const, val: bert}
+environment:
+  environment_variables: ["RUN=python3 train.py --password string-alice"]
+)";
+  const v1::Experiment exp = MustCreateAs(alice_, yaml);
+  v1::GetExperimentRequest req;
+  req.set_id(exp.id());
+  v1::GetExperimentResponse resp;
+  ASSERT_TRUE(experiments_->GetExperiment(Ctx(bob_).get(), req, &resp).ok());
+  const std::string& config = resp.experiment().config();
+  for (const char* secret : {"AKIAHYPHEN", "list-alice", "string-alice", "hp-alice"}) {
+    EXPECT_THAT(config, Not(HasSubstr(secret))) << config;
+  }
+  EXPECT_THAT(config, HasSubstr("--epochs"));
+  ASSERT_EQ(resp.trials_size(), 1);
+  const nlohmann::json hparams = nlohmann::json::parse(resp.trials(0).hparams_json());
+  EXPECT_EQ(hparams["api_token"], "<redacted>");
+  EXPECT_EQ(hparams["max_tokens"], 512);
+  EXPECT_EQ(hparams["tokenizer"], "bert");
+  ASSERT_TRUE(experiments_->GetExperiment(Ctx(alice_).get(), req, &resp).ok());
+  EXPECT_THAT(resp.trials(0).hparams_json(), HasSubstr("hp-alice"));
+}
+
 // An expired token is refused and its row deleted.
 TEST_F(OwnershipTest, ExpiredTokensAreDeleted) {
   const std::string token = NewToken();
