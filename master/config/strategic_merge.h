@@ -27,6 +27,10 @@ namespace phalanx::master {
 
 inline constexpr absl::string_view kPatchDirective = "$patch";
 
+// Whether `key` is one of Kubernetes' strategic-merge directives: `$patch`, `$retainKeys`,
+// `$setElementOrder/<list>` or `$deleteFromPrimitiveList/<list>`.
+bool IsMergeDirective(absl::string_view key);
+
 // `patch` merged over `base`; both are Pod objects ({metadata, spec}) or null.
 nlohmann::json StrategicMergePod(const nlohmann::json& base, const nlohmann::json& patch);
 
