@@ -377,18 +377,6 @@ class Checker : public PolicyRefusal {
   const PodSpecPolicy& policy_;
 };
 
-// The index of the container named `name` in the user's `spec.<list>`, if there.
-std::optional<size_t> UserContainer(const json& pod, absl::string_view list,
-                                    const std::string& name) {
-  const json::json_pointer at(absl::StrCat("/spec/", list));
-  if (!pod.is_object() || !pod.contains(at) || !pod[at].is_array()) return std::nullopt;
-  for (size_t i = 0; i < pod[at].size(); ++i) {
-    const json& c = pod[at][i];
-    if (c.is_object() && c.value("name", json()) == name) return i;
-  }
-  return std::nullopt;
-}
-
 // Rule 17 on the user's `pod` and `merged`, it merged over the default one.
 absl::Status CheckNonRoot(const json& pod, const json& merged, absl::string_view path,
                           const Checker& checker) {
@@ -404,7 +392,8 @@ absl::Status CheckNonRoot(const json& pod, const json& merged, absl::string_view
       task_container = task_container || IsTaskContainer(list, name);
       const json own = c.value("/securityContext/runAsNonRoot"_json_pointer, json());
       if ((own.is_null() ? pod_level : own) == true) continue;
-      const std::optional<size_t> i = UserContainer(pod, list, name);
+      const std::optional<size_t> i =
+          FindItem(JsonField(JsonField(pod, "spec"), list), "name", json(name));
       return checker.Refuse(
           i ? absl::StrCat(path, ".spec.", list, "[", *i, "].securityContext.runAsNonRoot")
             : pod_path,

@@ -1,10 +1,10 @@
 // The admin's pod-spec policy (master.yaml `pod_spec_policy`, relaxed per pool by
 // `resource_pools[i].pod_spec_policy`, key by key) and its check of what a user submits: the
 // `environment.pod_spec` of an experiment or task and an experiment's shared_fs checkpoint storage.
-// Admin-written pod specs (task_container_defaults) are not checked, nor is what the user's pod
-// spec leaves of them when merged. Rules, in the order checked (each refusal is InvalidArgument
-// naming the field, e.g. "environment.pod_spec.spec.containers[0].securityContext.privileged:
-// refused by pod_spec_policy (allow_privileged is false in pool "default")"):
+// Admin-written pod specs (task_container_defaults) are not checked, but by the `merged` rules.
+// Rules, in the order checked (each refusal is InvalidArgument naming the field, e.g.
+// "environment.pod_spec.spec.containers[0].securityContext.privileged: refused by pod_spec_policy
+// (allow_privileged is false in pool "default")"):
 //   anywhere    0. no strategic-merge directive key ($patch, $retainKeys, $setElementOrder/...,
 //                  $deleteFromPrimitiveList/...) at any depth: never, no key allows it (the user's
 //                  pod spec is merged over the pool's default one and may not delete or replace

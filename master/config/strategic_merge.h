@@ -16,7 +16,8 @@
 //     of a list merged by key makes the list the patch's other items; `$patch: delete` in a
 //     mapping leaves it empty, and in an item of a list merged by key removes the base item of
 //     that key. Kubernetes' other directives ($retainKeys, $setElementOrder/...,
-//     $deleteFromPrimitiveList/...) are refused when the config is read (pod_spec_shape.h).
+//     $deleteFromPrimitiveList/...) are refused when the config is read (pod_spec_shape.h). A
+//     user's pod spec may carry none of them, `$patch` included (pod_spec_policy.h, rule 0).
 #ifndef PHALANX_MASTER_CONFIG_STRATEGIC_MERGE_H_
 #define PHALANX_MASTER_CONFIG_STRATEGIC_MERGE_H_
 
