@@ -14,6 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "kube/json.h"
+#include "master/config/pod_security_fields.h"
+#include "master/config/pod_volume_policy.h"
+#include "master/config/policy_refusal.h"
 #include "master/config/priority_classes.h"
 #include "master/config/strategic_merge.h"
 
@@ -21,9 +24,6 @@ namespace phalanx::master {
 namespace {
 
 using nlohmann::json;
-
-constexpr absl::string_view kContainerLists[] = {"containers", "initContainers",
-                                                 "ephemeralContainers"};
 
 // Whether a container of `list` named `name` is the task container (the pod builder's, or the
 // seeds' name for it), which gets the job's slots.
@@ -80,31 +80,57 @@ absl::Status ParsePaths(const YamlMap& m, absl::string_view key, std::vector<std
   return absl::OkStatus();
 }
 
+// allowed_volume_types: Kubernetes volume sources, hostPath excepted (allowed_host_paths' alone).
+absl::Status ParseVolumeTypes(const YamlMap& m, std::vector<std::string>& out) {
+  constexpr absl::string_view kKey = "allowed_volume_types";
+  if (!m.Has(kKey)) return absl::OkStatus();
+  KUBE_ASSIGN_OR_RETURN(out, m.StringList(kKey));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string at = absl::StrCat(m.FieldPath(kKey), "[", i, "]");
+    if (out[i] == "hostPath") {
+      return FieldError(at, "hostPath volumes are allowed by allowed_host_paths alone");
+    }
+    if (!IsVolumeSource(out[i])) {
+      return FieldError(at, absl::StrCat("\"", out[i],
+                                         "\" is not a Kubernetes volume source (as spelled in a "
+                                         "volume: nfs, persistentVolumeClaim, configMap, ...)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseFlag(const YamlMap& m, absl::string_view key, bool& out) {
   KUBE_ASSIGN_OR_RETURN(std::optional<bool> v, m.Bool(key));
   if (v) out = *v;
   return absl::OkStatus();
 }
 
-// Checks one pod spec against one policy in one pool; `Refuse` makes the errors.
-class Checker {
- public:
-  Checker(const PodSpecPolicy& policy, absl::string_view pool) : policy_(policy), pool_(pool) {}
+// Rule 0: the first strategic-merge directive key in `v` (at `path`) is refused.
+absl::Status NoMergeDirectives(const json& v, const std::string& path) {
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      KUBE_RETURN_IF_ERROR(NoMergeDirectives(v[i], absl::StrCat(path, "[", i, "]")));
+    }
+  }
+  if (!v.is_object()) return absl::OkStatus();
+  for (const auto& [key, value] : v.items()) {
+    const std::string at = absl::StrCat(path, ".", key);
+    if (IsMergeDirective(key)) {
+      return PolicyRefusal::Never(
+          at,
+          "a pod spec may not delete or replace what the pool's default pod spec sets; no "
+          "key allows strategic-merge directives");
+    }
+    KUBE_RETURN_IF_ERROR(NoMergeDirectives(value, at));
+  }
+  return absl::OkStatus();
+}
 
-  // "path: refused by pod_spec_policy (<key> is false in pool "p")".
-  absl::Status Refuse(absl::string_view path, absl::string_view key) const {
-    return FieldError(path, absl::StrCat("refused by pod_spec_policy (", key,
-                                         " is false in pool \"", pool_, "\")"));
-  }
-  // A rule no pool relaxes.
-  static absl::Status Never(absl::string_view path, absl::string_view why) {
-    return FieldError(path, absl::StrCat("refused by pod_spec_policy (", why, ")"));
-  }
-  absl::Status NotListed(absl::string_view path, absl::string_view value,
-                         absl::string_view key) const {
-    return FieldError(path, absl::StrCat("refused by pod_spec_policy (\"", value, "\" is not in ",
-                                         key, " of pool \"", pool_, "\")"));
-  }
+// Checks one pod spec against one policy in one pool.
+class Checker : public PolicyRefusal {
+ public:
+  Checker(const PodSpecPolicy& policy, absl::string_view pool)
+      : PolicyRefusal(pool), policy_(policy) {}
 
   absl::Status Metadata(const json& meta, const std::string& path) const {
     if (!meta.is_object()) return absl::OkStatus();
@@ -112,6 +138,9 @@ class Checker {
       const std::string at = absl::StrCat(path, ".", key);
       if (key == "labels" || key == "annotations") {
         KUBE_RETURN_IF_ERROR(NoPhalanxKeys(value, at));
+        if (key == "annotations") {
+          KUBE_RETURN_IF_ERROR(CheckProfileAnnotations(value, at, policy_, *this));
+        }
       } else if (key != "name" && key != "namespace" && key != "generateName") {
         return Never(at, "a pod spec's metadata may carry labels and annotations only");
       }
@@ -129,30 +158,28 @@ class Checker {
     KUBE_RETURN_IF_ERROR(Placement(spec, path));
     KUBE_RETURN_IF_ERROR(ServiceAccount(spec, path));
     KUBE_RETURN_IF_ERROR(HostPaths(spec, path));
-    KUBE_RETURN_IF_ERROR(RunAsUser(Field(spec, "securityContext"), path + ".securityContext"));
+    KUBE_RETURN_IF_ERROR(CheckVolumeTypes(spec, path, policy_, *this));
+    const json& security = JsonField(spec, "securityContext");
+    KUBE_RETURN_IF_ERROR(RunAsUser(security, path + ".securityContext"));
     KUBE_RETURN_IF_ERROR(SecretVolumes(spec, path));
-    KUBE_RETURN_IF_ERROR(NoGpus(Field(spec, "resources"), path + ".resources"));
+    KUBE_RETURN_IF_ERROR(NoGpus(JsonField(spec, "resources"), path + ".resources"));
+    KUBE_RETURN_IF_ERROR(
+        CheckPodSecurityFields(security, path + ".securityContext", policy_, *this));
     for (absl::string_view list : kContainerLists) {
-      const json& containers = Field(spec, list);
+      const json& containers = JsonField(spec, list);
       if (!containers.is_array()) continue;
       for (size_t i = 0; i < containers.size(); ++i) {
         const json& c = containers[i];
         KUBE_RETURN_IF_ERROR(Container(c, absl::StrCat(path, ".", list, "[", i, "]"),
-                                       IsTaskContainer(list, Field(c, "name"))));
+                                       IsTaskContainer(list, JsonField(c, "name"))));
       }
     }
     return absl::OkStatus();
   }
 
  private:
-  static const json& Field(const json& parent, absl::string_view key) {
-    static const json kNull;
-    if (!parent.is_object()) return kNull;
-    auto it = parent.find(key);
-    return it == parent.end() ? kNull : *it;
-  }
   static bool IsTrue(const json& parent, absl::string_view key) {
-    return Field(parent, key) == true;
+    return JsonField(parent, key) == true;
   }
   static bool IsSet(const json& v) { return !v.is_null() && v != "" && v != 0; }
 
@@ -175,20 +202,20 @@ class Checker {
 
   // Rules 4-7: where and in which order the pod runs is the master's and the scheduler's.
   static absl::Status Placement(const json& spec, const std::string& path) {
-    if (IsSet(Field(spec, "nodeName"))) {
+    if (IsSet(JsonField(spec, "nodeName"))) {
       return Never(path + ".nodeName", "the scheduler places pods");
     }
-    const json& scheduler = Field(spec, "schedulerName");
+    const json& scheduler = JsonField(spec, "schedulerName");
     if (IsSet(scheduler) && !IsSeedSchedulerName(scheduler)) {
       return Never(path + ".schedulerName",
                    "the master names the scheduler; only Determined's coscheduler and "
                    "preemption are accepted, and replaced");
     }
-    const json& gates = Field(spec, "schedulingGates");
+    const json& gates = JsonField(spec, "schedulingGates");
     if (gates.is_array() && !gates.empty()) {
       return Never(path + ".schedulingGates[0]", "scheduling gates are the master's");
     }
-    const json& cls = Field(spec, "priorityClassName");
+    const json& cls = JsonField(spec, "priorityClassName");
     if (cls.is_string() && !cls.get_ref<const std::string&>().empty() &&
         !PriorityOfClass(MapSeedPriorityClass(cls.get<std::string>()))) {
       return Never(path + ".priorityClassName",
@@ -203,7 +230,7 @@ class Checker {
 
   absl::Status ServiceAccount(const json& spec, const std::string& path) const {
     for (const char* key : {"serviceAccountName", "serviceAccount"}) {
-      const json& name = Field(spec, key);
+      const json& name = JsonField(spec, key);
       if (!name.is_string() || name == "" || name == "default") continue;
       if (!absl::c_linear_search(policy_.allowed_service_accounts, name.get<std::string>())) {
         return NotListed(absl::StrCat(path, ".", key), name.get<std::string>(),
@@ -219,14 +246,14 @@ class Checker {
   }
 
   absl::Status HostPaths(const json& spec, const std::string& path) const {
-    const json& volumes = Field(spec, "volumes");
+    const json& volumes = JsonField(spec, "volumes");
     if (!volumes.is_array()) return absl::OkStatus();
     for (size_t i = 0; i < volumes.size(); ++i) {
-      const json& host_path = Field(volumes[i], "hostPath");
+      const json& host_path = JsonField(volumes[i], "hostPath");
       if (host_path.is_null()) continue;
       const std::string at = absl::StrCat(path, ".volumes[", i, "].hostPath.path");
-      const json& p = Field(host_path, "path");
-      const std::string text = p.is_string() ? p.get<std::string>() : p.dump();
+      const json& p = JsonField(host_path, "path");
+      const std::string text = JsonText(p);
       std::optional<std::filesystem::path> clean = CleanPath(text);
       if (!clean || !UnderAny(*clean, policy_.allowed_host_paths)) {
         return NotListed(at, text, "allowed_host_paths");
@@ -236,26 +263,27 @@ class Checker {
   }
 
   absl::Status SecretName(const json& name, const std::string& path) const {
-    const std::string text = name.is_string() ? name.get<std::string>() : name.dump();
+    const std::string text = JsonText(name);
     if (absl::c_linear_search(policy_.allowed_secrets, text)) return absl::OkStatus();
     return NotListed(path, text, "allowed_secrets");
   }
 
   absl::Status SecretVolumes(const json& spec, const std::string& path) const {
-    const json& volumes = Field(spec, "volumes");
+    const json& volumes = JsonField(spec, "volumes");
     for (size_t i = 0; volumes.is_array() && i < volumes.size(); ++i) {
       const std::string at = absl::StrCat(path, ".volumes[", i, "]");
-      const json& secret = Field(volumes[i], "secret");
+      const json& secret = JsonField(volumes[i], "secret");
       if (!secret.is_null()) {
-        KUBE_RETURN_IF_ERROR(SecretName(Field(secret, "secretName"), at + ".secret.secretName"));
+        KUBE_RETURN_IF_ERROR(
+            SecretName(JsonField(secret, "secretName"), at + ".secret.secretName"));
       }
-      const json& sources = Field(Field(volumes[i], "projected"), "sources");
+      const json& sources = JsonField(JsonField(volumes[i], "projected"), "sources");
       for (size_t j = 0; sources.is_array() && j < sources.size(); ++j) {
         const std::string src = absl::StrCat(at, ".projected.sources[", j, "]");
-        if (const json& s = Field(sources[j], "secret"); !s.is_null()) {
-          KUBE_RETURN_IF_ERROR(SecretName(Field(s, "name"), src + ".secret.name"));
+        if (const json& s = JsonField(sources[j], "secret"); !s.is_null()) {
+          KUBE_RETURN_IF_ERROR(SecretName(JsonField(s, "name"), src + ".secret.name"));
         }
-        if (!Field(sources[j], "serviceAccountToken").is_null() &&
+        if (!JsonField(sources[j], "serviceAccountToken").is_null() &&
             !policy_.allow_automount_service_account_token) {
           return Refuse(src + ".serviceAccountToken", "allow_automount_service_account_token");
         }
@@ -266,25 +294,26 @@ class Checker {
 
   // Rule 16a.
   absl::Status SecretEnv(const json& c, const std::string& path) const {
-    const json& env = Field(c, "env");
+    const json& env = JsonField(c, "env");
     for (size_t j = 0; env.is_array() && j < env.size(); ++j) {
-      const json& ref = Field(Field(env[j], "valueFrom"), "secretKeyRef");
+      const json& ref = JsonField(JsonField(env[j], "valueFrom"), "secretKeyRef");
       if (!ref.is_null()) {
-        KUBE_RETURN_IF_ERROR(SecretName(
-            Field(ref, "name"), absl::StrCat(path, ".env[", j, "].valueFrom.secretKeyRef.name")));
+        KUBE_RETURN_IF_ERROR(
+            SecretName(JsonField(ref, "name"),
+                       absl::StrCat(path, ".env[", j, "].valueFrom.secretKeyRef.name")));
       }
-      const json& name = Field(env[j], "name");
+      const json& name = JsonField(env[j], "name");
       if (name == "NVIDIA_VISIBLE_DEVICES" || name == "NVIDIA_DRIVER_CAPABILITIES") {
         return Never(absl::StrCat(path, ".env[", j, "].name"),
                      "the master sets which GPUs a pod sees");
       }
     }
-    const json& from = Field(c, "envFrom");
+    const json& from = JsonField(c, "envFrom");
     for (size_t j = 0; from.is_array() && j < from.size(); ++j) {
-      const json& ref = Field(from[j], "secretRef");
+      const json& ref = JsonField(from[j], "secretRef");
       if (!ref.is_null()) {
-        KUBE_RETURN_IF_ERROR(
-            SecretName(Field(ref, "name"), absl::StrCat(path, ".envFrom[", j, "].secretRef.name")));
+        KUBE_RETURN_IF_ERROR(SecretName(JsonField(ref, "name"),
+                                        absl::StrCat(path, ".envFrom[", j, "].secretRef.name")));
       }
     }
     return absl::OkStatus();
@@ -293,7 +322,7 @@ class Checker {
   // Rule 11b and the GPU half of 16b: `resources` asks for no GPU.
   static absl::Status NoGpus(const json& resources, const std::string& path) {
     for (const char* kind : {"requests", "limits"}) {
-      const json& amounts = Field(resources, kind);
+      const json& amounts = JsonField(resources, kind);
       if (!amounts.is_object()) continue;
       for (const auto& [name, value] : amounts.items()) {
         if (IsGpuResource(name)) {
@@ -307,14 +336,14 @@ class Checker {
   }
 
   absl::Status RunAsUser(const json& security, const std::string& path) const {
-    if (Field(security, "runAsUser") == 0 && !policy_.allow_run_as_root) {
+    if (JsonField(security, "runAsUser") == 0 && !policy_.allow_run_as_root) {
       return Refuse(path + ".runAsUser", "allow_run_as_root");
     }
     return absl::OkStatus();
   }
 
   absl::Status Container(const json& c, const std::string& path, bool task) const {
-    const json& security = Field(c, "securityContext");
+    const json& security = JsonField(c, "securityContext");
     const std::string sc = path + ".securityContext";
     if (IsTrue(security, "privileged") && !policy_.allow_privileged) {
       return Refuse(sc + ".privileged", "allow_privileged");
@@ -322,49 +351,35 @@ class Checker {
     if (IsTrue(security, "allowPrivilegeEscalation") && !policy_.allow_privilege_escalation) {
       return Refuse(sc + ".allowPrivilegeEscalation", "allow_privilege_escalation");
     }
-    const json& add = Field(Field(security, "capabilities"), "add");
+    const json& add = JsonField(JsonField(security, "capabilities"), "add");
     for (size_t i = 0; add.is_array() && i < add.size(); ++i) {
-      const std::string name = add[i].is_string() ? add[i].get<std::string>() : add[i].dump();
+      const std::string name = JsonText(add[i]);
       if (!absl::c_linear_search(policy_.allowed_capabilities, Capability(name))) {
         return NotListed(absl::StrCat(sc, ".capabilities.add[", i, "]"), name,
                          "allowed_capabilities");
       }
     }
     KUBE_RETURN_IF_ERROR(RunAsUser(security, sc));
-    const json& ports = Field(c, "ports");
+    const json& ports = JsonField(c, "ports");
     for (size_t i = 0; ports.is_array() && i < ports.size(); ++i) {
-      if (IsSet(Field(ports[i], "hostPort")) && !policy_.allow_host_ports) {
+      if (IsSet(JsonField(ports[i], "hostPort")) && !policy_.allow_host_ports) {
         return Refuse(absl::StrCat(path, ".ports[", i, "].hostPort"), "allow_host_ports");
       }
     }
     KUBE_RETURN_IF_ERROR(SecretEnv(c, path));
     if (!task) {
-      KUBE_RETURN_IF_ERROR(NoGpus(Field(c, "resources"), path + ".resources"));
+      KUBE_RETURN_IF_ERROR(NoGpus(JsonField(c, "resources"), path + ".resources"));
     }
-    return absl::OkStatus();
+    KUBE_RETURN_IF_ERROR(CheckContainerSecurityFields(security, sc, policy_, *this));
+    return CheckMountPropagation(c, path, policy_, *this);
   }
 
   const PodSpecPolicy& policy_;
-  std::string pool_;
 };
 
-// The index of the container named `name` in the user's `spec.<list>`, if there.
-std::optional<size_t> UserContainer(const json& pod, absl::string_view list,
-                                    const std::string& name) {
-  const json::json_pointer at(absl::StrCat("/spec/", list));
-  if (!pod.is_object() || !pod.contains(at) || !pod[at].is_array()) return std::nullopt;
-  for (size_t i = 0; i < pod[at].size(); ++i) {
-    const json& c = pod[at][i];
-    if (c.is_object() && c.value("name", json()) == name) return i;
-  }
-  return std::nullopt;
-}
-
-// Rule 17 on the user's pod spec merged over the default one.
-absl::Status CheckNonRoot(const json& pod, const json& default_pod, absl::string_view path,
+// Rule 17 on the user's `pod` and `merged`, it merged over the default one.
+absl::Status CheckNonRoot(const json& pod, const json& merged, absl::string_view path,
                           const Checker& checker) {
-  json merged = StrategicMergePod(default_pod, pod);
-  if (!merged.is_object()) merged = json::object();
   const json pod_level = merged.value("/spec/securityContext/runAsNonRoot"_json_pointer, json());
   const std::string pod_path = absl::StrCat(path, ".spec.securityContext.runAsNonRoot");
   bool task_container = false;
@@ -377,7 +392,8 @@ absl::Status CheckNonRoot(const json& pod, const json& default_pod, absl::string
       task_container = task_container || IsTaskContainer(list, name);
       const json own = c.value("/securityContext/runAsNonRoot"_json_pointer, json());
       if ((own.is_null() ? pod_level : own) == true) continue;
-      const std::optional<size_t> i = UserContainer(pod, list, name);
+      const std::optional<size_t> i =
+          FindItem(JsonField(JsonField(pod, "spec"), list), "name", json(name));
       return checker.Refuse(
           i ? absl::StrCat(path, ".spec.", list, "[", *i, "].securityContext.runAsNonRoot")
             : pod_path,
@@ -397,7 +413,9 @@ absl::StatusOr<PodSpecPolicy> ParsePodSpecPolicy(const YamlMap& parent, absl::st
       m.CheckKeys({"allow_privileged", "allow_privilege_escalation", "allowed_capabilities",
                    "allow_host_namespaces", "allow_host_ports", "allowed_host_paths",
                    "allowed_service_accounts", "allow_automount_service_account_token",
-                   "allow_run_as_root", "allowed_shared_fs_host_paths", "allowed_secrets"}));
+                   "allow_run_as_root", "allowed_shared_fs_host_paths", "allowed_secrets",
+                   "allowed_volume_types", "host_paths_read_only", "allow_unconfined_profiles",
+                   "allow_custom_selinux", "allowed_sysctls"}));
   PodSpecPolicy p = base;
   for (const auto& [name, flag] : std::initializer_list<std::pair<absl::string_view, bool*>>{
            {"allow_privileged", &p.allow_privileged},
@@ -405,7 +423,10 @@ absl::StatusOr<PodSpecPolicy> ParsePodSpecPolicy(const YamlMap& parent, absl::st
            {"allow_host_namespaces", &p.allow_host_namespaces},
            {"allow_host_ports", &p.allow_host_ports},
            {"allow_automount_service_account_token", &p.allow_automount_service_account_token},
-           {"allow_run_as_root", &p.allow_run_as_root}}) {
+           {"allow_run_as_root", &p.allow_run_as_root},
+           {"host_paths_read_only", &p.host_paths_read_only},
+           {"allow_unconfined_profiles", &p.allow_unconfined_profiles},
+           {"allow_custom_selinux", &p.allow_custom_selinux}}) {
     KUBE_RETURN_IF_ERROR(ParseFlag(m, name, *flag));
   }
   if (m.Has("allowed_capabilities")) {
@@ -419,6 +440,12 @@ absl::StatusOr<PodSpecPolicy> ParsePodSpecPolicy(const YamlMap& parent, absl::st
   if (m.Has("allowed_secrets")) {
     KUBE_ASSIGN_OR_RETURN(p.allowed_secrets, m.StringList("allowed_secrets"));
   }
+  if (m.Has("allowed_sysctls")) {
+    KUBE_ASSIGN_OR_RETURN(std::vector<std::string> sysctls, m.StringList("allowed_sysctls"));
+    p.allowed_sysctls.clear();
+    for (const std::string& s : sysctls) p.allowed_sysctls.push_back(CanonicalSysctl(s));
+  }
+  KUBE_RETURN_IF_ERROR(ParseVolumeTypes(m, p.allowed_volume_types));
   KUBE_RETURN_IF_ERROR(ParsePaths(m, "allowed_host_paths", p.allowed_host_paths));
   KUBE_RETURN_IF_ERROR(
       ParsePaths(m, "allowed_shared_fs_host_paths", p.allowed_shared_fs_host_paths));
@@ -428,6 +455,7 @@ absl::StatusOr<PodSpecPolicy> ParsePodSpecPolicy(const YamlMap& parent, absl::st
 absl::Status CheckPodSpecPolicy(const json& pod, const json& default_pod, absl::string_view path,
                                 const PodSpecPolicy& policy, absl::string_view pool) {
   const Checker checker(policy, pool);
+  KUBE_RETURN_IF_ERROR(NoMergeDirectives(pod, std::string(path)));
   if (pod.is_object()) {
     if (auto meta = pod.find("metadata"); meta != pod.end()) {
       KUBE_RETURN_IF_ERROR(checker.Metadata(*meta, absl::StrCat(path, ".metadata")));
@@ -436,8 +464,12 @@ absl::Status CheckPodSpecPolicy(const json& pod, const json& default_pod, absl::
       KUBE_RETURN_IF_ERROR(checker.Spec(*spec, absl::StrCat(path, ".spec")));
     }
   }
-  if (policy.allow_run_as_root) return absl::OkStatus();
-  return CheckNonRoot(pod, default_pod, path, checker);
+  json merged = StrategicMergePod(default_pod, pod);
+  if (!merged.is_object()) merged = json::object();
+  if (!policy.allow_run_as_root) {
+    KUBE_RETURN_IF_ERROR(CheckNonRoot(pod, merged, path, checker));
+  }
+  return CheckHostPathMounts(pod, merged, path, policy, checker);
 }
 
 absl::Status CheckCheckpointStoragePolicy(const json& storage, const json& master_storage,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
@@ -113,6 +114,12 @@ json Merge(const json& base, const json& patch, const std::string& path) {
 }
 
 }  // namespace
+
+bool IsMergeDirective(absl::string_view key) {
+  return key == kPatchDirective || key == "$retainKeys" ||
+         absl::StartsWith(key, "$setElementOrder/") ||
+         absl::StartsWith(key, "$deleteFromPrimitiveList/");
+}
 
 json StrategicMergePod(const json& base, const json& patch) {
   // The base is merged over nothing first: its own nulls leave nothing behind either.

@@ -16,7 +16,8 @@
 //     of a list merged by key makes the list the patch's other items; `$patch: delete` in a
 //     mapping leaves it empty, and in an item of a list merged by key removes the base item of
 //     that key. Kubernetes' other directives ($retainKeys, $setElementOrder/...,
-//     $deleteFromPrimitiveList/...) are refused when the config is read (pod_spec_shape.h).
+//     $deleteFromPrimitiveList/...) are refused when the config is read (pod_spec_shape.h). A
+//     user's pod spec may carry none of them, `$patch` included (pod_spec_policy.h, rule 0).
 #ifndef PHALANX_MASTER_CONFIG_STRATEGIC_MERGE_H_
 #define PHALANX_MASTER_CONFIG_STRATEGIC_MERGE_H_
 
@@ -26,6 +27,10 @@
 namespace phalanx::master {
 
 inline constexpr absl::string_view kPatchDirective = "$patch";
+
+// Whether `key` is one of Kubernetes' strategic-merge directives: `$patch`, `$retainKeys`,
+// `$setElementOrder/<list>` or `$deleteFromPrimitiveList/<list>`.
+bool IsMergeDirective(absl::string_view key);
 
 // `patch` merged over `base`; both are Pod objects ({metadata, spec}) or null.
 nlohmann::json StrategicMergePod(const nlohmann::json& base, const nlohmann::json& patch);

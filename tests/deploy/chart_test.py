@@ -22,6 +22,10 @@ POD_SPEC_POLICY = {
     "allow_host_namespaces": False, "allow_host_ports": False, "allowed_host_paths": [],
     "allowed_service_accounts": [], "allowed_secrets": [], "allow_automount_service_account_token": False,
     "allow_run_as_root": True,
+    "allowed_volume_types": ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                             "projected", "secret"],
+    "host_paths_read_only": True, "allow_unconfined_profiles": False, "allow_custom_selinux": False,
+    "allowed_sysctls": [],
     "allowed_shared_fs_host_paths": []}
 # The values the chart generates afresh under `helm template` (no cluster to look up the kept ones).
 GENERATED = re.compile(r"((?:default-password|placement-key): |default_password: |checksum/config: )\S+")
@@ -250,6 +254,10 @@ class RequiredValues(unittest.TestCase):
                          "additional properties 'allowPrivileged' not allowed")
         self.assertFails({**REQUIRED, "resourcePools": [{"pool_name": "a", "podSpecPolicy": {"allow_host_ports": 1}}]},
                          "at '/resourcePools/0/podSpecPolicy/allow_host_ports'")
+        self.assertFails({**REQUIRED, "podSpecPolicy": {"allowed_volume_types": ["hostPath"]}},
+                         "at '/podSpecPolicy/allowed_volume_types/0'")
+        self.assertFails({**REQUIRED, "resourcePools": [{"pool_name": "a", "podSpecPolicy": {"host_paths_read_only": "no"}}]},
+                         "at '/resourcePools/0/podSpecPolicy/host_paths_read_only'")
         self.assertFails({**REQUIRED, "runAsUser": {"phalanx": 0}}, "at '/runAsUser/phalanx'")
         self.assertFails({**REQUIRED, "networkPolicy": {"enable": False}},
                          "additional properties 'enable' not allowed")

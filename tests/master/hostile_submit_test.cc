@@ -1,8 +1,11 @@
 // Attacks through the master's real gRPC services (service_fixture.h: real Postgres): pod specs
-// that would take over a node or jump the queue, hostile YAML (alias cycle, alias bomb, deep
-// nesting), oversize configs and bad names. Each is INVALID_ARGUMENT naming the problem, in
-// bounded time and memory of this process (which runs the master), creates no pod, burns no
-// experiment id, and leaves the master answering.
+// that would take over a node, leave the pod sandbox, undo the admin's default pod spec or jump
+// the queue, hostile YAML (alias cycle, alias bomb, deep nesting), oversize configs and bad names.
+// Each is INVALID_ARGUMENT naming the problem, in bounded time and memory of this process (which
+// runs the master), creates no pod, burns no experiment id, and leaves the master answering. A
+// pool whose policy allows them accepts the pod-spec attacks.
+#include <algorithm>
+#include <iterator>
 #include <ostream>
 #include <string>
 
@@ -14,6 +17,33 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::Repeat;
+
+// kMaster with a default pod spec the admin hardened (a non-root, RuntimeDefault seccomp pod with
+// an audit sidecar), a hostPath allowlist in pool gpu, and a pool `open` that relaxes every rule
+// an admin can relax.
+constexpr char kHostileMaster[] = R"(
+max_slots_per_pod: 4
+preemption_timeout: 30s
+task_container_defaults:
+  gpu_pod_spec:
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers: [{name: audit, image: audit}]
+resource_pools:
+  - {pool_name: gpu, kubernetes_namespace: gpu-ns, pod_spec_policy: {allowed_host_paths: [/data]}}
+  - {pool_name: cpu, kubernetes_namespace: cpu-ns}
+  - pool_name: open
+    kubernetes_namespace: gpu-ns
+    pod_spec_policy:
+      allowed_host_paths: [/data]
+      allowed_volume_types: [nfs, gitRepo]
+      host_paths_read_only: false
+      allow_privileged: true
+      allow_unconfined_profiles: true
+      allow_custom_selinux: true
+      allowed_sysctls: [kernel.msgmax]
+default_aux_resource_pool: cpu
+)";
 
 enum class Via { kValidateOnly, kExperiment, kTask };
 
@@ -74,6 +104,58 @@ const Attack kAttacks[] = {
     {"SharedFsRoot", Via::kExperiment,
      "entrypoint: x\ncheckpoint_storage: {type: shared_fs, host_path: /}\n",
      "checkpoint_storage.host_path: refused by pod_spec_policy"},
+    {"NfsVolume", Via::kExperiment,
+     PodSpec("{spec: {volumes: [{name: n, nfs: {server: 10.0.0.1, path: /}}]}}"),
+     "environment.pod_spec.spec.volumes[0].nfs: refused by pod_spec_policy (\"nfs\" is not in "
+     "allowed_volume_types of pool \"gpu\")"},
+    {"GitRepoVolume", Via::kValidateOnly,
+     PodSpec("{spec: {volumes: [{name: g, gitRepo: {repository: 'https://x/y.git'}}]}}"),
+     "environment.pod_spec.spec.volumes[0].gitRepo: refused by pod_spec_policy"},
+    {"WritableHostPath", Via::kExperiment,
+     PodSpec("{spec: {volumes: [{name: d, hostPath: {path: /data/sets}}], containers: [{name: "
+             "phalanx-container, volumeMounts: [{name: d, mountPath: /d}]}]}}"),
+     "environment.pod_spec.spec.containers[0].volumeMounts[0].readOnly: refused by "
+     "pod_spec_policy (host_paths_read_only is true in pool \"gpu\")"},
+    {"BidirectionalMount", Via::kValidateOnly,
+     PodSpec("{spec: {volumes: [{name: d, hostPath: {path: /data}}], containers: [{name: a, "
+             "volumeMounts: [{name: d, mountPath: /d, readOnly: true, mountPropagation: "
+             "Bidirectional}]}]}}"),
+     "environment.pod_spec.spec.containers[0].volumeMounts[0].mountPropagation: refused by "
+     "pod_spec_policy (allow_privileged is false"},
+    {"SeccompUnconfined", Via::kExperiment,
+     PodSpec("{spec: {securityContext: {seccompProfile: {type: Unconfined}}}}"),
+     "environment.pod_spec.spec.securityContext.seccompProfile.type: refused by pod_spec_policy "
+     "(allow_unconfined_profiles is false in pool \"gpu\")"},
+    {"AppArmorAnnotation", Via::kExperiment,
+     PodSpec("{metadata: {annotations: {container.apparmor.security.beta.kubernetes.io/"
+             "phalanx-container: unconfined}}}"),
+     "environment.pod_spec.metadata.annotations.container.apparmor.security.beta.kubernetes.io/"
+     "phalanx-container: refused by pod_spec_policy (allow_unconfined_profiles"},
+    {"SelinuxSpcT", Via::kTask,
+     PodSpec("{spec: {containers: [{name: a, securityContext: {seLinuxOptions: {type: "
+             "spc_t}}}]}}"),
+     "environment.pod_spec.spec.containers[0].securityContext.seLinuxOptions.type: refused by "
+     "pod_spec_policy (allow_custom_selinux"},
+    {"ProcMountUnmasked", Via::kExperiment,
+     PodSpec("{spec: {containers: [{name: a, securityContext: {procMount: Unmasked}}]}}"),
+     "environment.pod_spec.spec.containers[0].securityContext.procMount: refused by "
+     "pod_spec_policy (allow_privileged"},
+    {"HostProcess", Via::kValidateOnly,
+     PodSpec("{spec: {securityContext: {windowsOptions: {hostProcess: true}}}}"),
+     "environment.pod_spec.spec.securityContext.windowsOptions.hostProcess: refused by "
+     "pod_spec_policy (allow_privileged"},
+    {"UnsafeSysctl", Via::kExperiment,
+     PodSpec("{spec: {securityContext: {sysctls: [{name: kernel.msgmax, value: '65536'}]}}}"),
+     "environment.pod_spec.spec.securityContext.sysctls[0].name: refused by pod_spec_policy "
+     "(\"kernel.msgmax\" is not in Kubernetes' safe sysctls nor in allowed_sysctls"},
+    {"PatchReplaceDropsTheDefaultSecurityContext", Via::kExperiment,
+     PodSpec("{spec: {securityContext: {$patch: replace, runAsUser: 1000}}}"),
+     "environment.pod_spec.spec.securityContext.$patch: refused by pod_spec_policy (a pod spec "
+     "may not delete or replace what the pool's default pod spec sets; no key allows "
+     "strategic-merge directives)"},
+    {"PatchDeleteDropsTheDefaultSidecar", Via::kTask,
+     PodSpec("{spec: {containers: [{name: audit, $patch: delete}]}}"),
+     "environment.pod_spec.spec.containers[0].$patch: refused by pod_spec_policy"},
     {"AliasCycle", Via::kValidateOnly, "data: &a [*a]",
      "data[0]: an alias to a node that contains"},
     {"AliasCycleTask", Via::kTask, "description: &a [*a]", "an alias to a node that contains"},
@@ -97,7 +179,12 @@ const Attack kAttacks[] = {
 // gtest names a case by its name instead of its bytes.
 void PrintTo(const Attack& c, std::ostream* os) { *os << c.name; }
 
-class HostileSubmitTest : public ServiceTest, public ::testing::WithParamInterface<Attack> {
+class HostileMasterTest : public ServiceTest {
+ protected:
+  std::string MasterYaml() const override { return kHostileMaster; }
+};
+
+class HostileSubmitTest : public HostileMasterTest, public ::testing::WithParamInterface<Attack> {
  protected:
   grpc::Status Submit(const Attack& a) {
     if (a.via == Via::kTask) {
@@ -131,6 +218,33 @@ TEST_P(HostileSubmitTest, RefusedNamingTheProblemAndNothingIsLost) {
 
 INSTANTIATE_TEST_SUITE_P(Attacks, HostileSubmitTest, ::testing::ValuesIn(kAttacks),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Pool `open` relaxes the rules an admin can relax: the same pod specs are accepted there.
+TEST_F(HostileMasterTest, APoolThatAllowsThemAcceptsThePodSpecAttacks) {
+  for (const char* name :
+       {"NfsVolume", "GitRepoVolume", "WritableHostPath", "BidirectionalMount", "SeccompUnconfined",
+        "AppArmorAnnotation", "SelinuxSpcT", "ProcMountUnmasked", "HostProcess", "UnsafeSysctl"}) {
+    const Attack& a =
+        *std::find_if(std::begin(kAttacks), std::end(kAttacks),
+                      [&](const Attack& attack) { return std::string(attack.name) == name; });
+    v1::CreateExperimentRequest req;
+    req.set_config(a.config + "resources: {resource_pool: open}\n");
+    req.set_validate_only(true);
+    const grpc::Status s =
+        experiments_->CreateExperiment(Ctx().get(), req, Ignored<v1::CreateExperimentResponse>());
+    EXPECT_TRUE(s.ok()) << name << ": " << s.error_message();
+  }
+  // No pool relaxes the merge directives.
+  v1::CreateExperimentRequest req;
+  req.set_config(PodSpec("{spec: {containers: [{name: audit, $patch: delete}]}}") +
+                 "resources: {resource_pool: open}\n");
+  req.set_validate_only(true);
+  const grpc::Status s =
+      experiments_->CreateExperiment(Ctx().get(), req, Ignored<v1::CreateExperimentResponse>());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("spec.containers[0].$patch: refused by pod_spec_policy"));
+}
 
 // What the seeds write is accepted, and the pods carry phalanx's class and scheduler.
 TEST_F(ServiceTest, SeedPriorityClassAndSchedulerAreMapped) {
