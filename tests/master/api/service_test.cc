@@ -11,7 +11,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {
