@@ -35,15 +35,15 @@
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "master/jobs/job_manager.h"
 #include "master/api/server.h"
 #include "master/api/services.h"
+#include "master/jobs/job_manager.h"
 #include "master/store/store.h"
 #include "phalanx/v1/auth.grpc.pb.h"
 #include "phalanx/v1/experiment.grpc.pb.h"
 #include "phalanx/v1/job.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/master/fake_pod_client.h"
+#include "tests/master/testing/fake_pod_client.h"
 
 namespace phalanx::master {
 namespace {

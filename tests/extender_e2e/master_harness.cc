@@ -21,7 +21,7 @@
 #include "kube/json.h"
 #include "simdjson.h"
 #include "tests/extender_e2e/process.h"
-#include "tests/master/pg_fixture.h"
+#include "tests/master/testing/pg_fixture.h"
 
 namespace phalanx::e2e {
 namespace {

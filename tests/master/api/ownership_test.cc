@@ -9,7 +9,7 @@
 
 #include "master/store/auth.h"
 #include "pqxx/pqxx"
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

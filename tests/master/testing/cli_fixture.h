@@ -1,8 +1,8 @@
 // The command line's test fixture: CliTest runs the CLI in-process against a real master
 // (service_fixture.h) with its token file in a temp dir; FakeMaster and RecordingAuth stand in for
 // a master where a test needs to see what the CLI sends.
-#ifndef PHALANX_TESTS_MASTER_CLI_FIXTURE_H_
-#define PHALANX_TESTS_MASTER_CLI_FIXTURE_H_
+#ifndef PHALANX_TESTS_MASTER_TESTING_CLI_FIXTURE_H_
+#define PHALANX_TESTS_MASTER_TESTING_CLI_FIXTURE_H_
 
 #include <unistd.h>
 
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 
@@ -95,4 +95,4 @@ class RecordingAuth : public v1::AuthService::Service {
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_TESTS_MASTER_CLI_FIXTURE_H_
+#endif  // PHALANX_TESTS_MASTER_TESTING_CLI_FIXTURE_H_

@@ -2,7 +2,7 @@
 // served over HTTP and linted by the real promtool.
 #include "master/api/metrics.h"
 
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/promtool.h"
 

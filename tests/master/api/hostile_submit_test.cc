@@ -9,8 +9,8 @@
 #include <ostream>
 #include <string>
 
-#include "tests/master/hostile_input.h"
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/hostile_input.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

@@ -1,7 +1,7 @@
 // max_restarts: a failed run of a trial starts again from its latest checkpoint while its
 // experiment's restarts (counted over all its trials) last; then the trial is in ERROR. Tasks and
 // trials that report their own failure are not restarted (service_fixture.h).
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

@@ -1,8 +1,8 @@
 // Postgres for tests: the shared server of the ctest fixture `postgres` (scripts/pg-temp, its
 // directory in $PHALANX_TEST_PG_DIR) with a fresh database per test, and private servers for tests
 // that stop and start their own.
-#ifndef PHALANX_TESTS_MASTER_PG_FIXTURE_H_
-#define PHALANX_TESTS_MASTER_PG_FIXTURE_H_
+#ifndef PHALANX_TESTS_MASTER_TESTING_PG_FIXTURE_H_
+#define PHALANX_TESTS_MASTER_TESTING_PG_FIXTURE_H_
 
 #include <string>
 
@@ -32,4 +32,4 @@ class PrivatePostgres {
 
 }  // namespace phalanx::master::testing
 
-#endif  // PHALANX_TESTS_MASTER_PG_FIXTURE_H_
+#endif  // PHALANX_TESTS_MASTER_TESTING_PG_FIXTURE_H_

@@ -5,10 +5,10 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "master/store/auth.h"
 #include "master/api/services.h"
+#include "master/store/auth.h"
 #include "master/store/store.h"
-#include "tests/master/pg_fixture.h"
+#include "tests/master/testing/pg_fixture.h"
 
 namespace phalanx::master {
 namespace {

@@ -1,5 +1,5 @@
 // In-memory pods for JobManager and service tests (see fake_pod_client.h).
-#include "tests/master/fake_pod_client.h"
+#include "tests/master/testing/fake_pod_client.h"
 
 #include "absl/strings/str_cat.h"
 #include "kube/decode.h"

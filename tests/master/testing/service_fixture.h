@@ -1,8 +1,8 @@
 // ServiceTest: the phalanx.v1 services over a real gRPC channel, on a real Postgres (fixture
 // `postgres`), with a fake cluster (FakePodClient) whose pod events the tests play into the
 // JobManager.
-#ifndef PHALANX_TESTS_MASTER_SERVICE_FIXTURE_H_
-#define PHALANX_TESTS_MASTER_SERVICE_FIXTURE_H_
+#ifndef PHALANX_TESTS_MASTER_TESTING_SERVICE_FIXTURE_H_
+#define PHALANX_TESTS_MASTER_TESTING_SERVICE_FIXTURE_H_
 
 #include <atomic>
 #include <chrono>
@@ -18,12 +18,12 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kube/decode.h"
-#include "master/jobs/job_manager.h"
 #include "master/api/server.h"
 #include "master/api/services.h"
+#include "master/jobs/job_manager.h"
 #include "master/store/store.h"
-#include "tests/master/fake_pod_client.h"
-#include "tests/master/pg_fixture.h"
+#include "tests/master/testing/fake_pod_client.h"
+#include "tests/master/testing/pg_fixture.h"
 
 namespace phalanx::master {
 
@@ -186,4 +186,4 @@ class ServiceTest : public ::testing::Test {
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_TESTS_MASTER_SERVICE_FIXTURE_H_
+#endif  // PHALANX_TESTS_MASTER_TESTING_SERVICE_FIXTURE_H_

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "master/store/auth.h"
 #include "pqxx/pqxx"
-#include "tests/master/pg_fixture.h"
+#include "tests/master/testing/pg_fixture.h"
 
 namespace phalanx::master {
 namespace {

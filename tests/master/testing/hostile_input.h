@@ -1,7 +1,7 @@
 // Hostile input for tests, and what it costs: peak memory and time of a call (the growth of this
 // process's peak resident set, VmHWM in /proc/self/status, across it), an alias bomb, repeats.
-#ifndef PHALANX_TESTS_MASTER_HOSTILE_INPUT_H_
-#define PHALANX_TESTS_MASTER_HOSTILE_INPUT_H_
+#ifndef PHALANX_TESTS_MASTER_TESTING_HOSTILE_INPUT_H_
+#define PHALANX_TESTS_MASTER_TESTING_HOSTILE_INPUT_H_
 
 #include <chrono>
 #include <cstdint>
@@ -59,4 +59,4 @@ inline std::string Repeat(const std::string& s, int n) {
 
 }  // namespace phalanx::master::testing
 
-#endif  // PHALANX_TESTS_MASTER_HOSTILE_INPUT_H_
+#endif  // PHALANX_TESTS_MASTER_TESTING_HOSTILE_INPUT_H_

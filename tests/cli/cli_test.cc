@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "kube/status.h"
-#include "tests/master/cli_fixture.h"
+#include "tests/master/testing/cli_fixture.h"
 
 namespace phalanx::master {
 namespace {

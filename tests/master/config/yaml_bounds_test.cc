@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master/config/yaml.h"
-#include "tests/master/hostile_input.h"
+#include "tests/master/testing/hostile_input.h"
 
 namespace phalanx::master {
 namespace {

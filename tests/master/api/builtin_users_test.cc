@@ -3,7 +3,7 @@
 // reach pods from a Secret.
 #include <vector>
 
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

@@ -1,5 +1,5 @@
 // Test databases on scripts/pg-temp servers (see pg_fixture.h).
-#include "tests/master/pg_fixture.h"
+#include "tests/master/testing/pg_fixture.h"
 
 #include <unistd.h>
 

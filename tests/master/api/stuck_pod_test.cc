@@ -2,7 +2,7 @@
 // terminating_pod_timeout (5m by default) past its deletion deadline and its node is gone or not
 // Ready, the master force-deletes it, its run ends and the trial resumes. On a Ready node it waits
 // for the kubelet.
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "master/pods/pod_builder.h"
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "cli/password.h"
-#include "tests/master/cli_fixture.h"
+#include "tests/master/testing/cli_fixture.h"
 
 namespace phalanx::master {
 namespace {

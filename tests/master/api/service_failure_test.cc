@@ -7,7 +7,7 @@
 #include "master/k8s/kube_pod_client.h"
 #include "pqxx/pqxx"
 #include "tests/kube/scripted_server.h"
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

@@ -3,7 +3,7 @@
 // it once that has lasted pod_start_failure_timeout (5m by default), unless the pod starts
 // first. The user sees why: the trial's or task's error, and the queue's pending reason meanwhile.
 #include "pqxx/pqxx"
-#include "tests/master/service_fixture.h"
+#include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
 namespace {

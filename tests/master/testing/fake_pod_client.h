@@ -1,7 +1,7 @@
 // A PodClient that keeps pods in memory and records every call; tests play the cluster by turning
 // its pods into PodStates for JobManager::OnPod.
-#ifndef PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_
-#define PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_
+#ifndef PHALANX_TESTS_MASTER_TESTING_FAKE_POD_CLIENT_H_
+#define PHALANX_TESTS_MASTER_TESTING_FAKE_POD_CLIENT_H_
 
 #include <functional>
 #include <map>
@@ -70,4 +70,4 @@ class FakePodClient final : public PodClient {
 
 }  // namespace phalanx::master::testing
 
-#endif  // PHALANX_TESTS_MASTER_FAKE_POD_CLIENT_H_
+#endif  // PHALANX_TESTS_MASTER_TESTING_FAKE_POD_CLIENT_H_
