@@ -7,7 +7,7 @@
 #include "kube/json.h"
 #include "master/api/proto_convert.h"
 #include "master/api/services.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 namespace {

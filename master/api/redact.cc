@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {

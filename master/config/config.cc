@@ -14,7 +14,7 @@
 #include "kube/json.h"
 #include "master/config/config_parts.h"
 #include "master/config/db_sslmode.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 namespace {

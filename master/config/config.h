@@ -14,7 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "master/config/metrics_server.h"
-#include "master/config/pod_spec_policy.h"
+#include "master/policy/pod_spec_policy.h"
 #include "master/config/user_limits.h"
 #include "nlohmann/json.hpp"
 

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "master/config/config.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 

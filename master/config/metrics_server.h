@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 

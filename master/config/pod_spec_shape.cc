@@ -6,8 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
-#include "master/config/strategic_merge.h"
-#include "master/config/yaml.h"
+#include "master/policy/strategic_merge.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 namespace {

@@ -11,7 +11,7 @@
 #include "kube/json.h"
 #include "master/jobs/job_manager.h"
 #include "master/pods/pod_builder.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 namespace {

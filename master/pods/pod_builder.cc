@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kube/decode.h"
-#include "master/config/pod_spec_policy.h"
-#include "master/config/strategic_merge.h"
+#include "master/policy/pod_spec_policy.h"
+#include "master/policy/strategic_merge.h"
 
 namespace phalanx::master {
 namespace {

@@ -39,7 +39,7 @@
 #include "kube/decode.h"
 #include "master/config/config.h"
 #include "master/config/config_parts.h"
-#include "master/config/priority_classes.h"
+#include "master/policy/priority_classes.h"
 #include "master/spec/task_type.h"
 #include "nlohmann/json.hpp"
 

@@ -1,5 +1,5 @@
 // The Pod Security baseline fields of a user's pod spec (see pod_security_fields.h).
-#include "master/config/pod_security_fields.h"
+#include "master/policy/pod_security_fields.h"
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"

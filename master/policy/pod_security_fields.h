@@ -2,15 +2,15 @@
 // policy covers (rules 2a, 11c and 16c of pod_spec_policy.h), as Kubernetes' Pod Security Standards
 // define them: seccomp and AppArmor profiles (fields and legacy annotations), SELinux options,
 // Windows HostProcess, /proc mount type and sysctls.
-#ifndef PHALANX_MASTER_CONFIG_POD_SECURITY_FIELDS_H_
-#define PHALANX_MASTER_CONFIG_POD_SECURITY_FIELDS_H_
+#ifndef PHALANX_MASTER_POLICY_POD_SECURITY_FIELDS_H_
+#define PHALANX_MASTER_POLICY_POD_SECURITY_FIELDS_H_
 
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "master/config/pod_spec_policy.h"
-#include "master/config/policy_refusal.h"
+#include "master/policy/pod_spec_policy.h"
+#include "master/policy/policy_refusal.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -35,4 +35,4 @@ std::string CanonicalSysctl(absl::string_view name);
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_POD_SECURITY_FIELDS_H_
+#endif  // PHALANX_MASTER_POLICY_POD_SECURITY_FIELDS_H_

@@ -1,5 +1,5 @@
 // The pod-spec policy: parsing and the checks of submitted pod specs (see pod_spec_policy.h).
-#include "master/config/pod_spec_policy.h"
+#include "master/policy/pod_spec_policy.h"
 
 #include <filesystem>
 #include <optional>
@@ -14,11 +14,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "kube/json.h"
-#include "master/config/pod_security_fields.h"
-#include "master/config/pod_volume_policy.h"
-#include "master/config/policy_refusal.h"
-#include "master/config/priority_classes.h"
-#include "master/config/strategic_merge.h"
+#include "master/policy/pod_security_fields.h"
+#include "master/policy/pod_volume_policy.h"
+#include "master/policy/policy_refusal.h"
+#include "master/policy/priority_classes.h"
+#include "master/policy/strategic_merge.h"
 
 namespace phalanx::master {
 namespace {

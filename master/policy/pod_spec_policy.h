@@ -67,15 +67,15 @@
 //                  wrote them, the task container's included.
 //   storage    18. shared_fs host_path: the master's own checkpoint_storage host_path, or under
 //                  allowed_shared_fs_host_paths.
-#ifndef PHALANX_MASTER_CONFIG_POD_SPEC_POLICY_H_
-#define PHALANX_MASTER_CONFIG_POD_SPEC_POLICY_H_
+#ifndef PHALANX_MASTER_POLICY_POD_SPEC_POLICY_H_
+#define PHALANX_MASTER_POLICY_POD_SPEC_POLICY_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -125,4 +125,4 @@ bool IsSeedSchedulerName(const nlohmann::json& name);
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_POD_SPEC_POLICY_H_
+#endif  // PHALANX_MASTER_POLICY_POD_SPEC_POLICY_H_

@@ -1,5 +1,5 @@
 // The pod-spec policy's rules on volumes and mounts (see pod_volume_policy.h).
-#include "master/config/pod_volume_policy.h"
+#include "master/policy/pod_volume_policy.h"
 
 #include <optional>
 

@@ -1,14 +1,14 @@
 // The pod-spec policy's rules on volumes and mounts (rules 10a, 16d and 17a of pod_spec_policy.h):
 // which volume sources a user's pod spec may use, and how its containers may mount them.
-#ifndef PHALANX_MASTER_CONFIG_POD_VOLUME_POLICY_H_
-#define PHALANX_MASTER_CONFIG_POD_VOLUME_POLICY_H_
+#ifndef PHALANX_MASTER_POLICY_POD_VOLUME_POLICY_H_
+#define PHALANX_MASTER_POLICY_POD_VOLUME_POLICY_H_
 
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "master/config/pod_spec_policy.h"
-#include "master/config/policy_refusal.h"
+#include "master/policy/pod_spec_policy.h"
+#include "master/policy/policy_refusal.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -35,4 +35,4 @@ absl::Status CheckHostPathMounts(const nlohmann::json& pod, const nlohmann::json
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_POD_VOLUME_POLICY_H_
+#endif  // PHALANX_MASTER_POLICY_POD_VOLUME_POLICY_H_

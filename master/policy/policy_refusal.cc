@@ -1,8 +1,8 @@
 // The pod-spec policy's refusal messages (see policy_refusal.h).
-#include "master/config/policy_refusal.h"
+#include "master/policy/policy_refusal.h"
 
 #include "absl/strings/str_cat.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 

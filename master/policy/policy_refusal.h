@@ -2,8 +2,8 @@
 // (pod_spec_policy.cc, pod_security_fields.cc, pod_volume_policy.cc): each refusal is
 // InvalidArgument "path: refused by pod_spec_policy (<why>)", the why naming the key that would
 // allow it and the pool, or saying that no key does.
-#ifndef PHALANX_MASTER_CONFIG_POLICY_REFUSAL_H_
-#define PHALANX_MASTER_CONFIG_POLICY_REFUSAL_H_
+#ifndef PHALANX_MASTER_POLICY_POLICY_REFUSAL_H_
+#define PHALANX_MASTER_POLICY_POLICY_REFUSAL_H_
 
 #include <optional>
 #include <string>
@@ -49,4 +49,4 @@ std::string JsonText(const nlohmann::json& value);
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_POLICY_REFUSAL_H_
+#endif  // PHALANX_MASTER_POLICY_POLICY_REFUSAL_H_

@@ -1,5 +1,5 @@
 // Phalanx's priority classes and the seeds' names for them (see priority_classes.h).
-#include "master/config/priority_classes.h"
+#include "master/policy/priority_classes.h"
 
 #include <array>
 

@@ -1,8 +1,8 @@
 // Phalanx's PriorityClasses (deploy/helm/phalanx/templates/priority-classes.yaml) and the classes
 // of the seeds' pod specs that map to them: which class a pod of a given priority takes, and which
 // classes a user's pod spec may name (pod_spec_policy.h).
-#ifndef PHALANX_MASTER_CONFIG_PRIORITY_CLASSES_H_
-#define PHALANX_MASTER_CONFIG_PRIORITY_CLASSES_H_
+#ifndef PHALANX_MASTER_POLICY_PRIORITY_CLASSES_H_
+#define PHALANX_MASTER_POLICY_PRIORITY_CLASSES_H_
 
 #include <optional>
 #include <string>
@@ -28,4 +28,4 @@ std::string MapSeedPriorityClass(absl::string_view name);
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_PRIORITY_CLASSES_H_
+#endif  // PHALANX_MASTER_POLICY_PRIORITY_CLASSES_H_

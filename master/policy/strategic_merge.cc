@@ -1,5 +1,5 @@
 // Strategic merge of Pod objects with Kubernetes' patch merge keys (see strategic_merge.h).
-#include "master/config/strategic_merge.h"
+#include "master/policy/strategic_merge.h"
 
 #include <algorithm>
 #include <string>

@@ -18,8 +18,8 @@
 //     that key. Kubernetes' other directives ($retainKeys, $setElementOrder/...,
 //     $deleteFromPrimitiveList/...) are refused when the config is read (pod_spec_shape.h). A
 //     user's pod spec may carry none of them, `$patch` included (pod_spec_policy.h, rule 0).
-#ifndef PHALANX_MASTER_CONFIG_STRATEGIC_MERGE_H_
-#define PHALANX_MASTER_CONFIG_STRATEGIC_MERGE_H_
+#ifndef PHALANX_MASTER_POLICY_STRATEGIC_MERGE_H_
+#define PHALANX_MASTER_POLICY_STRATEGIC_MERGE_H_
 
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
@@ -37,4 +37,4 @@ nlohmann::json StrategicMergePod(const nlohmann::json& base, const nlohmann::jso
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_STRATEGIC_MERGE_H_
+#endif  // PHALANX_MASTER_POLICY_STRATEGIC_MERGE_H_

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
 #include "master/spec/searcher.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 namespace {

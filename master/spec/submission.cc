@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kube/json.h"
-#include "master/config/pod_spec_policy.h"
-#include "master/config/yaml.h"
+#include "master/policy/pod_spec_policy.h"
+#include "master/yaml/yaml.h"
 
 namespace phalanx::master {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {

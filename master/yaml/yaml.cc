@@ -1,5 +1,5 @@
 // Strict YAML field access and YAML -> JSON conversion (see yaml.h).
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 
 #include <cmath>
 #include <exception>
@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "master/config/yaml_bounds.h"
+#include "master/yaml/yaml_bounds.h"
 
 namespace phalanx::master {
 namespace {

@@ -1,8 +1,8 @@
 // Strict YAML reading for master.yaml and task configs: typed fields whose errors name the field
 // path ("resources.slots_per_trial: expected an integer, got \"four\""), unknown keys rejected, and
 // YAML subtrees (pod specs, hyperparameters) converted to JSON. Never throws.
-#ifndef PHALANX_MASTER_CONFIG_YAML_H_
-#define PHALANX_MASTER_CONFIG_YAML_H_
+#ifndef PHALANX_MASTER_YAML_YAML_H_
+#define PHALANX_MASTER_YAML_YAML_H_
 
 #include <cstdint>
 #include <optional>
@@ -68,4 +68,4 @@ absl::Status FieldError(absl::string_view path, absl::string_view message);
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_YAML_H_
+#endif  // PHALANX_MASTER_YAML_YAML_H_

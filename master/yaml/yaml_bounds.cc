@@ -1,6 +1,6 @@
 // One pass over a YAML document's parse events that bounds depth and alias expansion (see
 // yaml_bounds.h).
-#include "master/config/yaml_bounds.h"
+#include "master/yaml/yaml_bounds.h"
 
 #include <algorithm>
 #include <exception>

@@ -10,8 +10,8 @@
 //      units (one per node, plus the bytes of each scalar);
 //   4. scalars: none holds a NUL character (Postgres text cannot store one).
 // Errors are InvalidArgument naming the node's path ("data[0]: ...").
-#ifndef PHALANX_MASTER_CONFIG_YAML_BOUNDS_H_
-#define PHALANX_MASTER_CONFIG_YAML_BOUNDS_H_
+#ifndef PHALANX_MASTER_YAML_YAML_BOUNDS_H_
+#define PHALANX_MASTER_YAML_YAML_BOUNDS_H_
 
 #include <cstdint>
 
@@ -29,4 +29,4 @@ absl::Status CheckYamlBounds(absl::string_view text);
 
 }  // namespace phalanx::master
 
-#endif  // PHALANX_MASTER_CONFIG_YAML_BOUNDS_H_
+#endif  // PHALANX_MASTER_YAML_YAML_BOUNDS_H_

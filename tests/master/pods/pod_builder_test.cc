@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "master/config/strategic_merge.h"
+#include "master/policy/strategic_merge.h"
 #include "master/spec/task_config.h"
 
 namespace phalanx::master {

@@ -3,14 +3,14 @@
 // an admin can relax it, accepted in the pool that does; master.yaml's pod_spec_policy keys; the
 // seeds' priority class and scheduler names as the built pods carry them; what the strategic-merge
 // directives a user may not write would do to the pool's default pod spec.
-#include "master/config/pod_spec_policy.h"
+#include "master/policy/pod_spec_policy.h"
 
 #include <ostream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "master/config/strategic_merge.h"
+#include "master/policy/strategic_merge.h"
 #include "master/pods/pod_builder.h"
 #include "master/spec/submission.h"
 

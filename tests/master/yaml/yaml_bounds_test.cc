@@ -1,14 +1,14 @@
 // Hostile YAML (yaml_bounds.h): alias cycles, alias bombs, deep nesting and NUL characters are
 // InvalidArgument naming the node, in bounded time and memory; aliases within the bounds still
 // work.
-#include "master/config/yaml_bounds.h"
+#include "master/yaml/yaml_bounds.h"
 
 #include <ostream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "master/config/yaml.h"
+#include "master/yaml/yaml.h"
 #include "tests/master/testing/hostile_input.h"
 
 namespace phalanx::master {
