@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "master/config/strategic_merge.h"
+#include "master/policy/strategic_merge.h"
 #include "nlohmann/json.hpp"
 
 namespace {
