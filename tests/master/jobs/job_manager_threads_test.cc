@@ -25,14 +25,8 @@
 namespace phalanx::master {
 namespace {
 
-constexpr char kMaster[] = R"(
-max_slots_per_pod: 4
-preemption_timeout: 1s
-resource_pools:
-  - {pool_name: gpu, kubernetes_namespace: gpu-ns}
-  - {pool_name: cpu, kubernetes_namespace: cpu-ns}
-default_aux_resource_pool: cpu
-)";
+// One pool, `default`; runs told to stop go after 1 s.
+constexpr char kMaster[] = "max_slots_per_pod: 4\npreemption_timeout: 1s\n";
 
 constexpr int kSubmitters = 2;
 constexpr int kJobsEach = 6;
