@@ -4,7 +4,7 @@
 // time per policy: the only output that varies between runs), and into --jobs_dir one
 // <name>-<policy>-jobs.csv per policy (placement and start order of every job).
 //
-//   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --name=philly --out=bench/results
+//   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --name=philly --out=bench/results/philly
 #include <chrono>
 #include <cmath>
 #include <cstdio>

@@ -3,8 +3,8 @@
 bench/results/replay.md (bench/RESULTS.md summarizes it).
 
 Usage: publish.py RESULTS_DIR RESULTS_MD RUN [RUN...]
-Each RUN names the files phalanx-replay wrote into RESULTS_DIR (<run>-summary.md, -summary.csv,
--series.csv, -jct.csv, -timing.csv). Writes <run>-allocation.png, <run>-queue.png and
+Each RUN names the files phalanx-replay wrote into RESULTS_DIR/<run>/ (<run>-summary.md,
+-summary.csv, -series.csv, -jct.csv, -timing.csv). Writes <run>-allocation.png, <run>-queue.png and
 <run>-jct-cdf.png beside them, and replaces the `## Trace replay` section of RESULTS_MD (up to the
 next `## ` heading), keeping every other section; the section is appended when missing. The
 section ends with RESULTS_DIR/fidelity.md when bench/replay_fidelity has written one.
@@ -195,7 +195,7 @@ def checks(summary):
 def section(results_dir, md_dir, runs):
     md = ["## Trace replay", "", INTRO]
     for run in runs:
-        base = os.path.join(results_dir, run)
+        base = os.path.join(results_dir, run, run)
         with open(base + "-summary.md") as f:
             md.append(f.read().rstrip("\n") + "\n")
         summary = read_csv(base + "-summary.csv")
@@ -254,7 +254,7 @@ def main(argv):
         sys.exit(__doc__)
     results_dir, results_md, runs = argv[1], argv[2], argv[3:]
     for run in runs:
-        base = os.path.join(results_dir, run)
+        base = os.path.join(results_dir, run, run)
         series = read_csv(base + "-series.csv")
         plot_series(series, "allocated_pct", "GPUs allocated (%)",
                     f"{run}: GPU allocation (daily moving average)", base + "-allocation.png")
