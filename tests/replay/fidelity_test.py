@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
-"""Unit tests of bench/replay_fidelity's pure parts (slice compression, order agreement, job
-comparison) and of publish.splice, which puts its `### Fidelity` part into bench/results/replay.md."""
+"""Unit tests of bench/replay_fidelity's pure parts (bench/fidelity/: slice compression, order
+agreement, job comparison, the report) and of publish.splice, which puts its `### Fidelity` part
+into bench/results/replay.md."""
 import argparse
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,13 +12,9 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "replay"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import publish  # noqa: E402
-
-loader = importlib.machinery.SourceFileLoader("replay_fidelity",
-                                              os.path.join(ROOT, "bench", "replay_fidelity"))
-spec = importlib.util.spec_from_loader(loader.name, loader)
-fidelity = importlib.util.module_from_spec(spec)
-loader.exec_module(fidelity)
+from fidelity import agreement, real_system, report, trace_slice  # noqa: E402
 
 
 class SliceTest(unittest.TestCase):
@@ -32,7 +27,7 @@ class SliceTest(unittest.TestCase):
                     "2017-10-01 00:20:00,600.0,4,0,c\n")
         a = argparse.Namespace(offset=0, jobs=3, arrival_span=60, min_gap=0.2,
                                duration_scale=300, min_duration=1, max_duration=20)
-        jobs = fidelity.philly_slice(f.name, a)
+        jobs = trace_slice.philly_slice(f.name, a)
         os.unlink(f.name)
         # Sorted by time then line; 600 s of arrivals scaled to 60; the burst gets the min gap.
         self.assertEqual(jobs, [(0.0, 1.0, 1), (0.2, 20.0, 2), (60.2, 20.0, 8)])
@@ -41,14 +36,14 @@ class SliceTest(unittest.TestCase):
 
 class OrderTest(unittest.TestCase):
     def test_same_order_and_tau(self):
-        same, tau = fidelity.order_agreement([(0, 0.0), (1, 1.0), (2, 2.0)])
+        same, tau = agreement.order_agreement([(0, 0.0), (1, 1.0), (2, 2.0)])
         self.assertEqual((same, tau), (1.0, 1.0))
-        same, tau = fidelity.order_agreement([(0, 2.0), (1, 1.0), (2, 0.0)])
+        same, tau = agreement.order_agreement([(0, 2.0), (1, 1.0), (2, 0.0)])
         self.assertEqual((same, tau), (0.0, -1.0))
 
     def test_sim_ties_are_left_out_of_same_order(self):
         # Two jobs in one simulated round: only the pairs with the third count, both concordant.
-        same, _ = fidelity.order_agreement([(0, 0.1), (0, 0.0), (5, 3.0)])
+        same, _ = agreement.order_agreement([(0, 0.1), (0, 0.0), (5, 3.0)])
         self.assertEqual(same, 1.0)
 
 
@@ -60,12 +55,12 @@ class CompareTest(unittest.TestCase):
                     "end_ms": "4000", "nodes": "n1", "preemptions": "1", "priority": "10"},
                 2: {"status": "rejected", "submit_ms": "600", "first_start_ms": "-1",
                     "end_ms": "-1", "nodes": "", "preemptions": "0", "priority": "50"}}
-        self.sim = fidelity.sim_records(rows)
+        self.sim = agreement.sim_records(rows)
         real = {0: {"submit": 1.0, "start": 1.2, "end": 6.0, "nodes": ["n-1", "n-0"],
                     "preemptions": 0},
                 1: {"submit": 1.5, "start": 2.5, "end": 5.0, "nodes": ["n-0"], "preemptions": 1},
                 3: {"submit": 2.0, "start": 3.0, "end": None, "nodes": None, "preemptions": 0}}
-        self.real = fidelity.real_records(real, {0: 90, 1: 10, 3: 50}, 1.0,
+        self.real = agreement.real_records(real, {0: 90, 1: 10, 3: 50}, 1.0,
                                           {"n-0": "n0", "n-1": "n1"})
 
     def test_records(self):
@@ -75,14 +70,14 @@ class CompareTest(unittest.TestCase):
         self.assertAlmostEqual(self.real[1]["start"], 1.5)
 
     def test_agreement(self):
-        c = fidelity.compare(self.sim, self.real)
+        c = agreement.compare(self.sim, self.real)
         self.assertEqual((c["jobs"], c["same_nodes"], c["first_diff"]), (2, 0.5, 1))
         self.assertEqual((c["same_order"], c["tau"]), (1.0, 1.0))
         self.assertAlmostEqual(c["err_max"], 0.5)
         self.assertEqual(c["preempted_both"], 1)
 
     def test_aggregates(self):
-        t = fidelity.aggregates(self.real, [0, 1])
+        t = agreement.aggregates(self.real, [0, 1])
         self.assertAlmostEqual(t["waits"]["high"], 0.2)
         self.assertAlmostEqual(t["waits"]["low"], 1.0)
         self.assertNotEqual(t["waits"]["medium"], t["waits"]["medium"])  # NaN: no such job.
@@ -109,7 +104,7 @@ class WatcherTest(unittest.TestCase):
                 "status": {"phase": phase}}
 
     def test_victim_that_finishes_first_completes_and_one_deleted_first_is_preempted(self):
-        w = fidelity.Watcher.__new__(fidelity.Watcher)
+        w = real_system.Watcher.__new__(real_system.Watcher)
         w.runs, w.lock, w.ack_failures = {}, threading.Lock(), []
         w.cli = lambda argv, token=None: subprocess.CompletedProcess(argv, 0, "", "")
         events = [  # (time, kind, pod)
@@ -128,7 +123,7 @@ class WatcherTest(unittest.TestCase):
         ]
         for t, kind, pod in events:
             w.on_pod(kind, pod, t)
-        jobs = fidelity.real_jobs(w.snapshot(), {"exp-1": 0, "exp-2": 1}, 0)
+        jobs = real_system.real_jobs(w.snapshot(), {"exp-1": 0, "exp-2": 1}, 0)
         self.assertEqual((jobs[0]["end"], jobs[0]["preemptions"], jobs[0]["exits"]), (4, 0, []))
         self.assertEqual((jobs[1]["end"], jobs[1]["preemptions"]), (9, 1))
         self.assertEqual(jobs[1]["exits"], [0.5])
@@ -150,7 +145,7 @@ class ReportTest(unittest.TestCase):
 
     def test_summary_spans_runs_and_inputs(self):
         runs = [self.one_run(0.5, 7, 1.0), self.one_run(0.25, 9, 1.25)]
-        text = " ".join(fidelity.summary(self.totals(1.0, 5), runs).split())
+        text = " ".join(report.summary(self.totals(1.0, 5), runs).split())
         self.assertIn("25.0 to 100.0% of jobs run on the same nodes", text)
         self.assertIn("the first difference at job 7 to 9", text)
         self.assertIn("within 20% of the real runs'", text)  # 1.0 simulated vs 1.25 real.
@@ -162,7 +157,7 @@ class ReportTest(unittest.TestCase):
                                duration_scale=100, min_duration=2, max_duration=20, runs=1,
                                arrival_scale=5, min_gap=0.2, max_slots_per_pod=8, seed=1,
                                preempt_exit=0.2, requeue=0.02)
-        md = fidelity.report(a, [(0.0, 2.0, 1), (1.0, 3.0, 8), (2.0, 2.0, 16)], 4, {},
+        md = report.report(a, [(0.0, 2.0, 1), (1.0, 3.0, 8), (2.0, 2.0, 16)], 4, {},
                              self.totals(1.0, 5), [self.one_run(0.5, 7, 1.0)], "abc1234", (0.1, 0.2))
         self.assertTrue(md.startswith("### Fidelity\n"))
         self.assertIn("| 1 | observed submits, holds, exit, requeue | 3 | 100.0% | none |", md)

@@ -1,0 +1,1 @@
+"""The modules of bench/replay_fidelity (its docstring says what it measures and how)."""
