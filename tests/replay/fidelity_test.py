@@ -193,5 +193,14 @@ class SpliceTest(unittest.TestCase):
         self.assertEqual(out, "## A\n\na\n\n## Trace replay\n\nnew\n\n## B\n\nb\n")
 
 
+class EntryPointTest(unittest.TestCase):
+    def test_the_script_imports_its_modules(self):
+        script = os.path.join(ROOT, "bench", "replay_fidelity")
+        run = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
+                             cwd=tempfile.gettempdir())
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("--publish", run.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()
