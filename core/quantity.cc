@@ -111,7 +111,9 @@ absl::StatusOr<int64_t> Scale(absl::string_view text, const Parsed& p, int scale
   if (v > kLimit) return too_large();
   int64_t out = static_cast<int64_t>(v);
   if (p.negative) return -out;  // Rounding toward +inf: dropping digits of a negative raises it.
-  return remainder ? out + 1 : out;
+  if (!remainder) return out;
+  if (out == INT64_MAX) return too_large();  // Rounding up would overflow.
+  return out + 1;
 }
 
 }  // namespace

@@ -69,6 +69,10 @@ TEST(QuantityTest, OutOfRangeIsAnError) {
   EXPECT_FALSE(ParseQuantityMilli("10Ei").ok());  // 10 * 2^60 * 1000 > int64
   EXPECT_FALSE(ParseQuantity("10Ei").ok());       // 10 * 2^60 > int64 max (~9.2 * 2^60)
   EXPECT_TRUE(ParseQuantity("7Ei").ok());
+  // int64 max exactly, and just above it (its round-up overflowed: found by quantity_fuzzer).
+  EXPECT_EQ(ParseQuantityMilli("9223372036854775807000000n").value(), INT64_MAX);
+  EXPECT_FALSE(ParseQuantityMilli("9223372036854775807854007n").ok());
+  EXPECT_FALSE(ParseQuantity("9223372036854775807.5").ok());
 }
 
 }  // namespace
