@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "master/yaml/utf8.h"
 #include "master/yaml/yaml_bounds.h"
 
 namespace phalanx::master {
@@ -76,6 +77,30 @@ std::optional<std::string> DuplicateKey(const YAML::Node& node, const std::strin
   return std::nullopt;
 }
 
+// The path of the first key or string that is not valid UTF-8 once its escapes are read (yaml-cpp
+// writes `\_` and `\N` as the single bytes 0xA0 and 0x85), and that byte's index; else nullopt.
+std::optional<std::pair<std::string, size_t>> NotUtf8(const YAML::Node& node,
+                                                      const std::string& path) {
+  if (node.IsScalar()) {
+    const size_t at = FirstInvalidUtf8(node.Scalar());
+    if (at == absl::string_view::npos) return std::nullopt;
+    return std::make_pair(path, at);
+  }
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (auto bad = NotUtf8(node[i], absl::StrCat(path, "[", i, "]"))) return bad;
+    }
+  }
+  if (!node.IsMap()) return std::nullopt;
+  for (const auto& entry : node) {
+    std::string at =
+        path.empty() ? entry.first.Scalar() : absl::StrCat(path, ".", entry.first.Scalar());
+    if (auto bad = NotUtf8(entry.first, at)) return bad;
+    if (auto bad = NotUtf8(entry.second, at)) return bad;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::Status FieldError(absl::string_view path, absl::string_view message) {
@@ -89,6 +114,12 @@ absl::StatusOr<YAML::Node> ParseYaml(absl::string_view text) {
     if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Map);
     if (std::optional<std::string> key = DuplicateKey(node, "")) {
       return FieldError(*key, "duplicate key (a key may appear once in a mapping)");
+    }
+    if (auto bad = NotUtf8(node, "")) {
+      return FieldError(bad->first.empty() ? "config" : bad->first,
+                        absl::StrCat("invalid UTF-8 at byte ", bad->second,
+                                     " once its escapes are read (write the character itself, "
+                                     "not \\_ or \\N)"));
     }
     return node;
   } catch (const YAML::Exception& e) {

@@ -174,6 +174,12 @@ const Attack kAttacks[] = {
      "name: 300 bytes, more than the limit of 255"},
     {"ControlInDescription", Via::kTask, "description: \"a\\rb\"\nentrypoint: x",
      "description: control character U+000D"},
+    // yaml-cpp reads the escapes \_ and \N as the single bytes 0xA0 and 0x85: not UTF-8, which
+    // made the JSON dump of the config throw and phalanx-master abort.
+    {"NbspEscapeInData", Via::kValidateOnly, "data: {a: \"x\\_y\"}\nentrypoint: x",
+     "data.a: invalid UTF-8 at byte 1 once its escapes are read"},
+    {"NelEscapeInTaskPodSpec", Via::kTask, PodSpec("{metadata: {annotations: {note: \"a\\Nb\"}}}"),
+     "environment.pod_spec.metadata.annotations.note: invalid UTF-8 at byte 1"},
 };
 
 // gtest names a case by its name instead of its bytes.
