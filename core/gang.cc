@@ -42,6 +42,9 @@ Gang SummarizeGang(std::string key, std::vector<const PodInfo*> pods) {
     g.preemptible &= p->preemptible;
     g.gated |= p->gated;
     g.backfilled |= p->backfilled;
+    if (g.backfilled_behind.empty()) g.backfilled_behind = p->backfilled_behind;
+    g.checkpoint_ms = std::max(g.checkpoint_ms, p->checkpoint_ms);
+    if (p->preempted_ms.size() > g.preempted_ms.size()) g.preempted_ms = p->preempted_ms;
     g.placing |= p->node.empty() && !p->placement.empty();
     g.managed |= p->managed();
     if (p->preempt_requested) {

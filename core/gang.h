@@ -26,6 +26,9 @@ struct Gang {
   bool placing = false;                      // Some member is planned on a node, not bound yet.
   bool managed = false;                      // Some member was created by phalanx-master.
   std::string preempted_by;                  // The preemptor's gang key when marked.
+  std::string backfilled_behind;             // Some member's; see core/pod.h.
+  int64_t checkpoint_ms = 0;                 // Latest member checkpoint; 0 when none.
+  std::vector<int64_t> preempted_ms;         // The longest member history (core/pod.h).
   std::string pool;                          // The first live member's non-empty resource pool.
   Resources total;                           // Sum of live member requests.
   std::string contract_error;                // The first live member's with one, if any.

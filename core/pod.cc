@@ -7,7 +7,7 @@ namespace phalanx::core {
 
 std::string PodInfo::GangKey() const { return absl::StrCat(ns, "/", gang.empty() ? name : gang); }
 
-PodInfo Requeued(PodInfo pod) {
+PodInfo Requeued(PodInfo pod, int64_t preempted_ms) {
   pod.gated = true;
   pod.node.clear();
   pod.placement.clear();
@@ -16,6 +16,11 @@ PodInfo Requeued(PodInfo pod) {
   pod.preempt_requested = false;
   pod.preempted_by.clear();
   pod.backfilled = false;
+  pod.backfilled_behind.clear();
+  pod.preempted_ms.push_back(preempted_ms);
+  if (pod.preempted_ms.size() > kMaxPreemptionHistory) {
+    pod.preempted_ms.erase(pod.preempted_ms.begin());
+  }
   return pod;
 }
 

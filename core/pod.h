@@ -15,6 +15,9 @@ namespace phalanx::core {
 
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 
+// The most preemption times a pod carries; the master keeps the newest.
+inline constexpr int kMaxPreemptionHistory = 16;
+
 // Pods without a queue position (or position 0) sort after every positioned pod.
 inline constexpr double kNoQueuePosition = std::numeric_limits<double>::infinity();
 
@@ -34,6 +37,14 @@ struct PodInfo {
   bool preempt_requested = false;  // Labelled phalanx.io/preempt=requested.
   std::string preempted_by;        // Gang key of the preemptor when preempt_requested.
   bool backfilled = false;         // Admitted as backfill behind a blocked head.
+  // The head whose held nodes it was backfilled on (phalanx.io/backfilled holds its gang key):
+  // that head may take it back whatever their priorities. Empty for other backfill.
+  std::string backfilled_behind;
+  // When its trial last reported a checkpoint (phalanx.io/checkpointed-at); 0 when never.
+  int64_t checkpoint_ms = 0;
+  // When its job was preempted before, oldest first (phalanx.io/preempted-at), at most
+  // kMaxPreemptionHistory entries.
+  std::vector<int64_t> preempted_ms;
   std::string job_id;              // phalanx.io/job-id: set on the pods phalanx-master created.
   std::string pool;                // phalanx.io/resource-pool; empty when unlabelled.
   std::string node;                // spec.nodeName once bound.
@@ -63,9 +74,10 @@ struct PodInfo {
   bool HoldsCapacity() const { return !IsTerminal() && !AssignedNode().empty(); }
 };
 
-// `pod` as the master recreates a preempted pod: gated again, unplaced, unmarked, same creation
-// time (so it keeps its place in the queue).
-PodInfo Requeued(PodInfo pod);
+// `pod` as the master recreates a pod preempted at `preempted_ms`: gated again, unplaced,
+// unmarked, same creation time (so it keeps its place in the queue), that time added to its
+// preemption history.
+PodInfo Requeued(PodInfo pod, int64_t preempted_ms);
 
 }  // namespace phalanx::core
 

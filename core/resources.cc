@@ -102,6 +102,12 @@ Resources Resources::Min(const Resources& a, const Resources& b) {
   return r;
 }
 
+Resources Resources::Where(const Resources& mask) const {
+  Resources r = *this;
+  r.Combine(mask, [](int64_t x, int64_t m) { return m > 0 ? x : 0; });
+  return r;
+}
+
 bool Resources::ScalarsFitIn(const Resources& avail) const {
   return std::none_of(scalars_.begin(), scalars_.end(),
                       [&](const Scalar& s) { return Exceeds(s.value, avail.Get(s.name)); });

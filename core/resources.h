@@ -76,6 +76,8 @@ class Resources {
   bool IsNonNegative() const;
   // Each amount as min(a, b).
   static Resources Min(const Resources& a, const Resources& b);
+  // These amounts of the resources `mask` has a positive amount of; 0 for the others.
+  Resources Where(const Resources& mask) const;
 
   // "cpu=500m memory=1073741824 nvidia.com/gpu=2 pods=1".
   std::string ToString() const;

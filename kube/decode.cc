@@ -195,6 +195,46 @@ absl::StatusOr<bool> Flag(const std::string* text, bool absent, const std::strin
   return Invalid(field, absl::StrCat("expected \"true\" or \"false\", got \"", *text, "\""));
 }
 
+// "true", "false", or the key "namespace/name" of the gang it was backfilled behind.
+absl::Status Backfilled(const std::string* text, core::PodInfo& pod) {
+  if (text == nullptr || *text == "false") return absl::OkStatus();
+  pod.backfilled = true;
+  if (*text == "true") return absl::OkStatus();
+  std::vector<absl::string_view> parts = absl::StrSplit(*text, '/');
+  if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+    return Invalid(MetaPath("annotations", kBackfilledAnnotation),
+                   absl::StrCat("expected \"true\", \"false\" or a gang key namespace/name, got \"",
+                                *text, "\""));
+  }
+  pod.backfilled_behind = *text;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Rfc3339Ms(absl::string_view text, const std::string& field) {
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, text, &t, &err)) {
+    return Invalid(field, absl::StrCat("invalid RFC 3339 time \"", text, "\""));
+  }
+  return absl::ToUnixMillis(t);
+}
+
+// At most core::kMaxPreemptionHistory comma-separated RFC 3339 times, oldest first.
+absl::StatusOr<std::vector<int64_t>> PreemptionTimes(absl::string_view text) {
+  const std::string field = MetaPath("annotations", kPreemptedAtAnnotation);
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ',');
+  if (parts.size() > core::kMaxPreemptionHistory) {
+    return Invalid(field, absl::StrCat("more than ", core::kMaxPreemptionHistory, " times"));
+  }
+  std::vector<int64_t> times;
+  for (absl::string_view part : parts) {
+    KUBE_ASSIGN_OR_RETURN(int64_t ms, Rfc3339Ms(absl::StripAsciiWhitespace(part), field));
+    if (!times.empty() && ms < times.back()) return Invalid(field, "times are not oldest first");
+    times.push_back(ms);
+  }
+  return times;
+}
+
 // With `key`, the placement and the preemption mark stand only when signed with it (see
 // placement_key.h): what phalanx-extender did not write is as if absent.
 template <typename Annotation>
@@ -259,8 +299,14 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
     for (std::string& n : pod.avoid_nodes) n = std::string(absl::StripAsciiWhitespace(n));
     std::sort(pod.avoid_nodes.begin(), pod.avoid_nodes.end());
   }
-  KUBE_ASSIGN_OR_RETURN(pod.backfilled, Flag(annotation(kBackfilledAnnotation), false,
-                                             MetaPath("annotations", kBackfilledAnnotation)));
+  KUBE_RETURN_IF_ERROR(Backfilled(annotation(kBackfilledAnnotation), pod));
+  if (const std::string* at = annotation(kCheckpointedAtAnnotation)) {
+    KUBE_ASSIGN_OR_RETURN(pod.checkpoint_ms,
+                          Rfc3339Ms(*at, MetaPath("annotations", kCheckpointedAtAnnotation)));
+  }
+  if (const std::string* at = annotation(kPreemptedAtAnnotation)) {
+    KUBE_ASSIGN_OR_RETURN(pod.preempted_ms, PreemptionTimes(*at));
+  }
   return absl::OkStatus();
 }
 
@@ -359,12 +405,7 @@ absl::Status InObject(absl::string_view object, const absl::Status& status) {
 absl::StatusOr<int64_t> TimeMs(const JsonObject& obj, std::string_view key) {
   KUBE_ASSIGN_OR_RETURN(std::string_view text, obj.String(key));
   if (text.empty()) return 0;
-  absl::Time t;
-  std::string err;
-  if (!absl::ParseTime(absl::RFC3339_full, Sv(text), &t, &err)) {
-    return Invalid(obj.FieldPath(key), absl::StrCat("invalid RFC 3339 time \"", Sv(text), "\""));
-  }
-  return absl::ToUnixMillis(t);
+  return Rfc3339Ms(Sv(text), obj.FieldPath(key));
 }
 
 absl::StatusOr<core::PodInfo> DecodePod(simdjson::dom::element pod, const PlacementKey* key) {

@@ -34,7 +34,13 @@ inline constexpr absl::string_view kPlacementAnnotation = "phalanx.io/placement"
 // phalanx-extender's signatures of the placement and of the preemption mark (placement_key.h).
 inline constexpr absl::string_view kPlacementSignatureAnnotation = "phalanx.io/placement-signature";
 inline constexpr absl::string_view kPreemptSignatureAnnotation = "phalanx.io/preempt-signature";
+// "true", or the gang key of the head whose held nodes the pod was backfilled on (provisional).
 inline constexpr absl::string_view kBackfilledAnnotation = "phalanx.io/backfilled";
+// Written by phalanx-master: when the trial last checkpointed (RFC 3339), and when the job was
+// preempted before (RFC 3339 times, comma-separated, oldest first, at most
+// core::kMaxPreemptionHistory).
+inline constexpr absl::string_view kCheckpointedAtAnnotation = "phalanx.io/checkpointed-at";
+inline constexpr absl::string_view kPreemptedAtAnnotation = "phalanx.io/preempted-at";
 inline constexpr absl::string_view kPendingReasonAnnotation = "phalanx.io/pending-reason";
 // Nodes the extender keeps a pod off, comma-separated: where kube-scheduler refused its work.
 inline constexpr absl::string_view kAvoidNodesAnnotation = "phalanx.io/avoid-nodes";

@@ -38,6 +38,11 @@ class Round {
         if (n) incoming_[g.preempted_by].push_back({*n, p->requests});
       }
     }
+    for (int n = 0; n < static_cast<int>(snapshot.node_count()); ++n) {
+      for (const core::ClusterSnapshot::Occupant& o : snapshot.Occupants(n)) {
+        if (!o.gang->backfilled_behind.empty()) reclaims_.insert(o.gang->backfilled_behind);
+      }
+    }
   }
 
   RoundResult Run() {
@@ -53,8 +58,14 @@ class Round {
   // Gangs waiting ahead, grouped by the node set they may use.
   struct Block {
     std::vector<bool> mask;
-    int32_t priority;   // Of the first waiting gang, the highest.
-    std::string first;  // The first waiting gang, named in reasons.
+    int32_t priority;      // Of the first waiting gang, the highest.
+    std::string first;     // The first waiting gang, named in reasons.
+    core::Resources unit;  // Its largest member.
+  };
+  // Nodes a blocked gang holds as they drain.
+  struct Held {
+    const std::string* holder;
+    std::vector<bool> mask;
   };
 
   GangDecision Decide(const Gang& g, int position) {
@@ -82,6 +93,7 @@ class Round {
     std::vector<const Gang*> victims;
     GangPlan plan = PlanOnIncoming(g, cap);
     if (!plan.placed()) plan = PlanOnOpen(g, shape);
+    if (!plan.placed()) plan = PlanProvisionally(g, shape, std::move(plan));
     if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
     if (plan.placed() && !cap.empty() && OnHeldNode(plan)) {
       plan = GangPlan{.reason = absl::StrCat("the capacity it could free is held for ",
@@ -131,10 +143,16 @@ class Round {
     return plan;
   }
 
+  // What `plan` puts on each of its nodes.
+  static absl::flat_hash_map<int, core::Resources> LoadOf(const Gang& g, const GangPlan& plan) {
+    absl::flat_hash_map<int, core::Resources> load;
+    for (size_t m = 0; m < plan.nodes.size(); ++m) load[plan.nodes[m]] += g.members[m]->requests;
+    return load;
+  }
+
   // Whether `plan` fits on `open` alone; looks at the plan's nodes only.
   bool FitsOnOpen(const Gang& g, const GangPlan& plan) const {
-    absl::flat_hash_map<int, core::Resources> need;
-    for (size_t m = 0; m < plan.nodes.size(); ++m) need[plan.nodes[m]] += g.members[m]->requests;
+    const absl::flat_hash_map<int, core::Resources> need = LoadOf(g, plan);
     return std::all_of(need.begin(), need.end(),
                        [&](const auto& n) { return n.second.FitsIn(open_[n.first]); });
   }
@@ -146,7 +164,7 @@ class Round {
     std::optional<VictimChoice> choice;
     if (!KnownToFail(g)) {
       cap = WithIncoming(g);
-      choice = ChooseVictims(planner_, g, cap, claimed_, opt_.now_ms,
+      choice = ChooseVictims(planner_, g, cap, claimed_, opt_.rules, opt_.now_ms,
                              level_held_.empty() ? nullptr : &level_held_);
     }
     if (!choice) {
@@ -168,8 +186,16 @@ class Round {
       d.verdict = backfill_ahead_ ? Verdict::kBackfill : Verdict::kAdmit;
       d.reason =
           backfill_ahead_ ? absl::StrCat("backfilled behind ", backfill_ahead_->first) : "admitted";
+      if (const std::string* holder = HolderUnder(g, plan); holder && backfill_ahead_) {
+        d.backfilled_behind = *holder;
+        d.reason = absl::StrCat("backfilled behind ", *holder,
+                                " on nodes it holds; it takes them back when it can start");
+      }
       gang::GangPlanner::Reserve(g, plan, free_);
       gang::GangPlanner::Reserve(g, plan, open_);
+      for (int n : plan.nodes) {
+        if (!level_held_.empty() && level_held_[n]) open_[n] = core::Resources();
+      }
       return;
     }
     d.verdict = Verdict::kPreempt;
@@ -202,9 +228,11 @@ class Round {
   // waiting gang's own priority passes it (its plan already kept off that gang's drain hold).
   const Block* Blocking(const Gang& g, const GangPlan& plan) {
     backfill_ahead_ = nullptr;
+    const absl::flat_hash_map<int, core::Resources> load = LoadOf(g, plan);
     for (const Block& b : blocks_) {
-      bool overlaps =
-          std::any_of(plan.nodes.begin(), plan.nodes.end(), [&](int n) { return b.mask[n]; });
+      bool overlaps = std::any_of(load.begin(), load.end(), [&](const auto& nl) {
+        return b.mask[nl.first] && !MayPassOn(nl.second, b.unit, free_[nl.first]);
+      });
       if (!overlaps) continue;
       if (!Passes(g, b)) return &b;
       if (backfill_ahead_ == nullptr) backfill_ahead_ = &b;
@@ -232,7 +260,8 @@ class Round {
     const std::vector<int>* nodes = &planner_.EligibleNodes(g);
     auto [it, added] = block_index_.try_emplace(nodes, blocks_.size());
     if (!added) return;
-    Block b{std::vector<bool>(snap_.node_count(), false), g.priority, g.key};
+    Block b{std::vector<bool>(snap_.node_count(), false), g.priority, g.key,
+            gang::LargestMember(g, opt_.slots)};
     for (int n : *nodes) b.mask[n] = true;
     blocks_.push_back(std::move(b));
   }
@@ -244,6 +273,18 @@ class Round {
     level_holder_ = &g.key;
     level_held_.assign(snap_.node_count(), false);
     for (int n : holds_.Hold(g, free_, open_)) level_held_[n] = true;
+    held_.push_back({level_holder_, level_held_});
+  }
+
+  // The first blocked gang other than `g` holding one of `plan`'s nodes, or nullptr.
+  const std::string* HolderUnder(const Gang& g, const GangPlan& plan) const {
+    for (const Held& h : held_) {
+      if (*h.holder == g.key) continue;
+      if (std::any_of(plan.nodes.begin(), plan.nodes.end(), [&](int n) { return h.mask[n]; })) {
+        return h.holder;
+      }
+    }
+    return nullptr;
   }
 
   // Preempting for a plan on a held node would take capacity from the gang it is held for.
@@ -261,6 +302,7 @@ class Round {
     level_held_.clear();
     open_ = free_;
     no_fit_.clear();
+    no_fit_provisionally_.clear();
     failed_.clear();
   }
 
@@ -284,15 +326,29 @@ class Round {
     return plan;
   }
 
+  // Plans `g` on `free`, the nodes held for this level's blocked gang included, as that gang's to
+  // take back; `plan` (the failed plan on `open`) when it may not or does not fit.
+  GangPlan PlanProvisionally(const Gang& g, const std::string& shape, GangPlan plan) {
+    if (level_held_.empty() || !opt_.backfill || !opt_.preemption ||
+        !MayBackfillProvisionally(g, opt_.rules, opt_.now_ms) ||
+        no_fit_provisionally_.contains(shape)) {
+      return plan;
+    }
+    GangPlan on_free = planner_.Plan(g, free_);
+    if (on_free.placed()) return on_free;
+    no_fit_provisionally_.insert(shape);
+    return plan;
+  }
+
   // Victim search is monotone within a level too: a gang of the same shape and no higher priority
   // than one that failed, fails; unless victims already marked for it free capacity for it alone.
   bool KnownToFail(const Gang& g) const {
-    if (incoming_.contains(g.key)) return false;
+    if (incoming_.contains(g.key) || reclaims_.contains(g.key)) return false;
     auto it = failed_.find(ShapeKey(g));
     return it != failed_.end() && g.priority <= it->second;
   }
   void RecordFailure(const Gang& g) {
-    if (incoming_.contains(g.key)) return;
+    if (incoming_.contains(g.key) || reclaims_.contains(g.key)) return;
     int32_t& p = failed_.try_emplace(ShapeKey(g), g.priority).first->second;
     p = std::max(p, g.priority);
   }
@@ -316,6 +372,10 @@ class Round {
   absl::flat_hash_map<std::string, int32_t> failed_;
   absl::flat_hash_map<std::string, GangPlan> feasible_;
   absl::flat_hash_map<std::string, std::string> no_fit_;
+  absl::flat_hash_set<std::string> no_fit_provisionally_;
+  std::vector<Held> held_;  // Every hold of the round, in queue order.
+  // Keys of the gangs that running gangs were backfilled behind (their victim search differs).
+  absl::flat_hash_set<std::string> reclaims_;
   const Block* backfill_ahead_ = nullptr;
 };
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "preemption/rules.h"
+
 namespace phalanx::preemption {
 
 DrainHolds::DrainHolds(const gang::GangPlanner& planner) : planner_(planner) {}
@@ -16,8 +18,8 @@ std::vector<int> DrainHolds::Order(const core::Gang& g, const gang::Capacity& fr
   for (int n : order) {
     int64_t taken = slots.SlotsOf(snap.node(n).allocatable) - slots.SlotsOf(free[n]);
     for (const core::ClusterSnapshot::Occupant& o : snap.Occupants(n)) {
-      if (o.gang->priority >= g.priority) break;  // Occupants come lowest priority first.
-      taken -= slots.SlotsOf(o.held);
+      if (o.gang->priority > g.priority) break;  // Occupants come lowest priority first.
+      if (Reclaimable(*o.gang, g)) taken -= slots.SlotsOf(o.held);
     }
     staying[n] = taken;
   }

@@ -3,24 +3,15 @@
 
 #include <algorithm>
 #include <span>
-#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 
 namespace phalanx::preemption {
 namespace {
 
-using Cost = std::tuple<bool, int64_t, int32_t, int64_t>;  // see victims.h
-
-// Slot-seconds of work lost if `g` stops now.
-int64_t LostSlotSeconds(const core::Gang& g, const gang::SlotPolicy& slots, int64_t now_ms) {
-  if (g.start_ms <= 0 || now_ms <= g.start_ms) return 0;
-  return slots.SlotsOf(g.total) * ((now_ms - g.start_ms) / 1000);
-}
-
 struct Candidate {
   const core::Gang* gang;
-  Cost cost;
+  VictimCost cost;
   std::vector<int> nodes;  // Node index per member (-1 when unknown); filled when chosen.
 };
 
@@ -39,9 +30,7 @@ struct Stays {
   }
 };
 
-bool Cheaper(const Candidate* a, const Candidate* b) {
-  return std::tie(a->cost, a->gang->key) < std::tie(b->cost, b->gang->key);
-}
+bool Cheaper(const Candidate* a, const Candidate* b) { return a->cost < b->cost; }
 
 // Tracks how many copies of `unit` fit on the eligible nodes as victims are added and removed.
 class FitCounter {
@@ -76,12 +65,27 @@ class FitCounter {
   int64_t total_ = 0;
 };
 
+// A node to clear: all its candidates backfilled, lost slot-seconds over copies gained, index.
+struct NodeKey {
+  bool not_all_backfilled;
+  int64_t lost;
+  int64_t gain;
+  int node;
+  bool operator<(const NodeKey& o) const {
+    if (not_all_backfilled != o.not_all_backfilled) return o.not_all_backfilled;
+    const __int128 a = static_cast<__int128>(lost) * o.gain;
+    const __int128 b = static_cast<__int128>(o.lost) * gain;
+    if (a != b) return a < b;
+    return node < o.node;
+  }
+};
+
 // Eligible nodes in the order to clear them: nodes whose victims are all backfilled first, then
 // lowest lost work per extra copy of the unit gained, then node index. Nodes that gain nothing are
 // left out. `stays` lists the candidates with a pod on each node.
 std::vector<int> NodeOrder(const Stays& stays, const std::vector<Candidate>& cands,
                            const core::Resources& unit, const gang::Capacity& cap) {
-  std::vector<std::tuple<bool, double, int>> keyed;
+  std::vector<NodeKey> keyed;
   for (int n = 0; n < static_cast<int>(cap.size()); ++n) {
     if (stays.On(n).empty()) continue;
     core::Resources freed = cap[n];
@@ -91,97 +95,127 @@ std::vector<int> NodeOrder(const Stays& stays, const std::vector<Candidate>& can
       const Candidate& c = cands[s.candidate];
       freed += *s.held;
       all_backfilled &= c.gang->backfilled;
-      lost += std::get<1>(c.cost);
+      lost += c.cost.lost_slot_s;
     }
     int64_t gain = unit.CopiesThatFit(freed) - unit.CopiesThatFit(cap[n]);
     if (gain <= 0) continue;
-    keyed.push_back({!all_backfilled, static_cast<double>(lost) / gain, n});
+    keyed.push_back({!all_backfilled, lost, gain, n});
   }
   std::sort(keyed.begin(), keyed.end());
   std::vector<int> order;
-  for (const auto& k : keyed) order.push_back(std::get<2>(k));
+  for (const NodeKey& k : keyed) order.push_back(k.node);
   return order;
 }
+
+struct Search {
+  const gang::GangPlanner& planner;
+  const core::Gang& preemptor;
+  const gang::Capacity& cap;
+  const absl::flat_hash_set<const core::Gang*>& claimed;
+  const PreemptionRules& rules;
+  int64_t now_ms;
+  std::vector<bool> eligible;
+
+  // The candidates of tier `max_tier` or below, and where they stay.
+  std::vector<Candidate> Gather(int max_tier, Stays& stays) const {
+    std::vector<Candidate> cands;
+    absl::flat_hash_map<const core::Gang*, int> index;
+    stays.first.reserve(cap.size() + 1);
+    for (int n = 0; n < static_cast<int>(cap.size()); ++n) {
+      stays.first.push_back(static_cast<int>(stays.all.size()));
+      if (!eligible[n]) continue;
+      for (const core::ClusterSnapshot::Occupant& o : planner.snapshot().Occupants(n)) {
+        const core::Gang* v = o.gang.get();
+        if (v->priority > preemptor.priority) break;  // Occupants come lowest priority first.
+        if (!Reclaimable(*v, preemptor) || claimed.contains(v)) continue;
+        if (ProtectionTier(*v, preemptor, rules, now_ms) > max_tier) {
+          protected_left_out = true;
+          continue;
+        }
+        auto [it, fresh] = index.try_emplace(v, static_cast<int>(cands.size()));
+        if (fresh) cands.push_back({v, CostOf(*v, planner.slots(), rules, now_ms), {}});
+        stays.all.push_back({it->second, &o.held});
+      }
+    }
+    stays.first.push_back(static_cast<int>(stays.all.size()));
+    return cands;
+  }
+
+  // Greedy by node, then prune; empty when the candidates up to `max_tier` do not free enough.
+  std::optional<VictimChoice> Run(int max_tier) const {
+    Stays stays;
+    std::vector<Candidate> cands = Gather(max_tier, stays);
+    const core::Resources unit = gang::LargestMember(preemptor, planner.slots());
+    FitCounter fits(unit, cap, eligible);
+    const int64_t need = gang::CopiesNeeded(preemptor, planner.slots());
+    std::vector<const Candidate*> chosen;
+    std::vector<bool> taken(cands.size(), false);
+    for (int n : NodeOrder(stays, cands, unit, cap)) {
+      if (fits.total() >= need) break;
+      for (const Stay& s : stays.On(n)) {
+        if (taken[s.candidate]) continue;
+        taken[s.candidate] = true;
+        Candidate& c = cands[s.candidate];
+        for (const core::PodInfo* p : c.gang->members) {
+          c.nodes.push_back(planner.NodeIndex(p->AssignedNode()));
+        }
+        fits.Apply(c, /*add=*/true);
+        chosen.push_back(&c);
+      }
+    }
+    if (fits.total() < need) return std::nullopt;
+    // Drop what is not needed, most expensive first.
+    std::sort(chosen.begin(), chosen.end(), Cheaper);
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+      fits.Apply(**it, /*add=*/false);
+      if (fits.total() >= need) {
+        *it = nullptr;
+      } else {
+        fits.Apply(**it, /*add=*/true);
+      }
+    }
+    std::erase(chosen, nullptr);
+    if (chosen.empty()) return std::nullopt;
+    return Planned(chosen);
+  }
+
+  // The preemptor planned on `cap` plus what `chosen` frees.
+  std::optional<VictimChoice> Planned(const std::vector<const Candidate*>& chosen) const {
+    VictimChoice choice;
+    gang::Capacity with_victims = cap;
+    for (const Candidate* c : chosen) {
+      for (size_t m = 0; m < c->nodes.size(); ++m) {
+        if (c->nodes[m] < 0) continue;
+        const core::Resources& r = c->gang->members[m]->requests;
+        with_victims[c->nodes[m]] += r;
+        choice.freed.push_back({c->nodes[m], r});
+      }
+      choice.victims.push_back(c->gang);
+    }
+    choice.plan = planner.Plan(preemptor, with_victims, closed);
+    if (!choice.plan.placed()) return std::nullopt;
+    return choice;
+  }
+
+  const std::vector<bool>* closed;
+  mutable bool protected_left_out = false;  // Gather met a candidate above its tier.
+};
 
 }  // namespace
 
 std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
                                           const core::Gang& preemptor, const gang::Capacity& cap,
                                           const absl::flat_hash_set<const core::Gang*>& claimed,
-                                          int64_t now_ms, const std::vector<bool>* closed) {
-  const gang::SlotPolicy& slots = planner.slots();
-  std::vector<bool> eligible(cap.size(), false);
-  for (int n : planner.EligibleNodes(preemptor)) eligible[n] = closed == nullptr || !(*closed)[n];
-  core::Resources unit = gang::LargestMember(preemptor, slots);
-
-  std::vector<Candidate> cands;
-  absl::flat_hash_map<const core::Gang*, int> index;
-  Stays stays;
-  stays.first.reserve(cap.size() + 1);
-  for (int n = 0; n < static_cast<int>(cap.size()); ++n) {
-    stays.first.push_back(static_cast<int>(stays.all.size()));
-    if (!eligible[n]) continue;
-    for (const core::ClusterSnapshot::Occupant& o : planner.snapshot().Occupants(n)) {
-      const core::Gang* v = o.gang.get();
-      if (v->priority >= preemptor.priority) break;  // Occupants come lowest priority first.
-      if (claimed.contains(v)) continue;
-      auto [it, fresh] = index.try_emplace(v, static_cast<int>(cands.size()));
-      if (fresh) {
-        cands.push_back(
-            {v,
-             {!v->backfilled, LostSlotSeconds(*v, slots, now_ms), v->priority, -v->creation_ms},
-             {}});
-      }
-      stays.all.push_back({it->second, &o.held});
-    }
+                                          const PreemptionRules& rules, int64_t now_ms,
+                                          const std::vector<bool>* closed) {
+  Search search{planner, preemptor, cap, claimed, rules, now_ms, {}, closed};
+  search.eligible.assign(cap.size(), false);
+  for (int n : planner.EligibleNodes(preemptor)) {
+    search.eligible[n] = closed == nullptr || !(*closed)[n];
   }
-  stays.first.push_back(static_cast<int>(stays.all.size()));
-
-  FitCounter fits(unit, cap, eligible);
-  const int64_t need = gang::CopiesNeeded(preemptor, slots);
-  std::vector<const Candidate*> chosen;
-  std::vector<bool> taken(cands.size(), false);
-  for (int n : NodeOrder(stays, cands, unit, cap)) {
-    if (fits.total() >= need) break;
-    for (const Stay& s : stays.On(n)) {
-      if (taken[s.candidate]) continue;
-      taken[s.candidate] = true;
-      Candidate& c = cands[s.candidate];
-      for (const core::PodInfo* p : c.gang->members) {
-        c.nodes.push_back(planner.NodeIndex(p->AssignedNode()));
-      }
-      fits.Apply(c, /*add=*/true);
-      chosen.push_back(&c);
-    }
-  }
-  if (fits.total() < need) return std::nullopt;
-  // Drop what is not needed, most expensive first.
-  std::sort(chosen.begin(), chosen.end(), Cheaper);
-  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
-    fits.Apply(**it, /*add=*/false);
-    if (fits.total() >= need) {
-      *it = nullptr;
-    } else {
-      fits.Apply(**it, /*add=*/true);
-    }
-  }
-  std::erase(chosen, nullptr);
-  if (chosen.empty()) return std::nullopt;
-
-  VictimChoice choice;
-  gang::Capacity with_victims = cap;
-  for (const Candidate* c : chosen) {
-    for (size_t m = 0; m < c->nodes.size(); ++m) {
-      if (c->nodes[m] < 0) continue;
-      const core::Resources& r = c->gang->members[m]->requests;
-      with_victims[c->nodes[m]] += r;
-      choice.freed.push_back({c->nodes[m], r});
-    }
-    choice.victims.push_back(c->gang);
-  }
-  choice.plan = planner.Plan(preemptor, with_victims, closed);
-  if (!choice.plan.placed()) return std::nullopt;
-  return choice;
+  std::optional<VictimChoice> choice = search.Run(/*max_tier=*/0);
+  if (choice || !search.protected_left_out) return choice;
+  return search.Run(/*max_tier=*/1);
 }
 
 }  // namespace phalanx::preemption

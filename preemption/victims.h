@@ -1,15 +1,19 @@
-// Victim selection: the cheapest set of WHOLE lower-priority gangs whose removal lets a gang fit.
+// Victim selection: the cheapest set of WHOLE gangs the preemptor may take back whose removal lets
+// it fit.
 //
-// Algorithm: candidates are running gangs that are preemptible, not already marked, of strictly
-// lower priority than the preemptor, with a pod on a node the preemptor may use; they are read
-// from the snapshot's per-node occupants of those nodes only. A candidate's cost orders: backfilled
-// gangs first, then fewest lost slot-seconds (slots x time running), then lowest priority, then
-// newest creation, then gang key. Eligible nodes are cleared in order (nodes whose candidates are
-// all backfilled first, then lowest lost work per extra copy of the preemptor's largest member the
-// node gains, then node index; nodes that gain nothing are skipped), taking every candidate on
-// each, until that member fits as many times as the preemptor has members; then the chosen gangs
-// are dropped again, most expensive first, wherever the rest still suffice. Finally the gang is
-// planned on the capacity plus what the victims free; without a plan, nothing is preempted.
+// Algorithm: candidates are running gangs the preemptor may reclaim (rules.h: preemptible and of
+// lower priority, or backfilled behind it), not already marked, with a pod on a node the
+// preemptor may use; they are read from the snapshot's per-node occupants of those nodes only.
+// Candidates of protection tier 1 (rules.h: young runs, gangs preempted often) are left out
+// unless no set of tier-0 candidates frees enough; then the search runs again with them. A
+// candidate's cost is CostOf (rules.h: backfilled first, then fewest lost slot-seconds since the
+// run's start or last checkpoint plus the restart overhead, then lowest priority, newest creation,
+// gang key). Eligible nodes are cleared in order (nodes whose candidates are all backfilled first,
+// then lowest lost work per extra copy of the preemptor's largest member the node gains, then node
+// index; nodes that gain nothing are skipped), taking every candidate on each, until that member
+// fits as many times as the preemptor has members; then the chosen gangs are dropped again, most
+// expensive first, wherever the rest still suffice. Finally the gang is planned on the capacity
+// plus what the victims free; without a plan, nothing is preempted.
 #ifndef PHALANX_PREEMPTION_VICTIMS_H_
 #define PHALANX_PREEMPTION_VICTIMS_H_
 
@@ -21,6 +25,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/gang.h"
 #include "gang/planner.h"
+#include "preemption/rules.h"
 
 namespace phalanx::preemption {
 
@@ -36,7 +41,7 @@ struct VictimChoice {
 std::optional<VictimChoice> ChooseVictims(const gang::GangPlanner& planner,
                                           const core::Gang& preemptor, const gang::Capacity& cap,
                                           const absl::flat_hash_set<const core::Gang*>& claimed,
-                                          int64_t now_ms,
+                                          const PreemptionRules& rules, int64_t now_ms,
                                           const std::vector<bool>* closed = nullptr);
 
 }  // namespace phalanx::preemption

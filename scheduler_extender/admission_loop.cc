@@ -97,7 +97,10 @@ bool AdmissionLoop::HoldUntilSeen(const core::ClusterSnapshot& snap, const std::
 }
 
 absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangDecision& d) {
-  const bool backfilled = d.verdict == Verdict::kBackfill;
+  std::optional<std::string> backfilled;
+  if (d.verdict == Verdict::kBackfill) {
+    backfilled = d.backfilled_behind.empty() ? std::string("true") : d.backfilled_behind;
+  }
   std::vector<const core::PodInfo*> pods;
   std::vector<ReservationBook::Seat> seats;
   for (const preemption::Assignment& a : d.plan) {
@@ -108,7 +111,7 @@ absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangD
   }
   absl::Status st = Place(
       snap, d.gang, pods, std::move(seats),
-      {{"phalanx.io/backfilled", backfilled ? std::optional<std::string>("true") : std::nullopt},
+      {{"phalanx.io/backfilled", std::move(backfilled)},
        {"phalanx.io/pending-reason", std::nullopt}},
       /*ungate=*/true);
   if (st.ok()) reasons_.erase(d.gang);

@@ -211,6 +211,20 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
                 "true|false: preempt lower-priority gangs for the queue head"),
       BoolEntry("backfill", &ExtenderConfig::backfill,
                 "true|false: run gangs behind a blocked head on capacity not reserved for it"),
+      BoolEntry("provisional_backfill", &ExtenderConfig::provisional_backfill,
+                "true|false: work of a blocked head's priority may backfill on the nodes held for "
+                "it, as its to take back when it can start"),
+      IntEntry("restart_overhead_ms", 0, &ExtenderConfig::restart_overhead_ms,
+               "MS: work a victim loses to restarting, added to the work since its last "
+               "checkpoint when victims are costed"),
+      IntEntry("min_run_before_preemption_ms", 0, &ExtenderConfig::min_run_before_preemption_ms,
+               "MS: a run younger than this is a victim only when no other set frees enough"),
+      IntEntry("max_preemptions", 0, &ExtenderConfig::max_preemptions,
+               "N: a gang preempted N times within preemption_window_ms is a victim only when no "
+               "other set frees enough, and is not backfilled provisionally (0: no limit; at most 16 "
+               "count, as pods keep the 16 latest preemption times)"),
+      IntEntry("preemption_window_ms", 1, &ExtenderConfig::preemption_window_ms,
+               "MS >= 1: the window max_preemptions counts over"),
       IntEntry("reservation_ttl_ms", 1, &ExtenderConfig::reservation_ttl_ms,
                "MS >= 1: a filter-time reservation lives this long after its last use"),
       IntEntry("refused_placement_timeout_ms", 0, &ExtenderConfig::refused_placement_timeout_ms,

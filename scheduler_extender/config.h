@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "gang/slots.h"
 #include "http/server.h"
+#include "preemption/rules.h"
 
 namespace phalanx::extender {
 
@@ -37,6 +38,12 @@ struct ExtenderConfig {
   bool bind = false;       // Serve the bind verb (POST the Binding ourselves).
   bool preemption = true;
   bool backfill = true;
+  // preemption/rules.h.
+  bool provisional_backfill = preemption::PreemptionRules{}.provisional_backfill;
+  int64_t restart_overhead_ms = preemption::PreemptionRules{}.restart_overhead_ms;
+  int64_t min_run_before_preemption_ms = preemption::PreemptionRules{}.min_run_ms;
+  int64_t max_preemptions = preemption::PreemptionRules{}.max_preemptions;
+  int64_t preemption_window_ms = preemption::PreemptionRules{}.window_ms;
   int64_t reservation_ttl_ms = 30'000;  // Filter-time reservations of foreign gangs.
   int64_t resync_ms = 1'000;            // Admission rounds run at least this often.
   // See refusals.h: how long kube-scheduler may refuse a placed member where it fits by phalanx's

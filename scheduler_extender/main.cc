@@ -1,5 +1,6 @@
 // phalanx-extender: the kube-scheduler extender service. Loads its config, mirrors nodes and pods
 // through an informer, runs the admission loop, and serves the extender verbs until SIGTERM.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -65,7 +66,15 @@ int Main(int argc, char** argv) {
   Verbs verbs(config->slots, config->reservation_ttl_ms, &book,
               static_cast<size_t>(config->best_fit_candidates));
   preemption::AdmissionOptions admission{
-      .slots = config->slots, .preemption = config->preemption, .backfill = config->backfill};
+      .slots = config->slots,
+      .preemption = config->preemption,
+      .backfill = config->backfill,
+      .rules = {.provisional_backfill = config->provisional_backfill,
+                .restart_overhead_ms = config->restart_overhead_ms,
+                .min_run_ms = config->min_run_before_preemption_ms,
+                .max_preemptions = static_cast<int32_t>(
+                    std::min<int64_t>(config->max_preemptions, core::kMaxPreemptionHistory)),
+                .window_ms = config->preemption_window_ms}};
   AdmissionLoop loop(admission, config->resync_ms,
                      LoopDeps{.client = &client,
                               .placement_key = &*key,

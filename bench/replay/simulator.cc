@@ -170,7 +170,7 @@ class Simulator {
     auto snap = builder_.Build();
     std::vector<core::PodInfo>& pods = requeued_[e.job];
     for (int i = 0; i < job.shape.pods; ++i) {
-      pods.push_back(core::Requeued(*snap->FindPod(PodUid(job, i))));
+      pods.push_back(core::Requeued(*snap->FindPod(PodUid(job, i)), t));
       builder_.RemovePod(PodUid(job, i));
     }
     s.phase = Phase::kPending;

@@ -70,7 +70,7 @@ int CheckRounds(int seed, Setting s, Coverage& seen) {
     CheckWholeGangs(*Build(w));
     // Victims exit before the next round two times in three; else they are still leaving.
     if (rng() % 3 != 0) {
-      RequeueVictims(w);
+      RequeueVictims(w, opts.now_ms);
       if (std::string p = FirstPreemptor(r); !p.empty()) {
         CheckPreemptorRuns(w, opts, p);
         ++preemptors_checked;

@@ -157,9 +157,9 @@ void Apply(const RoundResult& r, int64_t now_ms, World& w) {
   }
 }
 
-void RequeueVictims(World& w) {
+void RequeueVictims(World& w, int64_t now_ms) {
   for (core::PodInfo& p : w.pods) {
-    if (p.preempt_requested) p = core::Requeued(std::move(p));
+    if (p.preempt_requested) p = core::Requeued(std::move(p), now_ms);
   }
 }
 

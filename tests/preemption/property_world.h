@@ -33,8 +33,8 @@ std::shared_ptr<const core::ClusterSnapshot> Build(const World& w, std::mt19937*
 
 // Starts admitted and backfilled gangs on their plans at `now_ms` and marks victims.
 void Apply(const RoundResult& r, int64_t now_ms, World& w);
-// Victims leave and come back gated.
-void RequeueVictims(World& w);
+// Victims leave at `now_ms` and come back gated.
+void RequeueVictims(World& w, int64_t now_ms);
 // Each running gang not marked for preemption ends (its pods go) with probability 1/6.
 void FinishSome(std::mt19937& rng, World& w);
 

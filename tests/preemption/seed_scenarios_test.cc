@@ -153,7 +153,9 @@ TEST(SeedScenarios, SevenStepPriorityExample) {
   c.Submit({.name = "dist-3", .gpus_per_pod = 4, .priority = kP2, .created_ms = 600});
   r = c.Step(Options(4));
   EXPECT_EQ(VerdictOf(r, "default/dist-3"), Verdict::kBackfill);
-  EXPECT_EQ(FindDecision(r, "default/dist-3")->reason, "backfilled behind default/dist-2");
+  EXPECT_EQ(FindDecision(r, "default/dist-3")->reason,
+            "backfilled behind default/dist-2 on nodes it holds; it takes them back when it can "
+            "start");
   EXPECT_TRUE(c.Running("default/dist-3"));
 
   // 7. The notebook is killed; the backfilled priority-2 experiment is preempted and the priority-1

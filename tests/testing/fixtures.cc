@@ -100,7 +100,7 @@ std::vector<std::string> Cluster::RequeueMarkedVictims() {
   for (const core::Gang& g : snap->Gangs()) {
     if (!g.preempt_requested) continue;
     keys.push_back(g.key);
-    for (const core::PodInfo* m : g.members) builder_.UpsertPod(core::Requeued(*m));
+    for (const core::PodInfo* m : g.members) builder_.UpsertPod(core::Requeued(*m, now_ms));
   }
   return keys;
 }

@@ -1,0 +1,65 @@
+// What the admission round may do to running work, as rules that admission.cc, victims.cc and
+// holds.cc only ask:
+//   - Reclaimable: may gang `by` take `victim` back? (1) `victim` is preemptible and of lower
+//     priority, or (2) it was backfilled on `by`'s held nodes (provisional backfill: it passed `by`
+//     and is its first victim, whatever their priorities).
+//   - CostOf: what preempting a gang loses, ordered: backfilled gangs first, then fewest lost
+//     slot-seconds (slots x (now - max(run start, last checkpoint)) + slots x restart overhead),
+//     then lowest priority, then newest creation, then gang key (a total order).
+//   - ProtectionTier (anti-thrash): 1 for a run younger than min_run_ms, or a gang preempted
+//     max_preemptions times or more within window_ms; 0 otherwise, and always 0 for a gang
+//     backfilled behind the preemptor. Tier-1 gangs are victims only when no set of tier-0 gangs
+//     frees enough, so a gang is preempted at most max_preemptions times in any window_ms unless a
+//     higher-priority gang could not start otherwise. A gang that reached that count is not
+//     backfilled provisionally either (MayBackfillProvisionally).
+//   - MayPassOn: may a gang take `takes` on a node where a waiting head needs `unit` per member
+//     and `free` is left? Yes when it takes nothing of a resource the head is short of there (free
+//     below one member's request) and leaves at least one member's request of every other
+//     resource the head asks for.
+#ifndef PHALANX_PREEMPTION_RULES_H_
+#define PHALANX_PREEMPTION_RULES_H_
+
+#include <compare>
+#include <cstdint>
+#include <string_view>
+
+#include "core/gang.h"
+#include "core/resources.h"
+#include "gang/slots.h"
+
+namespace phalanx::preemption {
+
+struct PreemptionRules {
+  bool provisional_backfill = true;
+  int64_t restart_overhead_ms = 60'000;   // Charged to every victim (pods recreated, reloaded).
+  int64_t min_run_ms = 5 * 60'000;        // Younger runs are a last resort.
+  int32_t max_preemptions = 3;            // Within window_ms; 0: no limit.
+  int64_t window_ms = 24 * 60 * 60'000;
+};
+
+bool Reclaimable(const core::Gang& victim, const core::Gang& by);
+
+// Lower is cheaper; fields compare in order.
+struct VictimCost {
+  bool not_backfilled = true;
+  int64_t lost_slot_s = 0;
+  int32_t priority = 0;
+  int64_t minus_creation_ms = 0;
+  std::string_view key;
+  auto operator<=>(const VictimCost&) const = default;
+};
+VictimCost CostOf(const core::Gang& g, const gang::SlotPolicy& slots, const PreemptionRules& r,
+                  int64_t now_ms);
+
+// Times `g` was preempted within the window ending at `now_ms`.
+int32_t RecentPreemptions(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
+int ProtectionTier(const core::Gang& victim, const core::Gang& by, const PreemptionRules& r,
+                   int64_t now_ms);
+bool MayBackfillProvisionally(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
+
+bool MayPassOn(const core::Resources& takes, const core::Resources& unit,
+               const core::Resources& free);
+
+}  // namespace phalanx::preemption
+
+#endif  // PHALANX_PREEMPTION_RULES_H_
