@@ -102,6 +102,12 @@ Resources Resources::Min(const Resources& a, const Resources& b) {
   return r;
 }
 
+Resources Resources::Max(const Resources& a, const Resources& b) {
+  Resources r = a;
+  r.Combine(b, [](int64_t x, int64_t y) { return std::max(x, y); });
+  return r;
+}
+
 Resources Resources::Where(const Resources& mask) const {
   Resources r = *this;
   r.Combine(mask, [](int64_t x, int64_t m) { return m > 0 ? x : 0; });

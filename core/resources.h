@@ -74,8 +74,9 @@ class Resources {
   bool IsZero() const;
   // True when no amount is negative.
   bool IsNonNegative() const;
-  // Each amount as min(a, b).
+  // Each amount as min(a, b), or max(a, b).
   static Resources Min(const Resources& a, const Resources& b);
+  static Resources Max(const Resources& a, const Resources& b);
   // These amounts of the resources `mask` has a positive amount of; 0 for the others.
   Resources Where(const Resources& mask) const;
 

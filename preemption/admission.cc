@@ -60,7 +60,7 @@ class Round {
     std::vector<bool> mask;
     int32_t priority;      // Of the first waiting gang, the highest.
     std::string first;     // The first waiting gang, named in reasons.
-    core::Resources unit;  // Its largest member.
+    core::Resources unit;  // The largest member of any of them, per resource.
   };
   // Nodes a blocked gang holds as they drain.
   struct Held {
@@ -259,7 +259,11 @@ class Round {
   void AddBlock(const Gang& g) {
     const std::vector<int>* nodes = &planner_.EligibleNodes(g);
     auto [it, added] = block_index_.try_emplace(nodes, blocks_.size());
-    if (!added) return;
+    if (!added) {
+      Block& b = blocks_[it->second];
+      b.unit = core::Resources::Max(b.unit, gang::LargestMember(g, opt_.slots));
+      return;
+    }
     Block b{std::vector<bool>(snap_.node_count(), false), g.priority, g.key,
             gang::LargestMember(g, opt_.slots)};
     for (int n : *nodes) b.mask[n] = true;

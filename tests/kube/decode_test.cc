@@ -2,8 +2,10 @@
 #include "kube/decode.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kube/config.h"
@@ -58,6 +60,9 @@ TEST(KubeDecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_EQ(pod->preempted_by, "research/exp-40-trial-1");
   EXPECT_EQ(pod->placement, "gpu-node-3");
   EXPECT_TRUE(pod->backfilled);
+  EXPECT_EQ(pod->backfilled_behind, "research/exp-39-trial-2");
+  EXPECT_EQ(pod->checkpoint_ms, 1714979400500);
+  EXPECT_THAT(pod->preempted_ms, ElementsAre(1714971600000, 1714975200000));
   EXPECT_THAT(pod->node_selector, ElementsAre(Pair("accelerator", "a100"),
                                               Pair("kubernetes.io/hostname", "gpu-node-3")));
   ASSERT_EQ(pod->tolerations.size(), 4u);
@@ -313,7 +318,24 @@ TEST(KubeDecodePodTest, UnreadableContractLabelsKeepThePodWithTheError) {
       Malformed{R"("labels":{"phalanx.io/preemptible":"nope"})", "", "",
                 R"(metadata.labels["phalanx.io/preemptible"]: expected "true" or "false")"},
       Malformed{R"("annotations":{"phalanx.io/backfilled":"yes"})", "", "",
-                R"(metadata.annotations["phalanx.io/backfilled"]: expected "true" or "false")"}};
+                R"(metadata.annotations["phalanx.io/backfilled"]: expected "true", "false" or a )"
+                R"(gang key namespace/name, got "yes")"},
+      Malformed{R"("annotations":{"phalanx.io/backfilled":"a/b/c"})", "", "",
+                R"(metadata.annotations["phalanx.io/backfilled"]: expected "true")"},
+      Malformed{R"("annotations":{"phalanx.io/checkpointed-at":"yesterday"})", "", "",
+                R"(metadata.annotations["phalanx.io/checkpointed-at"]: invalid RFC 3339 time )"
+                R"("yesterday")"},
+      Malformed{R"("annotations":{"phalanx.io/preempted-at":"2024-05-06T05:00:00Z,,"})", "", "",
+                R"(metadata.annotations["phalanx.io/preempted-at"]: invalid RFC 3339 time "")"},
+      Malformed{R"("annotations":{"phalanx.io/preempted-at":)"
+                R"("2024-05-06T06:00:00Z,2024-05-06T05:00:00Z"})",
+                "", "",
+                R"(metadata.annotations["phalanx.io/preempted-at"]: times are not oldest first)"},
+      Malformed{
+          absl::StrCat(R"("annotations":{"phalanx.io/preempted-at":")",
+                       absl::StrJoin(std::vector<std::string>(17, "2024-05-06T05:00:00Z"), ","),
+                       R"("})"),
+          "", "", R"(metadata.annotations["phalanx.io/preempted-at"]: more than 16 times)"}};
   simdjson::dom::parser parser;
   for (const Malformed& m : cases) {
     SCOPED_TRACE(m.error);

@@ -45,8 +45,9 @@ TEST(AdmissionTest, NonPreemptibleLowerWorkCannotPassABlockedHead) {
             "waiting behind default/head (priority 60), which needs the capacity it would use");
   // Preemptible and lower: may use the idle GPUs as backfill.
   EXPECT_EQ(FindDecision(r, "default/trial")->verdict, Verdict::kBackfill);
-  // Equal priority: the head could not reclaim it, so it keeps its place behind the head.
-  EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
+  // Equal priority and preemptible: it runs on the node the head holds, as the head's to take back.
+  EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kBackfill);
+  EXPECT_EQ(FindDecision(r, "default/peer")->backfilled_behind, "default/head");
 }
 
 TEST(AdmissionTest, AGangWithUnreadableLabelsIsInfeasibleAndBlocksNobody) {
@@ -99,28 +100,113 @@ TEST(AdmissionTest, SamePriorityWorkPassesABlockedHeadOffTheNodesItHolds) {
   const GangDecision* small = FindDecision(r, "default/small");
   EXPECT_EQ(small->verdict, Verdict::kBackfill);
   EXPECT_EQ(small->reason, "backfilled behind default/head");
+  EXPECT_TRUE(small->backfilled_behind.empty());
   EXPECT_EQ(c.NodesOf("default/small"), std::vector<std::string>{"a"});
-  // b's 4 free GPUs are held: nothing is left for it.
-  EXPECT_EQ(FindDecision(r, "default/wide")->verdict, Verdict::kWait);
+  // Off the hold nothing is left for it: it runs on b's held GPUs, provisionally.
+  const GangDecision* wide = FindDecision(r, "default/wide");
+  EXPECT_EQ(wide->verdict, Verdict::kBackfill);
+  EXPECT_EQ(wide->backfilled_behind, "default/head");
+  EXPECT_EQ(wide->reason,
+            "backfilled behind default/head on nodes it holds; it takes them back when it can "
+            "start");
+  EXPECT_EQ(c.NodesOf("default/wide"), std::vector<std::string>{"b"});
   // Lower and not preemptible: it may not pass the head on any node the head may use.
   EXPECT_EQ(FindDecision(r, "default/cmd")->verdict, Verdict::kWait);
-  // Nothing landed on b, so the head starts there as soon as y ends.
+  // Once y ends, the head takes b back from the provisional gang at once, and starts when it is
+  // gone.
   c.Finish("default/y");
+  r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kPreempt);
+  EXPECT_EQ(FindDecision(r, "default/head")->victims, std::vector<std::string>{"default/wide"});
+  c.RequeueMarkedVictims();
   r = c.Step({});
   EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kAdmit);
   EXPECT_EQ(c.NodesOf("default/head"), std::vector<std::string>{"b"});
+  EXPECT_EQ(FindDecision(r, "default/wide")->verdict, Verdict::kWait);
 }
 
-TEST(AdmissionTest, PeersOfABlockedHeadWaitWhenNothingOffItsHoldFits) {
+TEST(AdmissionTest, PeersOfABlockedHeadBackfillOnItsHoldOnlyProvisionally) {
   Cluster c;
   c.AddNode(GpuNode("a", 8));
   c.Submit({.name = "x", .gpus_per_pod = 6});
   c.Step({});
   c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
   c.Submit({.name = "peer", .gpus_per_pod = 1, .created_ms = 2});
-  RoundResult r = c.Step({});
+  c.Submit({.name = "pinned-peer", .gpus_per_pod = 1, .created_ms = 3, .preemptible = false});
+  AdmissionOptions no_provisional;
+  no_provisional.rules.provisional_backfill = false;
+  RoundResult r = RunAdmissionRound(*c.snapshot(), no_provisional);
   EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait);
   EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kWait);
+  r = c.Step({});
+  EXPECT_EQ(FindDecision(r, "default/peer")->verdict, Verdict::kBackfill);
+  // The head could not take it back.
+  EXPECT_EQ(FindDecision(r, "default/pinned-peer")->verdict, Verdict::kWait);
+}
+
+TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledProvisionally) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 8));
+  c.Submit({.name = "x", .gpus_per_pod = 6});
+  c.Step({});
+  c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
+  AdmissionOptions opts;
+  opts.now_ms = c.now_ms;
+  opts.rules.max_preemptions = 2;
+  for (int64_t preemptions : {1, 2}) {
+    core::SnapshotBuilder b;
+    b.UpsertNode(GpuNode("a", 8));
+    c.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
+    core::PodInfo peer = testing::GatedGang({.name = "peer", .created_ms = 2})[0];
+    for (int64_t k = preemptions; k > 0; --k) peer.preempted_ms.push_back(c.now_ms - k * 1000);
+    b.UpsertPod(peer);
+    RoundResult r = RunAdmissionRound(*b.Build(), opts);
+    EXPECT_EQ(FindDecision(r, "default/peer")->verdict,
+              preemptions < 2 ? Verdict::kBackfill : Verdict::kWait)
+        << preemptions;
+  }
+}
+
+TEST(AdmissionTest, WorkTakingNoneOfWhatTheHeadLacksPassesIt) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 8));
+  c.Submit({.name = "x", .gpus_per_pod = 6, .priority = 99, .preemptible = false});
+  c.Step({});
+  c.Submit({.name = "head", .gpus_per_pod = 8, .priority = 60, .created_ms = 1});
+  // Lower, not preemptible: neither a GPU task nor ...
+  c.Submit({.name = "gpu-cmd",
+            .gpus_per_pod = 1,
+            .priority = 40,
+            .created_ms = 2,
+            .preemptible = false});
+  // ... a CPU task that leaves the head too little CPU may pass it; a CPU task that leaves enough
+  // does, even in strict order.
+  core::PodInfo notebook = testing::GatedGang({.name = "notebook",
+                                               .gpus_per_pod = 0,
+                                               .priority = 40,
+                                               .created_ms = 3,
+                                               .preemptible = false})[0];
+  core::PodInfo greedy = testing::GatedGang({.name = "cpu-greedy",
+                                             .gpus_per_pod = 0,
+                                             .priority = 40,
+                                             .created_ms = 4,
+                                             .preemptible = false})[0];
+  greedy.requests = testing::PodRequests(61'500, 1LL << 30, 0);  // 500m of 62 CPUs left.
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 8));
+  c.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
+  b.UpsertPod(greedy);
+  b.UpsertPod(notebook);
+  for (bool backfill : {true, false}) {
+    AdmissionOptions opts;
+    opts.backfill = backfill;
+    RoundResult r = RunAdmissionRound(*b.Build(), opts);
+    EXPECT_EQ(FindDecision(r, "default/head")->verdict, Verdict::kWait) << backfill;
+    EXPECT_EQ(FindDecision(r, "default/gpu-cmd")->verdict, Verdict::kWait) << backfill;
+    EXPECT_EQ(FindDecision(r, "default/cpu-greedy")->verdict, Verdict::kWait) << backfill;
+    EXPECT_EQ(FindDecision(r, "default/notebook")->verdict, Verdict::kAdmit)
+        << backfill << ": " << FindDecision(r, "default/notebook")->reason;
+  }
 }
 
 // A running one-pod gang on `node`.

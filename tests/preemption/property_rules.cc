@@ -58,10 +58,13 @@ struct GangView {
   int64_t created = std::numeric_limits<int64_t>::max();
   int32_t expected = 1;
   bool preemptible = true;
-  bool gated = false;                           // Some pod gated.
-  bool holding = false;                         // Some pod holds a node.
-  bool all_holding = true;                      // Every pod does.
-  std::string marked_by;                        // Set when marked for preemption.
+  bool gated = false;       // Some pod gated.
+  bool holding = false;     // Some pod holds a node.
+  bool all_holding = true;  // Every pod does.
+  std::string marked_by;    // Set when marked for preemption.
+  std::string backfilled_behind;
+  int64_t start_ms = 0;
+  size_t recent_preemptions = 0;
   const std::vector<bool>* eligible = nullptr;  // Per node index.
 
   bool Pending() const { return gated && !holding; }
@@ -114,6 +117,11 @@ class RoundChecker {
     g.holding |= holds;
     g.all_holding &= holds;
     if (p.preempt_requested) g.marked_by = p.preempted_by;
+    if (!p.backfilled_behind.empty()) g.backfilled_behind = p.backfilled_behind;
+    g.start_ms = p.start_ms;
+    g.recent_preemptions = std::count_if(
+        p.preempted_ms.begin(), p.preempted_ms.end(),
+        [&](int64_t t) { return t <= opts_.now_ms && opts_.now_ms - t < opts_.rules.window_ms; });
     if (holds) {
       ASSERT_GE(HeldNode(p), 0) << p.uid;
       used_[HeldNode(p)] += p.requests;
@@ -200,6 +208,31 @@ class RoundChecker {
                        [&](const auto& kv) { return kv.second.marked_by == key; });
   }
 
+  // Whether `by` may take `v` back: preemptible, and lower or backfilled behind it.
+  static bool MayTake(const GangView& by, const GangView& v) {
+    return v.preemptible && (v.priority < by.priority || v.backfilled_behind == by.key);
+  }
+  // Young or often preempted, and not backfilled behind `by`.
+  bool Protected(const GangView& v, const GangView& by) const {
+    if (v.backfilled_behind == by.key) return false;
+    const int32_t max = opts_.rules.max_preemptions;
+    return opts_.now_ms - v.start_ms < opts_.rules.min_run_ms ||
+           (max > 0 && v.recent_preemptions >= static_cast<size_t>(max));
+  }
+  // Running, unmarked gangs `g` may take on a node it may use.
+  std::vector<const GangView*> Candidates(const GangView& g) const {
+    std::vector<const GangView*> out;
+    for (const auto& [k, c] : gangs_) {
+      if (!c.Running() || c.Marked() || !MayTake(g, c)) continue;
+      if (std::any_of(c.pods.begin(), c.pods.end(), [&](const core::PodInfo* p) {
+            return HeldNode(*p) >= 0 && (*g.eligible)[HeldNode(*p)];
+          })) {
+        out.push_back(&c);
+      }
+    }
+    return out;
+  }
+
   void CheckOrder() {
     std::vector<std::string> want, got;
     for (const GangView* g : queue_) want.push_back(g->key);
@@ -283,8 +316,8 @@ class RoundChecker {
         ASSERT_NE(it, gangs_.end()) << "(d) unknown victim " << v;
         const GangView& victim = it->second;
         EXPECT_TRUE(victim.Running() && !victim.Marked()) << "(d) " << v << " for " << d.gang;
-        EXPECT_LT(victim.priority, g.priority) << "(d) " << v << " for " << d.gang;
-        EXPECT_TRUE(victim.preemptible) << "(d) " << v << " for " << d.gang;
+        EXPECT_TRUE(MayTake(g, victim)) << "(d) " << v << " may not be taken by " << d.gang;
+        seen_.reclaimed += victim.backfilled_behind == d.gang;
         EXPECT_TRUE(std::any_of(
             victim.pods.begin(), victim.pods.end(),
             [&](const auto* p) { return HeldNode(*p) >= 0 && (*g.eligible)[HeldNode(*p)]; }))
@@ -322,14 +355,27 @@ class RoundChecker {
           << what << "; it fits once its marked victims leave";
       return;
     }
-    Capacity all = incoming;
-    for (const auto& [k, c] : gangs_) {
-      if (c.Running() && !c.Marked() && c.preemptible && c.priority < g.priority) AddHeld(c, all);
+    Capacity all = incoming, unprotected = incoming;
+    const std::vector<const GangView*> candidates = Candidates(g);
+    bool any_protected = false;
+    for (const GangView* c : candidates) {
+      AddHeld(*c, all);
+      if (Protected(*c, g)) {
+        any_protected = true;
+      } else {
+        AddHeld(*c, unprotected);
+      }
     }
     const bool can = opts_.preemption && Fits(g, all);
     ++(can ? seen_.first_preempts : seen_.first_waits);
     EXPECT_EQ(d.verdict, can ? Verdict::kPreempt : Verdict::kWait) << what << "; it may preempt";
     if (d.verdict != Verdict::kPreempt) return;
+    const bool takes_protected =
+        std::any_of(d.victims.begin(), d.victims.end(),
+                    [&](const auto& v) { return Protected(gangs_.at(v), g); });
+    if (any_protected) ++(takes_protected ? seen_.protected_taken : seen_.protected_spared);
+    EXPECT_TRUE(!takes_protected || !Fits(g, unprotected))
+        << "(g) " << what << "; it takes a protected victim though unprotected ones free enough";
     for (const std::string& v : d.victims) {  // Cheapest implies minimal.
       Capacity rest = incoming;
       for (const std::string& u : d.victims) {
@@ -346,15 +392,17 @@ class RoundChecker {
 
   // (b) and (c): what starts on a node a waiting gang ahead of it may use.
   void CheckPassing() {
+    Capacity cap = free_;  // Less the plans started ahead; at least what the engine saw.
     std::vector<const GangView*> waiting;
     for (const GangView* g : queue_) {
       const GangDecision& d = DecisionOf(*g);
       if (Waiting(*g)) waiting.push_back(g);
       if (!Started(d)) continue;
       seen_.behind_waiting += !waiting.empty();
-      bool passes = false;
+      bool passes = false, uses = false;
       for (const GangView* h : waiting) {
-        if (!Uses(d, *h->eligible)) continue;
+        uses |= Uses(d, *h->eligible);
+        if (!TakesWhatItLacks(d, *h, cap)) continue;
         passes = true;
         ++seen_.passing;
         const std::string what =
@@ -365,9 +413,47 @@ class RoundChecker {
                     (opts_.preemption && g->preemptible))
             << "(c) not allowed to backfill: " << what;
       }
-      EXPECT_EQ(d.verdict == Verdict::kBackfill, passes)
+      EXPECT_TRUE(d.verdict == Verdict::kBackfill ? uses : !passes)
           << "(c) " << g->key << " is " << VerdictName(d.verdict);
+      TakePlan(d, cap);
+      CheckProvisional(*g, d, waiting);
     }
+  }
+
+  // Whether `d`'s plan takes, on a node `h` may use, what `h`'s pod request is short of there once
+  // the plan's load is off what `free` leaves (cpu, memory, GPUs, pods).
+  bool TakesWhatItLacks(const GangDecision& d, const GangView& h, const Capacity& free) const {
+    absl::flat_hash_map<int, core::Resources> load;
+    for (const Assignment& a : d.plan) load[NodeOf(a)] += snap_.FindPod(a.pod_uid)->requests;
+    const core::Resources& unit = h.pods.front()->requests;
+    for (const auto& [n, l] : load) {
+      if (!(*h.eligible)[n]) continue;
+      const core::Resources left = free[n] - l;
+      for (auto [take, need, have] : {std::tuple{l.milli_cpu(), unit.milli_cpu(), left.milli_cpu()},
+                                      std::tuple{l.memory(), unit.memory(), left.memory()},
+                                      std::tuple{l.gpu(), unit.gpu(), left.gpu()},
+                                      std::tuple{l.pods(), unit.pods(), left.pods()}}) {
+        if (take > 0 && need > have) return true;
+      }
+    }
+    return false;
+  }
+
+  // (f): a BACKFILL behind a gang names one waiting ahead of it, and is provisional by the rules.
+  void CheckProvisional(const GangView& g, const GangDecision& d,
+                        const std::vector<const GangView*>& waiting) {
+    if (d.backfilled_behind.empty()) return;
+    EXPECT_EQ(d.verdict, Verdict::kBackfill) << "(f) " << g.key;
+    auto it = std::find_if(waiting.begin(), waiting.end(),
+                           [&](const GangView* h) { return h->key == d.backfilled_behind; });
+    ASSERT_NE(it, waiting.end()) << "(f) " << g.key << " is behind " << d.backfilled_behind
+                                 << ", which does not wait ahead of it";
+    if (g.priority < (*it)->priority) return;
+    ++seen_.provisional;
+    const int32_t max = opts_.rules.max_preemptions;
+    EXPECT_TRUE(opts_.rules.provisional_backfill && g.preemptible &&
+                (max <= 0 || g.recent_preemptions < static_cast<size_t>(max)))
+        << "(f) " << g.key << " may not backfill provisionally";
   }
 
   const core::ClusterSnapshot& snap_;
@@ -414,7 +500,18 @@ Coverage& Coverage::operator+=(const Coverage& o) {
   victims += o.victims;
   infeasible += o.infeasible;
   incomplete += o.incomplete;
+  provisional += o.provisional;
+  reclaimed += o.reclaimed;
+  protected_spared += o.protected_spared;
+  protected_taken += o.protected_taken;
   return *this;
+}
+
+PreemptionRules PropertyRules() {
+  return {.restart_overhead_ms = 1'000,
+          .min_run_ms = 5'000,
+          .max_preemptions = 2,
+          .window_ms = 3'600'000};
 }
 
 Coverage CheckRound(const core::ClusterSnapshot& snap, const AdmissionOptions& opts,

@@ -23,17 +23,27 @@ bool Eligible(const core::PodInfo& pod, const core::Node& node);
 //  - capacity: running pods plus started plans fit every node; running pods not marked for
 //    preemption plus every plan (preemptors' too) fit every node;
 //  - (a) the first gang not started that can run (complete, feasible) is admitted if it fits in
-//    what is free, preempts if it fits once victims it may take leave (all lower-priority
-//    preemptible running gangs; those already marked for it), and waits otherwise; its victims
-//    are a minimal set;
-//  - (b) without backfill, no gang starts on a node a waiting gang ahead of it may use;
+//    what is free, preempts if it fits once victims it may take leave (all running preemptible
+//    gangs of lower priority or backfilled behind it; those already marked for it), and waits
+//    otherwise; its victims are a minimal set. So a provisional backfill delays the head it
+//    passed no longer than until it exits once marked;
+//  - (b) without backfill, no gang starts taking what a waiting gang ahead of it is short of on a
+//    node that gang may use (short: the node's free amount, less the starting gang's, is below
+//    that gang's pod request, for a resource the starting gang takes);
 //  - (c) with backfill, a gang that does is BACKFILL and has that gang's priority or is
-//    preemptible with preemption on; one that does not is ADMIT;
-//  - (d) victims: only with preemption on, whole running unmarked gangs of lower priority, all
-//    preemptible, each on a node its preemptor may use; a PREEMPT without new victims has
-//    victims marked for it earlier;
+//    preemptible with preemption on; one that uses no node of a waiting gang is ADMIT;
+//  - (d) victims: only with preemption on, whole running unmarked preemptible gangs of lower
+//    priority or backfilled behind their preemptor, each on a node its preemptor may use; a
+//    PREEMPT without new victims has victims marked for it earlier;
 //  - (e) INFEASIBLE exactly when the gang breaks maxSlotsPerPod or cannot fit on its eligible
-//    nodes of the empty cluster; an incomplete gang waits.
+//    nodes of the empty cluster; an incomplete gang waits;
+//  - (f) a BACKFILL naming a gang it was backfilled behind names a gang waiting ahead of it; one of
+//    that gang's priority or higher is preemptible and was preempted fewer than max_preemptions
+//    times in the window;
+//  - (g) anti-thrash: when the first gang to run takes a protected victim (a run younger than
+//    min_run_ms, or preempted max_preemptions times in the window; never one backfilled behind
+//    it), the unprotected ones it may take could not free enough. So no gang is preempted more
+//    than max_preemptions times in a window but to start a gang nothing else can make room for.
 // A waiting gang is a complete, feasible gang that neither starts nor preempts.
 // Returns how often the round met the cases the checks are about.
 struct Coverage {
@@ -45,8 +55,15 @@ struct Coverage {
   int victims = 0;         // (d)
   int infeasible = 0;      // (e)
   int incomplete = 0;
+  int provisional = 0;       // (f) BACKFILLs behind a waiting gang of their priority or lower,
+  int reclaimed = 0;         // (d) victims backfilled behind their preemptor.
+  int protected_spared = 0;  // (g) First gangs that preempt while protected victims run,
+  int protected_taken = 0;   // and those that take one.
   Coverage& operator+=(const Coverage& o);
 };
+// The rules' settings the random worlds are drawn against (property_world.h).
+PreemptionRules PropertyRules();
+
 Coverage CheckRound(const core::ClusterSnapshot& snap, const AdmissionOptions& opts,
                     const RoundResult& r);
 

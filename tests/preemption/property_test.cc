@@ -25,6 +25,7 @@ AdmissionOptions OptionsFor(int seed, Setting s) {
   opts.slots.max_slots_per_pod = std::vector<int32_t>{8, 4, 0}[seed % 3];
   opts.backfill = s.backfill;
   opts.preemption = s.preemption;
+  opts.rules = PropertyRules();
   return opts;
 }
 
@@ -102,13 +103,14 @@ INSTANTIATE_TEST_SUITE_P(Seeds, PropertyTest,
                                             ::testing::Bool()),
                          RunName);
 
-// The checks are not vacuous: under each setting, the first seeds meet every case they are about.
+// The checks are not vacuous: under each setting, the first seeds meet every case they are about
+// (provisional backfills and protected victims taken need a few dozen).
 TEST(PropertyCoverageTest, EveryCheckMeetsItsCase) {
   for (Setting s : {Setting{false, false}, {false, true}, {true, false}, {true, true}}) {
     SCOPED_TRACE(absl::StrCat("backfill ", s.backfill, " preemption ", s.preemption));
     Coverage seen;
     int preemptors = 0;
-    for (int seed = 1; seed < 10; ++seed) preemptors += CheckRounds(seed, s, seen);
+    for (int seed = 1; seed < 40; ++seed) preemptors += CheckRounds(seed, s, seen);
     EXPECT_GT(seen.first_fits, 0);
     EXPECT_GT(seen.first_waits, 0);
     EXPECT_GT(seen.behind_waiting, 0);
@@ -118,6 +120,10 @@ TEST(PropertyCoverageTest, EveryCheckMeetsItsCase) {
     EXPECT_EQ(seen.victims > 0, s.preemption);
     EXPECT_EQ(preemptors > 0, s.preemption);
     EXPECT_EQ(seen.passing > 0, s.backfill);
+    EXPECT_EQ(seen.provisional > 0, s.backfill && s.preemption);
+    EXPECT_EQ(seen.reclaimed > 0, s.backfill && s.preemption);
+    EXPECT_EQ(seen.protected_spared > 0, s.preemption);
+    EXPECT_EQ(seen.protected_taken > 0, s.preemption);
   }
 }
 

@@ -62,7 +62,12 @@ bool Start(std::mt19937& rng, const World& w, std::vector<core::Resources>& free
     left[found] -= p.requests;
     chosen.push_back(found);
   }
-  const int64_t start_ms = 1 + Draw(rng, 1000);
+  // Runs of every age against PropertyRules' min_run_ms, some checkpointed, some often preempted.
+  const int64_t start_ms = 1 + Draw(rng, 9000);
+  const int64_t checkpoint_ms = Draw(rng, 3) == 0 ? start_ms + Draw(rng, 1000) : 0;
+  std::vector<int64_t> preempted;
+  const int preemptions = Draw(rng, 4) == 0 ? 1 + Draw(rng, 3) : 0;
+  for (int k = 1; k <= preemptions; ++k) preempted.push_back(k);
   const bool backfilled = Draw(rng, 5) == 0;
   for (size_t m = 0; m < pods.size(); ++m) {
     core::PodInfo& p = pods[m];
@@ -70,6 +75,8 @@ bool Start(std::mt19937& rng, const World& w, std::vector<core::Resources>& free
     p.node = p.placement = w.nodes[chosen[m]].name;
     p.phase = core::PodPhase::kRunning;
     p.start_ms = start_ms;
+    p.checkpoint_ms = checkpoint_ms;
+    p.preempted_ms = preempted;
     p.backfilled = backfilled;
   }
   free = std::move(left);
@@ -133,12 +140,11 @@ std::shared_ptr<const core::ClusterSnapshot> Build(const World& w, std::mt19937*
 }
 
 void Apply(const RoundResult& r, int64_t now_ms, World& w) {
-  absl::flat_hash_map<std::string, std::pair<std::string, bool>> start;  // uid -> node, backfill
+  absl::flat_hash_map<std::string, std::pair<std::string, const GangDecision*>> start;  // By uid.
   absl::flat_hash_map<std::string, std::string> marked_by;
   for (const GangDecision& d : r.decisions) {
     if (d.verdict == Verdict::kAdmit || d.verdict == Verdict::kBackfill) {
-      for (const Assignment& a : d.plan)
-        start[a.pod_uid] = {a.node, d.verdict == Verdict::kBackfill};
+      for (const Assignment& a : d.plan) start[a.pod_uid] = {a.node, &d};
     }
     for (const std::string& v : d.victims) marked_by[v] = d.gang;
   }
@@ -146,7 +152,8 @@ void Apply(const RoundResult& r, int64_t now_ms, World& w) {
     if (auto it = start.find(p.uid); it != start.end()) {
       p.gated = false;
       p.node = p.placement = it->second.first;
-      p.backfilled = it->second.second;
+      p.backfilled = it->second.second->verdict == Verdict::kBackfill;
+      p.backfilled_behind = it->second.second->backfilled_behind;
       p.phase = core::PodPhase::kRunning;
       p.start_ms = now_ms;
     }
@@ -188,7 +195,10 @@ std::string Render(const World& w) {
                     " prio=", p.priority, " pos=", p.queue_position, " created=", p.creation_ms,
                     p.preemptible ? "" : " pinned", p.gated ? " gated" : "",
                     p.node.empty() ? "" : " on=", p.node, p.backfilled ? " backfilled" : "",
-                    p.preempt_requested ? " marked-by=" : "", p.preempted_by);
+                    p.backfilled_behind.empty() ? "" : " behind=", p.backfilled_behind,
+                    " started=", p.start_ms, " checkpoint=", p.checkpoint_ms,
+                    " preempted=", p.preempted_ms.size(), p.preempt_requested ? " marked-by=" : "",
+                    p.preempted_by);
     for (const auto& [k, v] : p.node_selector) absl::StrAppend(&out, " sel ", k, "=", v);
     for (const std::string& n : p.avoid_nodes) absl::StrAppend(&out, " avoid ", n);
     for (const core::Toleration& t : p.tolerations) {
@@ -203,7 +213,8 @@ std::string Render(const World& w) {
 std::string Render(const RoundResult& r) {
   std::string out;
   for (const GangDecision& d : r.decisions) {
-    absl::StrAppend(&out, d.gang, " ", VerdictName(d.verdict), " ", d.reason, "\n");
+    absl::StrAppend(&out, d.gang, " ", VerdictName(d.verdict), " ", d.reason,
+                    d.backfilled_behind.empty() ? "" : " behind=", d.backfilled_behind, "\n");
     for (const Assignment& a : d.plan) absl::StrAppend(&out, "  ", a.pod_uid, "@", a.node, "\n");
     for (const std::string& v : d.victims) absl::StrAppend(&out, "  victim ", v, "\n");
   }

@@ -1,4 +1,5 @@
-// Victim selection: whole gangs only, cheapest first, strictly lower priority, preemptible only.
+// Victim selection: whole gangs only, cheapest first (work since the last checkpoint), lower
+// priority or backfilled behind the preemptor, preemptible only, protected runs last.
 #include "preemption/victims.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +124,82 @@ TEST(VictimsTest, FreedCapacityIsReservedUntilVictimsExit) {
   r = c.Step({});
   EXPECT_EQ(FindDecision(r, "default/high")->verdict, Verdict::kAdmit);
   EXPECT_EQ(c.NodesOf("default/high"), (std::vector<std::string>{"a"}));
+}
+
+// A running one-pod gang on `node` that started at `start_ms`.
+core::PodInfo RunningOn(const std::string& name, int64_t gpus, int32_t priority,
+                        const std::string& node, int64_t start_ms, int64_t created_ms = 0) {
+  core::PodInfo p = testing::GatedGang(
+      {.name = name, .gpus_per_pod = gpus, .priority = priority, .created_ms = created_ms})[0];
+  p.gated = false;
+  p.node = node;
+  p.phase = core::PodPhase::kRunning;
+  p.start_ms = start_ms;
+  return p;
+}
+
+constexpr int64_t kNow = 10 * 3'600'000;
+constexpr int64_t kMinute = 60'000;
+
+// The victims of a 2-GPU priority-90 gang on one 4-GPU node running `pods`.
+std::vector<std::string> VictimsFor(const std::vector<core::PodInfo>& pods,
+                                    AdmissionOptions opts = {}) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 4));
+  for (const core::PodInfo& p : pods) b.UpsertPod(p);
+  b.UpsertPod(testing::GatedGang({.name = "high", .gpus_per_pod = 2, .priority = 90})[0]);
+  opts.now_ms = kNow;
+  RoundResult r = RunAdmissionRound(*b.Build(), opts);
+  return FindDecision(r, "default/high")->victims;
+}
+
+TEST(VictimsTest, AVictimThatCheckpointedLosesLessWork) {
+  // Both ran an hour; without checkpoints the newer (late) would go. `early` checkpointed a
+  // minute ago: it loses a minute, `late` an hour.
+  core::PodInfo early = RunningOn("early", 2, 10, "a", kNow - 60 * kMinute, /*created_ms=*/1);
+  core::PodInfo late = RunningOn("late", 2, 10, "a", kNow - 60 * kMinute, /*created_ms=*/2);
+  EXPECT_EQ(VictimsFor({early, late}), std::vector<std::string>{"default/late"});
+  early.checkpoint_ms = kNow - kMinute;
+  EXPECT_EQ(VictimsFor({early, late}), std::vector<std::string>{"default/early"});
+}
+
+TEST(VictimsTest, AFreshRunIsTakenOnlyWhenNoOlderOneFreesEnough) {
+  // `fresh` started a minute ago (cheaper), `old` an hour ago; min_run is 5 minutes.
+  core::PodInfo fresh = RunningOn("fresh", 2, 10, "a", kNow - kMinute);
+  core::PodInfo old = RunningOn("old", 2, 10, "a", kNow - 60 * kMinute);
+  EXPECT_EQ(VictimsFor({fresh, old}), std::vector<std::string>{"default/old"});
+  AdmissionOptions no_min_run;
+  no_min_run.rules.min_run_ms = 0;
+  EXPECT_EQ(VictimsFor({fresh, old}, no_min_run), std::vector<std::string>{"default/fresh"});
+  // `old` is not preemptible: the fresh run is the only way.
+  old.preemptible = false;
+  EXPECT_EQ(VictimsFor({fresh, old}), std::vector<std::string>{"default/fresh"});
+}
+
+TEST(VictimsTest, AGangPreemptedOftenIsTakenLast) {
+  core::PodInfo often = RunningOn("often", 2, 10, "a", kNow - 60 * kMinute);
+  core::PodInfo once = RunningOn("once", 2, 10, "a", kNow - 120 * kMinute);  // Dearer.
+  often.preempted_ms = {kNow - 5 * 60 * kMinute, kNow - 4 * 60 * kMinute};
+  once.preempted_ms = {kNow - 3 * 60 * kMinute};
+  EXPECT_EQ(VictimsFor({often, once}), std::vector<std::string>{"default/often"});
+  often.preempted_ms.push_back(kNow - 3 * 60 * kMinute);  // A third time within a day.
+  EXPECT_EQ(VictimsFor({often, once}), std::vector<std::string>{"default/once"});
+  AdmissionOptions short_window;
+  short_window.rules.window_ms = 60 * kMinute;
+  EXPECT_EQ(VictimsFor({often, once}, short_window), std::vector<std::string>{"default/often"});
+}
+
+TEST(VictimsTest, AProvisionalBackfillIsTheVictimOfItsHeadOnly) {
+  // `peer` has the preemptor's priority and was backfilled on nodes held for `other`.
+  core::PodInfo peer = RunningOn("peer", 2, 90, "a", kNow - kMinute);
+  peer.backfilled = true;
+  peer.backfilled_behind = "default/other";
+  core::PodInfo low = RunningOn("low", 2, 10, "a", kNow - 60 * kMinute);
+  EXPECT_EQ(VictimsFor({peer, low}), std::vector<std::string>{"default/low"});
+  // Behind the preemptor: its first victim, fresh or not, however little the other one lost.
+  peer.backfilled_behind = "default/high";
+  low.checkpoint_ms = kNow;
+  EXPECT_EQ(VictimsFor({peer, low}), std::vector<std::string>{"default/peer"});
 }
 
 }  // namespace

@@ -91,12 +91,14 @@ TEST(Simulator, RoundsWhileAVictimRequeuesDoNotSeeIt) {
   SimOptions o;
   o.checkpoint_interval_ms = 0;
   o.preempt_exit_ms = 5000;
-  // Requeued at once, V heads the low class when it exits at 15: W may not pass it, and runs
-  // after V's rerun (65..165).
+  // Requeued at once, V heads the low class when it exits at 15 and holds the node: W runs there
+  // provisionally (15..45), done before H ends and V can rerun (65..165).
   SimResult at_once = Replay(s, Policy::kPhalanx, o);
   EXPECT_EQ(at_once.jobs[1].first_start_ms, 15000);
   EXPECT_EQ(at_once.jobs[0].end_ms, 165000);
-  EXPECT_EQ(at_once.jobs[2].first_start_ms, 165000);
+  EXPECT_EQ(at_once.jobs[2].first_start_ms, 15000);
+  EXPECT_EQ(at_once.jobs[2].end_ms, 45000);
+  EXPECT_EQ(at_once.jobs[2].preemptions, 0);
   // Requeued 1 s after its exit, like the master recreating its pods: the round at 15 runs H and
   // W on the 4 free GPUs; V queues again at 16 and reruns once H ends.
   o.requeue_ms = 1000;

@@ -63,6 +63,7 @@ preemption::RoundResult Cluster::Step(const preemption::AdmissionOptions& option
       p.phase = core::PodPhase::kRunning;
       p.start_ms = now_ms;
       p.backfilled = d.verdict == preemption::Verdict::kBackfill;
+      p.backfilled_behind = d.backfilled_behind;
       builder_.UpsertPod(std::move(p));
     }
     for (const std::string& victim : d.victims) {
