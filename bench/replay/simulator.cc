@@ -231,7 +231,7 @@ class Simulator {
 
   // Binds a pod of the snapshot to `node` as the extender's ungate + placement patch does.
   void Bind(const core::ClusterSnapshot& snap, const std::string& uid, const std::string& node,
-            int64_t t, bool backfilled) {
+            int64_t t, bool backfilled, std::string backfilled_behind = "") {
     core::PodInfo p = *snap.FindPod(uid);
     p.gated = false;
     p.placement = node;
@@ -239,6 +239,7 @@ class Simulator {
     p.phase = core::PodPhase::kRunning;
     p.start_ms = Clock(t);
     p.backfilled = backfilled;
+    p.backfilled_behind = std::move(backfilled_behind);
     JobOutcome& out = result_.jobs[JobIndexOf(uid)];
     out.nodes.resize(jobs_[JobIndexOf(uid)].shape.pods);
     out.nodes[PodIndexOf(uid)] = node;
@@ -262,7 +263,7 @@ class Simulator {
       const int j = JobIndexOf(d.gang);
       if (d.verdict == Verdict::kAdmit || d.verdict == Verdict::kBackfill) {
         for (const preemption::Assignment& a : d.plan) {
-          Bind(*snap, a.pod_uid, a.node, t, d.verdict == Verdict::kBackfill);
+          Bind(*snap, a.pod_uid, a.node, t, d.verdict == Verdict::kBackfill, d.backfilled_behind);
         }
         cluster_.allocated += jobs_[j].gpus();
         Start(j, t);
