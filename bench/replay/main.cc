@@ -21,6 +21,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/replay/report.h"
+#include "preemption/rules.h"
+
+namespace {
+constexpr phalanx::preemption::PreemptionRules kDefaultRules;
+}  // namespace
 
 ABSL_FLAG(std::string, trace, "", "trace file (Philly, Alibaba v2023 or generic CSV)");
 ABSL_FLAG(std::string, format, "auto", "trace format: auto, philly, alibaba, generic");
@@ -33,6 +38,17 @@ ABSL_FLAG(int64_t, checkpoint_min, 30, "checkpoint interval of every job, minute
 ABSL_FLAG(double, preempt_exit_s, 30, "seconds a marked victim takes to exit (decimals allowed)");
 ABSL_FLAG(double, requeue_s, 0,
           "seconds from a victim's exit until its recreated pods queue again (decimals allowed)");
+ABSL_FLAG(double, restart_overhead_s, kDefaultRules.restart_overhead_ms / 1000.0,
+          "seconds a preempted job's rerun takes before it makes progress again (recreating pods, "
+          "reloading the checkpoint): added to its remaining work, counted as lost GPU time, and "
+          "charged in the engine's victim cost");
+ABSL_FLAG(double, min_run_before_preemption_s, kDefaultRules.min_run_ms / 1000.0,
+          "engine rule: runs younger than this are victims only as a last resort");
+ABSL_FLAG(int32_t, max_preemptions, kDefaultRules.max_preemptions,
+          "engine rule: a job preempted this often within --preemption_window_h is a victim only "
+          "as a last resort (0: no limit)");
+ABSL_FLAG(double, preemption_window_h, kDefaultRules.window_ms / 3'600'000.0,
+          "engine rule: the window of --max_preemptions, hours");
 ABSL_FLAG(int64_t, deadlock_timeout_min, 60, "greedy: minutes before a deadlock is broken");
 ABSL_FLAG(int64_t, bucket_min, 60, "time-series bucket, minutes");
 ABSL_FLAG(std::string, priority_source, "trace",
@@ -53,6 +69,25 @@ absl::Status Write(const std::filesystem::path& path, const std::string& text) {
   f.close();
   if (!f) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
   return absl::OkStatus();
+}
+
+// The restart overhead and the engine's anti-thrash rules from their flags.
+absl::StatusOr<preemption::PreemptionRules> Rules() {
+  preemption::PreemptionRules r;
+  const double restart_s = absl::GetFlag(FLAGS_restart_overhead_s);
+  const double min_run_s = absl::GetFlag(FLAGS_min_run_before_preemption_s);
+  const double window_h = absl::GetFlag(FLAGS_preemption_window_h);
+  if (!(restart_s >= 0)) return absl::InvalidArgumentError("--restart_overhead_s must be >= 0");
+  if (!(min_run_s >= 0)) {
+    return absl::InvalidArgumentError("--min_run_before_preemption_s must be >= 0");
+  }
+  if (!(window_h > 0)) return absl::InvalidArgumentError("--preemption_window_h must be > 0");
+  r.max_preemptions = absl::GetFlag(FLAGS_max_preemptions);
+  if (r.max_preemptions < 0) return absl::InvalidArgumentError("--max_preemptions must be >= 0");
+  r.restart_overhead_ms = std::llround(restart_s * 1000);
+  r.min_run_ms = std::llround(min_run_s * 1000);
+  r.window_ms = std::llround(window_h * 3'600'000);
+  return r;
 }
 
 absl::Status Main() {
@@ -84,6 +119,9 @@ absl::Status Main() {
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_min) * 60'000;
   o.preempt_exit_ms = std::llround(absl::GetFlag(FLAGS_preempt_exit_s) * 1000);
   o.requeue_ms = std::llround(absl::GetFlag(FLAGS_requeue_s) * 1000);
+  absl::StatusOr<preemption::PreemptionRules> rules = Rules();
+  if (!rules.ok()) return rules.status();
+  o.rules = *rules;
   o.deadlock_timeout_ms = absl::GetFlag(FLAGS_deadlock_timeout_min) * 60'000;
   o.bucket_ms = absl::GetFlag(FLAGS_bucket_min) * 60'000;
   if (o.bucket_ms <= 0) return absl::InvalidArgumentError("--bucket_min must be positive");
