@@ -1,10 +1,12 @@
-// phalanx-replay: replays a GPU-cluster job trace under several scheduling policies in one run and
-// writes, into --out: <name>-summary.md (Markdown section), <name>-summary.csv, <name>-series.csv
+// phalanx-replay: replays a GPU-cluster job trace (--trace), or a seeded synthetic gang-heavy
+// workload (--synthetic, synthetic.h), under several scheduling policies in one run and writes,
+// into --out: <name>-summary.md (Markdown section), <name>-summary.csv, <name>-series.csv
 // (allocation and queue depth over time), <name>-jct.csv (JCT quantiles), <name>-timing.csv (wall
 // time per policy: the only output that varies between runs), and into --jobs_dir one
 // <name>-<policy>-jobs.csv per policy (placement and start order of every job).
 //
-//   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --name=philly --out=bench/results/philly
+//   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --out=bench/results/philly
+//   phalanx-replay --synthetic=jobs=3000,seed=7,load=1.2 --cluster=12x8 --out=/tmp/synthetic
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/replay/report.h"
+#include "bench/replay/synthetic.h"
 #include "preemption/rules.h"
 
 namespace {
@@ -28,6 +31,9 @@ constexpr phalanx::preemption::PreemptionRules kDefaultRules;
 }  // namespace
 
 ABSL_FLAG(std::string, trace, "", "trace file (Philly, Alibaba v2023 or generic CSV)");
+ABSL_FLAG(std::string, synthetic, "",
+          "instead of --trace: a seeded gang-heavy workload, SPEC like jobs=3000,seed=7,load=1.2 "
+          "(keys jobs, seed, load, median_min, sigma: bench/replay/synthetic.h)");
 ABSL_FLAG(std::string, format, "auto", "trace format: auto, philly, alibaba, generic");
 ABSL_FLAG(std::string, cluster, "125x8", "nodes x GPUs per node, groups comma-separated");
 ABSL_FLAG(int32_t, max_slots_per_pod, 8, "maxSlotsPerPod of the master's split");
@@ -56,7 +62,7 @@ ABSL_FLAG(std::string, priority_source, "trace",
           "rest; seeded: the seeded rule for every job");
 ABSL_FLAG(int64_t, progress_rounds, 0, "print a progress line every N rounds (0: never)");
 ABSL_FLAG(std::string, name, "",
-          "label of the run and prefix of output files (default: trace stem)");
+          "label of the run and prefix of output files (default: trace stem, or synthetic)");
 ABSL_FLAG(std::string, out, ".", "directory for summary, series, JCT and timing files");
 ABSL_FLAG(std::string, jobs_dir, "", "directory for the per-job files (default: --out)");
 
@@ -69,6 +75,27 @@ absl::Status Write(const std::filesystem::path& path, const std::string& text) {
   f.close();
   if (!f) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
   return absl::OkStatus();
+}
+
+// The jobs of --trace or --synthetic (on `cluster_gpus` GPUs); names their source in `setup`.
+absl::StatusOr<Trace> Workload(int64_t cluster_gpus, ReplaySetup& setup) {
+  const std::string trace_path = absl::GetFlag(FLAGS_trace);
+  const std::string synthetic = absl::GetFlag(FLAGS_synthetic);
+  if (trace_path.empty() == synthetic.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --trace and --synthetic");
+  }
+  if (!synthetic.empty()) {
+    absl::StatusOr<SyntheticSpec> spec = ParseSyntheticSpec(synthetic);
+    if (!spec.ok()) return spec.status();
+    setup.trace_path = SyntheticSpecText(*spec);
+    if (setup.name.empty()) setup.name = "synthetic";
+    return GenerateSynthetic(*spec, cluster_gpus);
+  }
+  absl::StatusOr<TraceFormat> format = ParseTraceFormat(absl::GetFlag(FLAGS_format));
+  if (!format.ok()) return format.status();
+  setup.trace_path = std::filesystem::path(trace_path).filename().string();
+  if (setup.name.empty()) setup.name = std::filesystem::path(trace_path).stem().string();
+  return LoadTrace(trace_path, *format);
 }
 
 // The restart overhead and the engine's anti-thrash rules from their flags.
@@ -91,14 +118,12 @@ absl::StatusOr<preemption::PreemptionRules> Rules() {
 }
 
 absl::Status Main() {
-  const std::string trace_path = absl::GetFlag(FLAGS_trace);
-  if (trace_path.empty()) return absl::InvalidArgumentError("--trace is required");
-  absl::StatusOr<TraceFormat> format = ParseTraceFormat(absl::GetFlag(FLAGS_format));
-  if (!format.ok()) return format.status();
-  absl::StatusOr<Trace> trace = LoadTrace(trace_path, *format);
-  if (!trace.ok()) return trace.status();
   absl::StatusOr<std::vector<core::Node>> nodes = ParseCluster(absl::GetFlag(FLAGS_cluster));
   if (!nodes.ok()) return nodes.status();
+  ReplaySetup setup;
+  setup.name = absl::GetFlag(FLAGS_name);
+  absl::StatusOr<Trace> trace = Workload(TotalGpus(*nodes), setup);
+  if (!trace.ok()) return trace.status();
   std::vector<Policy> policies;
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
     absl::StatusOr<Policy> p = ParsePolicy(name);
@@ -106,10 +131,6 @@ absl::Status Main() {
     policies.push_back(*p);
   }
 
-  ReplaySetup setup;
-  setup.name = absl::GetFlag(FLAGS_name);
-  if (setup.name.empty()) setup.name = std::filesystem::path(trace_path).stem().string();
-  setup.trace_path = std::filesystem::path(trace_path).filename().string();
   setup.cluster = absl::GetFlag(FLAGS_cluster);
   setup.cluster_gpus = TotalGpus(*nodes);
   setup.nodes = static_cast<int>(nodes->size());

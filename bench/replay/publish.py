@@ -53,6 +53,10 @@ Rules (details at the top of `bench/replay/*.h`):
 - Per-job placement (nodes) and start order: `<run>-<policy>-jobs.csv`, written by `scripts/replay`
   outside the repo (see the script); `### Fidelity` below compares them with a real run.
 
+Besides traces, `phalanx-replay --synthetic=jobs=3000,seed=7,load=1.2` replays a seeded gang-heavy
+workload (1-64 GPUs, lognormal durations from minutes to days, three classes, Poisson arrivals at
+the given offered load; keys and distributions in `bench/replay/synthetic.h`).
+
 Traces (`shared/traces/`): Philly (Jeon et al., ATC'19, via `petuum/adaptdl`
 `simulator/traces/philly.csv`, CC-BY-4.0) and Alibaba cluster-trace-gpu-v2023 `openb_pod_list_default`
 (Weng et al., ATC'23, `alibaba/clusterdata`).

@@ -14,6 +14,14 @@ namespace {
 double Hours(int64_t ms) { return ms / 3600000.0; }
 double Minutes(int64_t ms) { return ms / 60000.0; }
 
+// What the jobs come from, as the Markdown section names it.
+std::string Source(const ReplaySetup& setup, const Trace& trace) {
+  if (trace.format == TraceFormat::kSynthetic) {
+    return absl::StrFormat("Synthetic workload `%s` (bench/replay/synthetic.h)", setup.trace_path);
+  }
+  return absl::StrFormat("Trace `%s` (%s format)", setup.trace_path, TraceFormatName(trace.format));
+}
+
 // The engine's anti-thrash rules and the restart overhead, as a sentence's clauses.
 std::string RulesText(const preemption::PreemptionRules& r) {
   std::string text = absl::StrFormat("restart overhead %g s; runs younger than %g min",
@@ -42,11 +50,11 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
   std::string md = absl::StrCat("### ", setup.name, "\n\n");
   absl::StrAppendFormat(
       &md,
-      "Trace `%s` (%s format): %d GPU jobs, %d accepted. Cluster `%s`: %d nodes, %d GPUs; "
+      "%s: %d GPU jobs, %d accepted. Cluster `%s`: %d nodes, %d GPUs; "
       "maxSlotsPerPod %d; priorities: %s, seed %d; checkpoint every %d min; victims exit %d s "
       "after the mark; %s; greedy deadlocks released after %d min.\n\n",
-      setup.trace_path, TraceFormatName(trace.format), static_cast<int64_t>(jobs.size()), accepted,
-      setup.cluster, setup.nodes, setup.cluster_gpus, o.max_slots_per_pod,
+      Source(setup, trace), static_cast<int64_t>(jobs.size()), accepted, setup.cluster, setup.nodes,
+      setup.cluster_gpus, o.max_slots_per_pod,
       setup.priority_source == "seeded" ? "seeded rule for every job"
                                         : "from the trace where it has them, else seeded rule",
       setup.seed, o.checkpoint_interval_ms / 60000, o.preempt_exit_ms / 1000, RulesText(o.rules),
