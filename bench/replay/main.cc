@@ -1,10 +1,12 @@
-// phalanx-replay: replays a GPU-cluster job trace under several scheduling policies in one run and
-// writes, into --out: <name>-summary.md (Markdown section), <name>-summary.csv, <name>-series.csv
+// phalanx-replay: replays a GPU-cluster job trace (--trace), or a seeded synthetic gang-heavy
+// workload (--synthetic, synthetic.h), under several scheduling policies in one run and writes,
+// into --out: <name>-summary.md (Markdown section), <name>-summary.csv, <name>-series.csv
 // (allocation and queue depth over time), <name>-jct.csv (JCT quantiles), <name>-timing.csv (wall
 // time per policy: the only output that varies between runs), and into --jobs_dir one
 // <name>-<policy>-jobs.csv per policy (placement and start order of every job).
 //
-//   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --name=philly --out=bench/results/philly
+//   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --out=bench/results/philly
+//   phalanx-replay --synthetic=jobs=3000,seed=7,load=1.2 --cluster=12x8 --out=/tmp/synthetic
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,8 +23,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/replay/report.h"
+#include "bench/replay/synthetic.h"
+#include "preemption/rules.h"
+
+namespace {
+constexpr phalanx::preemption::PreemptionRules kDefaultRules;
+}  // namespace
 
 ABSL_FLAG(std::string, trace, "", "trace file (Philly, Alibaba v2023 or generic CSV)");
+ABSL_FLAG(std::string, synthetic, "",
+          "instead of --trace: a seeded gang-heavy workload, SPEC like jobs=3000,seed=7,load=1.2 "
+          "(keys jobs, seed, load, median_min, sigma: bench/replay/synthetic.h)");
 ABSL_FLAG(std::string, format, "auto", "trace format: auto, philly, alibaba, generic");
 ABSL_FLAG(std::string, cluster, "125x8", "nodes x GPUs per node, groups comma-separated");
 ABSL_FLAG(int32_t, max_slots_per_pod, 8, "maxSlotsPerPod of the master's split");
@@ -33,6 +44,17 @@ ABSL_FLAG(int64_t, checkpoint_min, 30, "checkpoint interval of every job, minute
 ABSL_FLAG(double, preempt_exit_s, 30, "seconds a marked victim takes to exit (decimals allowed)");
 ABSL_FLAG(double, requeue_s, 0,
           "seconds from a victim's exit until its recreated pods queue again (decimals allowed)");
+ABSL_FLAG(double, restart_overhead_s, kDefaultRules.restart_overhead_ms / 1000.0,
+          "seconds a preempted job's rerun takes before it makes progress again (recreating pods, "
+          "reloading the checkpoint): added to its remaining work, counted as lost GPU time, and "
+          "charged in the engine's victim cost");
+ABSL_FLAG(double, min_run_before_preemption_s, kDefaultRules.min_run_ms / 1000.0,
+          "engine rule: runs younger than this are victims only as a last resort");
+ABSL_FLAG(int32_t, max_preemptions, kDefaultRules.max_preemptions,
+          "engine rule: a job preempted this often within --preemption_window_h is a victim only "
+          "as a last resort (0: no limit)");
+ABSL_FLAG(double, preemption_window_h, kDefaultRules.window_ms / 3'600'000.0,
+          "engine rule: the window of --max_preemptions, hours");
 ABSL_FLAG(int64_t, deadlock_timeout_min, 60, "greedy: minutes before a deadlock is broken");
 ABSL_FLAG(int64_t, bucket_min, 60, "time-series bucket, minutes");
 ABSL_FLAG(std::string, priority_source, "trace",
@@ -40,7 +62,7 @@ ABSL_FLAG(std::string, priority_source, "trace",
           "rest; seeded: the seeded rule for every job");
 ABSL_FLAG(int64_t, progress_rounds, 0, "print a progress line every N rounds (0: never)");
 ABSL_FLAG(std::string, name, "",
-          "label of the run and prefix of output files (default: trace stem)");
+          "label of the run and prefix of output files (default: trace stem, or synthetic)");
 ABSL_FLAG(std::string, out, ".", "directory for summary, series, JCT and timing files");
 ABSL_FLAG(std::string, jobs_dir, "", "directory for the per-job files (default: --out)");
 
@@ -55,15 +77,53 @@ absl::Status Write(const std::filesystem::path& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-absl::Status Main() {
+// The jobs of --trace or --synthetic (on `cluster_gpus` GPUs); names their source in `setup`.
+absl::StatusOr<Trace> Workload(int64_t cluster_gpus, ReplaySetup& setup) {
   const std::string trace_path = absl::GetFlag(FLAGS_trace);
-  if (trace_path.empty()) return absl::InvalidArgumentError("--trace is required");
+  const std::string synthetic = absl::GetFlag(FLAGS_synthetic);
+  if (trace_path.empty() == synthetic.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --trace and --synthetic");
+  }
+  if (!synthetic.empty()) {
+    absl::StatusOr<SyntheticSpec> spec = ParseSyntheticSpec(synthetic);
+    if (!spec.ok()) return spec.status();
+    setup.trace_path = SyntheticSpecText(*spec);
+    if (setup.name.empty()) setup.name = "synthetic";
+    return GenerateSynthetic(*spec, cluster_gpus);
+  }
   absl::StatusOr<TraceFormat> format = ParseTraceFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return format.status();
-  absl::StatusOr<Trace> trace = LoadTrace(trace_path, *format);
-  if (!trace.ok()) return trace.status();
+  setup.trace_path = std::filesystem::path(trace_path).filename().string();
+  if (setup.name.empty()) setup.name = std::filesystem::path(trace_path).stem().string();
+  return LoadTrace(trace_path, *format);
+}
+
+// The restart overhead and the engine's anti-thrash rules from their flags.
+absl::StatusOr<preemption::PreemptionRules> Rules() {
+  preemption::PreemptionRules r;
+  const double restart_s = absl::GetFlag(FLAGS_restart_overhead_s);
+  const double min_run_s = absl::GetFlag(FLAGS_min_run_before_preemption_s);
+  const double window_h = absl::GetFlag(FLAGS_preemption_window_h);
+  if (!(restart_s >= 0)) return absl::InvalidArgumentError("--restart_overhead_s must be >= 0");
+  if (!(min_run_s >= 0)) {
+    return absl::InvalidArgumentError("--min_run_before_preemption_s must be >= 0");
+  }
+  if (!(window_h > 0)) return absl::InvalidArgumentError("--preemption_window_h must be > 0");
+  r.max_preemptions = absl::GetFlag(FLAGS_max_preemptions);
+  if (r.max_preemptions < 0) return absl::InvalidArgumentError("--max_preemptions must be >= 0");
+  r.restart_overhead_ms = std::llround(restart_s * 1000);
+  r.min_run_ms = std::llround(min_run_s * 1000);
+  r.window_ms = std::llround(window_h * 3'600'000);
+  return r;
+}
+
+absl::Status Main() {
   absl::StatusOr<std::vector<core::Node>> nodes = ParseCluster(absl::GetFlag(FLAGS_cluster));
   if (!nodes.ok()) return nodes.status();
+  ReplaySetup setup;
+  setup.name = absl::GetFlag(FLAGS_name);
+  absl::StatusOr<Trace> trace = Workload(TotalGpus(*nodes), setup);
+  if (!trace.ok()) return trace.status();
   std::vector<Policy> policies;
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
     absl::StatusOr<Policy> p = ParsePolicy(name);
@@ -71,10 +131,6 @@ absl::Status Main() {
     policies.push_back(*p);
   }
 
-  ReplaySetup setup;
-  setup.name = absl::GetFlag(FLAGS_name);
-  if (setup.name.empty()) setup.name = std::filesystem::path(trace_path).stem().string();
-  setup.trace_path = std::filesystem::path(trace_path).filename().string();
   setup.cluster = absl::GetFlag(FLAGS_cluster);
   setup.cluster_gpus = TotalGpus(*nodes);
   setup.nodes = static_cast<int>(nodes->size());
@@ -84,6 +140,9 @@ absl::Status Main() {
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_min) * 60'000;
   o.preempt_exit_ms = std::llround(absl::GetFlag(FLAGS_preempt_exit_s) * 1000);
   o.requeue_ms = std::llround(absl::GetFlag(FLAGS_requeue_s) * 1000);
+  absl::StatusOr<preemption::PreemptionRules> rules = Rules();
+  if (!rules.ok()) return rules.status();
+  o.rules = *rules;
   o.deadlock_timeout_ms = absl::GetFlag(FLAGS_deadlock_timeout_min) * 60'000;
   o.bucket_ms = absl::GetFlag(FLAGS_bucket_min) * 60'000;
   if (o.bucket_ms <= 0) return absl::InvalidArgumentError("--bucket_min must be positive");

@@ -41,6 +41,8 @@ Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& 
     latest_end_ms = std::max(latest_end_ms, j.trace.submit_ms + j.trace.duration_ms);
     const JobOutcome& o = r.jobs[j.index];
     if (o.end_ms >= 0) ++s.completed;
+    s.max_job_preemptions = std::max<int64_t>(s.max_job_preemptions, o.preemptions);
+    s.jobs_preempted_many += o.preemptions >= kManyPreemptions;
     const int c = static_cast<int>(ClassOf(j.priority));
     ++s.class_jobs[c];
     if (o.first_start_ms >= 0) waits[c].push_back(o.first_start_ms - j.trace.submit_ms);
@@ -66,6 +68,7 @@ Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& 
   s.allocation_waiting_pct =
       100.0 * r.allocated_gpu_ms_waiting /
       (static_cast<double>(r.cluster_gpus) * std::max<int64_t>(r.waiting_ms, 1));
+  s.idle_waiting_pct = r.waiting_ms > 0 ? 100.0 - s.allocation_waiting_pct : 0;
   const double gpus = std::max<int64_t>(r.cluster_gpus, 1);
   s.allocation_bound_pct =
       100.0 * work_gpu_ms / (gpus * std::max<double>(latest_end_ms, work_gpu_ms / gpus));

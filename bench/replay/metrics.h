@@ -7,9 +7,14 @@
 //   Over a whole replay it is pinned by the trace (GPU time = work + preemption losses; makespan =
 //   last submit + drain), so "while jobs wait" (averaged only over the time some submitted job is
 //   waiting) is where policies differ: idle GPUs while work waits are the scheduler's doing.
+//   "GPUs idle while jobs wait" is its complement (GPUs no pod holds during that time), 0 when no
+//   job ever waits.
 // - JCT: completion - submit. Queueing delay: first start - submit. Percentiles are nearest-rank.
 // - fragmentation: free GPUs while the pending head is blocked (it cannot be placed on them),
 //   time-averaged over [0, makespan].
+// - thrash: the most times one job was preempted, and the jobs preempted kManyPreemptions times or
+//   more. Lost GPU time: work since the last checkpoint, exit time and restart overhead
+//   (simulator.h).
 #ifndef PHALANX_BENCH_REPLAY_METRICS_H_
 #define PHALANX_BENCH_REPLAY_METRICS_H_
 
@@ -25,6 +30,8 @@
 
 namespace phalanx::replay {
 
+inline constexpr int kManyPreemptions = 3;
+
 struct Summary {
   std::string policy;
   int64_t accepted = 0;
@@ -34,6 +41,7 @@ struct Summary {
   double allocation_until_last_submit_pct = 0;
   double busy_pct = 0;
   double allocation_waiting_pct = 0;
+  double idle_waiting_pct = 0;
   // The most any policy reaches without wasting work: the trace's work over the shortest possible
   // makespan (from the first submit, at least to the latest submit + duration and to the work
   // divided by the cluster's GPUs), on the whole cluster.
@@ -47,6 +55,8 @@ struct Summary {
   std::array<int64_t, kPriorityClasses> wait_p95_ms{};
   int64_t makespan_ms = 0;
   int64_t preemptions = 0;
+  int64_t max_job_preemptions = 0;
+  int64_t jobs_preempted_many = 0;  // kManyPreemptions times or more.
   double lost_gpu_hours = 0;
   int64_t deadlocks = 0;
   int64_t releases = 0;

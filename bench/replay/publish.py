@@ -33,7 +33,12 @@ Rules (details at the top of `bench/replay/*.h`):
 - Priorities: Alibaba's qos (LS and Guaranteed high=90, Burstable medium=50, BE low=10); jobs without
   one (all of Philly) draw `mt19937_64(seed)() % 100`: <10 high, <70 medium, else low (10/60/30%).
 - Preemption marks whole victim gangs; a victim keeps its GPUs for the exit time, then loses the
-  work since its last checkpoint and queues again with its creation time.
+  work since its last checkpoint and queues again with its creation time; its rerun costs the restart
+  overhead on top. The engine sees what a cluster would show it: each running job's last checkpoint
+  (refreshed before each round), each job's preemption history, and the same restart overhead in its
+  victim cost; runs younger than the minimum run and jobs preempted the maximum number of times
+  within the window are victims only as a last resort (`preemption/rules.h`; the settings are in
+  the line above each table).
 - `greedy`: pods are gangs of one, placed in queue order wherever they fit, like kube-scheduler
   without gangs; a job runs when all its pods are placed, placed pods hold GPUs meanwhile. Deadlock =
   nothing runs while partially placed jobs hold GPUs; after the timeout the partially placed job
@@ -42,10 +47,15 @@ Rules (details at the top of `bench/replay/*.h`):
   "while jobs wait" averages only over the hours when some submitted job waits. JCT = completion -
   submit; wait = first start - submit (nearest-rank percentiles, per priority class). frag GPUs =
   free GPUs while the pending head is blocked, averaged over the makespan. held idle GPU-h = GPUs held
-  by partially placed jobs (greedy). Lost GPU-h = preempted work since the last checkpoint plus exit
-  time.
+  by partially placed jobs (greedy). GPUs idle while jobs wait % = 100 - alloc % while jobs wait
+  (0 when no job ever waits). Lost GPU-h = preempted work since the last checkpoint plus exit time
+  plus restart overhead. Max preemptions of a job and jobs preempted >= 3x show thrash.
 - Per-job placement (nodes) and start order: `<run>-<policy>-jobs.csv`, written by `scripts/replay`
   outside the repo (see the script); `### Fidelity` below compares them with a real run.
+
+Besides traces, `phalanx-replay --synthetic=jobs=3000,seed=7,load=1.2` replays a seeded gang-heavy
+workload (1-64 GPUs, lognormal durations from minutes to days, three classes, Poisson arrivals at
+the given offered load; keys and distributions in `bench/replay/synthetic.h`).
 
 Traces (`shared/traces/`): Philly (Jeon et al., ATC'19, via `petuum/adaptdl`
 `simulator/traces/philly.csv`, CC-BY-4.0) and Alibaba cluster-trace-gpu-v2023 `openb_pod_list_default`

@@ -14,6 +14,25 @@ namespace {
 double Hours(int64_t ms) { return ms / 3600000.0; }
 double Minutes(int64_t ms) { return ms / 60000.0; }
 
+// What the jobs come from, as the Markdown section names it.
+std::string Source(const ReplaySetup& setup, const Trace& trace) {
+  if (trace.format == TraceFormat::kSynthetic) {
+    return absl::StrFormat("Synthetic workload `%s` (bench/replay/synthetic.h)", setup.trace_path);
+  }
+  return absl::StrFormat("Trace `%s` (%s format)", setup.trace_path, TraceFormatName(trace.format));
+}
+
+// The engine's anti-thrash rules and the restart overhead, as a sentence's clauses.
+std::string RulesText(const preemption::PreemptionRules& r) {
+  std::string text = absl::StrFormat("restart overhead %g s; runs younger than %g min",
+                                     r.restart_overhead_ms / 1000.0, Minutes(r.min_run_ms));
+  if (r.max_preemptions > 0) {
+    absl::StrAppendFormat(&text, ", and jobs preempted %d times within %g h,", r.max_preemptions,
+                          Hours(r.window_ms));
+  }
+  return text + " are victims only as a last resort";
+}
+
 }  // namespace
 
 std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
@@ -31,15 +50,14 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
   std::string md = absl::StrCat("### ", setup.name, "\n\n");
   absl::StrAppendFormat(
       &md,
-      "Trace `%s` (%s format): %d GPU jobs, %d accepted. Cluster `%s`: %d nodes, %d GPUs; "
+      "%s: %d GPU jobs, %d accepted. Cluster `%s`: %d nodes, %d GPUs; "
       "maxSlotsPerPod %d; priorities: %s, seed %d; checkpoint every %d min; victims exit %d s "
-      "after the mark; "
-      "greedy deadlocks released after %d min.\n\n",
-      setup.trace_path, TraceFormatName(trace.format), static_cast<int64_t>(jobs.size()), accepted,
-      setup.cluster, setup.nodes, setup.cluster_gpus, o.max_slots_per_pod,
+      "after the mark; %s; greedy deadlocks released after %d min.\n\n",
+      Source(setup, trace), static_cast<int64_t>(jobs.size()), accepted, setup.cluster, setup.nodes,
+      setup.cluster_gpus, o.max_slots_per_pod,
       setup.priority_source == "seeded" ? "seeded rule for every job"
                                         : "from the trace where it has them, else seeded rule",
-      setup.seed, o.checkpoint_interval_ms / 60000, o.preempt_exit_ms / 1000,
+      setup.seed, o.checkpoint_interval_ms / 60000, o.preempt_exit_ms / 1000, RulesText(o.rules),
       o.deadlock_timeout_ms / 60000);
   if (trace.skipped_no_gpu + trace.skipped_never_ran + trace.fractional_gpu_rounded_up > 0) {
     absl::StrAppendFormat(&md,
@@ -52,23 +70,28 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
     absl::StrAppendFormat(&md, "Rejected at submit: %d jobs: %s.\n", count, reason);
   }
   if (!rejected.empty()) md += "\n";
-  md +=
-      "| policy | alloc % | alloc % while jobs wait (hours waiting) | JCT mean h | JCT p50 h | JCT "
-      "p99 h | "
-      "wait p50/p95 min: high | medium | low | makespan h | preemptions | lost GPU-h | "
-      "deadlocks | deadlocked GPU-h | held idle GPU-h | frag GPUs |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  absl::StrAppend(&md,
+                  "| policy | alloc % | alloc % while jobs wait (hours waiting) | GPUs idle while "
+                  "jobs wait % | JCT mean h | JCT p50 h | JCT p99 h | wait p50/p95 min: high | "
+                  "medium | low | makespan h | preemptions | max preemptions of a job | jobs "
+                  "preempted >= ",
+                  kManyPreemptions,
+                  "x | lost GPU-h | deadlocks | deadlocked GPU-h | held idle GPU-h | frag GPUs |\n"
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+                  "|---:|---:|---:|\n");
   for (const PolicyRun& run : runs) {
     const Summary& s = run.summary;
-    absl::StrAppendFormat(&md, "| %s | %.1f | %.1f (%.0f) | %.2f | %.2f | %.1f |", s.policy,
+    absl::StrAppendFormat(&md, "| %s | %.1f | %.1f (%.0f) | %.1f | %.2f | %.2f | %.1f |", s.policy,
                           s.allocation_pct, s.allocation_waiting_pct, s.waiting_hours,
-                          s.jct_mean_s / 3600.0, Hours(s.jct_p50_ms), Hours(s.jct_p99_ms));
+                          s.idle_waiting_pct, s.jct_mean_s / 3600.0, Hours(s.jct_p50_ms),
+                          Hours(s.jct_p99_ms));
     for (int c = 0; c < kPriorityClasses; ++c) {
       absl::StrAppendFormat(&md, " %.1f / %.1f |", Minutes(s.wait_p50_ms[c]),
                             Minutes(s.wait_p95_ms[c]));
     }
-    absl::StrAppendFormat(&md, " %.1f | %d | %.1f | %d | %.1f | %.1f | %.1f |\n",
-                          Hours(s.makespan_ms), s.preemptions, s.lost_gpu_hours, s.deadlocks,
+    absl::StrAppendFormat(&md, " %.1f | %d | %d | %d | %.1f | %d | %.1f | %.1f | %.1f |\n",
+                          Hours(s.makespan_ms), s.preemptions, s.max_job_preemptions,
+                          s.jobs_preempted_many, s.lost_gpu_hours, s.deadlocks,
                           s.deadlocked_gpu_hours, s.held_idle_gpu_hours, s.fragmented_gpus);
   }
   for (const PolicyRun& run : runs) {
@@ -81,13 +104,15 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
 }
 
 std::string SummaryCsv(const std::vector<PolicyRun>& runs) {
-  std::string csv =
+  std::string csv = absl::StrCat(
       "policy,accepted,completed,unfinished,allocation_pct,allocation_until_last_submit_pct,"
       "busy_pct,allocation_waiting_pct,waiting_h,jct_mean_s,jct_p50_s,jct_p99_s,high_jobs,high_"
       "wait_p50_s,high_wait_p95_s,"
       "medium_jobs,medium_wait_p50_s,medium_wait_p95_s,low_jobs,low_wait_p50_s,low_wait_p95_s,"
       "makespan_s,preemptions,lost_gpu_h,deadlocks,releases,deadlocked_gpu_h,held_idle_gpu_h,"
-      "long_partial_holds,max_partial_hold_h,fragmented_gpus,rounds,allocation_bound_pct\n";
+      "long_partial_holds,max_partial_hold_h,fragmented_gpus,rounds,allocation_bound_pct,"
+      "idle_waiting_pct,max_job_preemptions,jobs_preempted_",
+      kManyPreemptions, "x\n");
   for (const PolicyRun& run : runs) {
     const Summary& s = run.summary;
     absl::StrAppendFormat(&csv, "%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s.policy,
@@ -99,11 +124,12 @@ std::string SummaryCsv(const std::vector<PolicyRun>& runs) {
       absl::StrAppendFormat(&csv, ",%d,%.3f,%.3f", s.class_jobs[c], s.wait_p50_ms[c] / 1000.0,
                             s.wait_p95_ms[c] / 1000.0);
     }
-    absl::StrAppendFormat(&csv, ",%.3f,%d,%.3f,%d,%d,%.3f,%.3f,%d,%.3f,%.3f,%d,%.3f\n",
+    absl::StrAppendFormat(&csv, ",%.3f,%d,%.3f,%d,%d,%.3f,%.3f,%d,%.3f,%.3f,%d,%.3f,%.3f,%d,%d\n",
                           s.makespan_ms / 1000.0, s.preemptions, s.lost_gpu_hours, s.deadlocks,
                           s.releases, s.deadlocked_gpu_hours, s.held_idle_gpu_hours,
                           s.long_partial_holds, s.max_partial_hold_hours, s.fragmented_gpus,
-                          s.rounds, s.allocation_bound_pct);
+                          s.rounds, s.allocation_bound_pct, s.idle_waiting_pct,
+                          s.max_job_preemptions, s.jobs_preempted_many);
   }
   return csv;
 }

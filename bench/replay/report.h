@@ -22,7 +22,7 @@ namespace phalanx::replay {
 
 struct ReplaySetup {
   std::string name;        // Label of the run, e.g. "philly".
-  std::string trace_path;  // As given.
+  std::string trace_path;  // Its file name, or the synthetic workload's spec (every key).
   std::string cluster;     // The spec, e.g. "125x8".
   int64_t cluster_gpus = 0;
   int nodes = 0;

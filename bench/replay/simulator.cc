@@ -42,6 +42,16 @@ int64_t LastSubmit(const std::vector<Job>& jobs) {
 
 enum class Phase { kNotSubmitted, kPending, kRunning, kExiting, kDone };
 
+// A running job's next checkpoint.
+struct Checkpoint {
+  int64_t t;
+  int job;
+  int64_t epoch;  // The run it belongs to.
+  bool operator>(const Checkpoint& o) const {
+    return std::tie(t, job, epoch) > std::tie(o.t, o.job, o.epoch);
+  }
+};
+
 struct JobState {
   Phase phase = Phase::kNotSubmitted;
   int64_t remaining_ms = 0;
@@ -67,6 +77,7 @@ class Simulator {
     admission_.preemption =
         opt.policy == Policy::kPhalanx || opt.policy == Policy::kPriorityNoBackfill;
     admission_.backfill = opt.policy == Policy::kPhalanx;
+    admission_.rules = opt.rules;
     result_.last_submit_ms = LastSubmit(jobs);
   }
 
@@ -105,6 +116,15 @@ class Simulator {
 
  private:
   bool greedy() const { return opt_.policy == Policy::kGreedy; }
+  // Checkpoint times matter to the engine only where it may preempt (victim costs).
+  bool tracks_checkpoints() const {
+    return admission_.preemption && opt_.checkpoint_interval_ms > 0;
+  }
+  // Work of run `s` saved by the checkpoints it took by `at`.
+  int64_t Checkpointed(const JobState& s, int64_t at) const {
+    const int64_t every = opt_.checkpoint_interval_ms;
+    return every > 0 ? (at - s.run_start_ms) / every * every : 0;
+  }
   int64_t Clock(int64_t t) const { return t + kClockOriginMs; }
   std::string PodUid(const Job& job, int i) const {
     return absl::StrCat(kNamespace, "/", JobName(job.index, static_cast<int>(jobs_.size())), "-",
@@ -154,23 +174,22 @@ class Simulator {
   }
 
   // A marked victim leaves: its pods go, freeing its GPUs, and it keeps the progress of its last
-  // checkpoint; the master recreates its pods `requeue_ms` later.
+  // checkpoint; its rerun costs the restart overhead more; the master recreates its pods
+  // `requeue_ms` later, with this exit in their preemption history.
   bool Exit(const Event& e, int64_t t) {
     JobState& s = state_[e.job];
     if (s.epoch != e.epoch || s.phase != Phase::kExiting) return false;
     const Job& job = jobs_[e.job];
-    const int64_t ran = s.mark_ms - s.run_start_ms;
-    const int64_t saved = opt_.checkpoint_interval_ms > 0
-                              ? ran / opt_.checkpoint_interval_ms * opt_.checkpoint_interval_ms
-                              : 0;
-    s.remaining_ms -= saved;
-    result_.lost_gpu_ms += (t - s.run_start_ms - saved) * job.gpus();
+    const int64_t saved = Checkpointed(s, s.mark_ms);
+    const int64_t overhead = opt_.rules.restart_overhead_ms;
+    s.remaining_ms += overhead - saved;
+    result_.lost_gpu_ms += (t - s.run_start_ms - saved + overhead) * job.gpus();
     ++result_.preemptions;
     ++result_.jobs[e.job].preemptions;
     auto snap = builder_.Build();
     std::vector<core::PodInfo>& pods = requeued_[e.job];
     for (int i = 0; i < job.shape.pods; ++i) {
-      pods.push_back(core::Requeued(*snap->FindPod(PodUid(job, i)), t));
+      pods.push_back(core::Requeued(*snap->FindPod(PodUid(job, i)), Clock(t)));
       builder_.RemovePod(PodUid(job, i));
     }
     s.phase = Phase::kPending;
@@ -225,13 +244,16 @@ class Simulator {
     }
     ++out.starts;
     events_.push({t + s.remaining_ms, Kind::kComplete, j, s.epoch});
+    if (tracks_checkpoints()) checkpoints_.push({t + opt_.checkpoint_interval_ms, j, s.epoch});
     cluster_.busy += jobs_[j].gpus();
     --cluster_.queued;
   }
 
-  // Binds a pod of the snapshot to `node` as the extender's ungate + placement patch does.
+  // Binds a pod of the snapshot to `node` as the extender's ungate + placement patch does; a
+  // backfilled pod names the blocked gang it passed on that gang's held nodes, if any
+  // (`behind`), as phalanx.io/backfilled does.
   void Bind(const core::ClusterSnapshot& snap, const std::string& uid, const std::string& node,
-            int64_t t, bool backfilled, std::string backfilled_behind = "") {
+            int64_t t, bool backfilled, const std::string& behind = "") {
     core::PodInfo p = *snap.FindPod(uid);
     p.gated = false;
     p.placement = node;
@@ -239,7 +261,7 @@ class Simulator {
     p.phase = core::PodPhase::kRunning;
     p.start_ms = Clock(t);
     p.backfilled = backfilled;
-    p.backfilled_behind = std::move(backfilled_behind);
+    p.backfilled_behind = behind;
     JobOutcome& out = result_.jobs[JobIndexOf(uid)];
     out.nodes.resize(jobs_[JobIndexOf(uid)].shape.pods);
     out.nodes[PodIndexOf(uid)] = node;
@@ -255,8 +277,10 @@ class Simulator {
       GreedyRound(t);
       return;
     }
+    RefreshCheckpoints(t);
     auto snap = builder_.Build();
     admission_.now_ms = Clock(t);
+    if (opt_.observe_round) opt_.observe_round(*snap, admission_);
     preemption::RoundResult r = preemption::RunAdmissionRound(*snap, admission_);
     int64_t head_gpus = -1;
     for (const preemption::GangDecision& d : r.decisions) {
@@ -273,6 +297,26 @@ class Simulator {
       for (const std::string& victim : d.victims) Mark(*snap, JobIndexOf(victim), d.gang, t);
     }
     cluster_.fragmented = head_gpus < 0 ? 0 : result_.cluster_gpus - cluster_.allocated;
+  }
+
+  // The pods of every job that passed a checkpoint since the last refresh carry its latest one.
+  void RefreshCheckpoints(int64_t t) {
+    if (checkpoints_.empty() || checkpoints_.top().t > t) return;
+    auto snap = builder_.Build();
+    while (!checkpoints_.empty() && checkpoints_.top().t <= t) {
+      const Checkpoint c = checkpoints_.top();
+      checkpoints_.pop();
+      const JobState& s = state_[c.job];
+      if (s.epoch != c.epoch || s.phase != Phase::kRunning) continue;
+      const int64_t last = s.run_start_ms + Checkpointed(s, t);
+      const Job& job = jobs_[c.job];
+      for (int i = 0; i < job.shape.pods; ++i) {
+        core::PodInfo p = *snap->FindPod(PodUid(job, i));
+        p.checkpoint_ms = Clock(last);
+        builder_.UpsertPod(std::move(p));
+      }
+      checkpoints_.push({last + opt_.checkpoint_interval_ms, c.job, c.epoch});
+    }
   }
 
   void Mark(const core::ClusterSnapshot& snap, int j, const std::string& by, int64_t t) {
@@ -334,6 +378,8 @@ class Simulator {
   core::SnapshotBuilder builder_;
   preemption::AdmissionOptions admission_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  // Running jobs' next checkpoints (tracks_checkpoints), applied lazily before rounds.
+  std::priority_queue<Checkpoint, std::vector<Checkpoint>, std::greater<Checkpoint>> checkpoints_;
   ClusterState cluster_;
   int64_t next_start_order_ = 0;
   std::set<std::tuple<int32_t, int64_t, int>> partial_;  // Greedy: partially placed jobs.

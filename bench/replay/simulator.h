@@ -10,8 +10,16 @@
 // come back gated with their creation time `requeue_ms` later (the master recreating them: rounds
 // in between do not see the victim).
 // Preemption costs the victim the work done since its last checkpoint: a run started at s and
-// marked at m keeps floor((m - s) / checkpoint) checkpoints of progress; the rest, and the exit
-// time, are lost GPU time. A victim that finishes before its exit simply completes.
+// marked at m keeps floor((m - s) / checkpoint) checkpoints of progress; the rest, the exit time
+// and the restart overhead (added to its remaining work: pods recreated, checkpoint reloaded) are
+// lost GPU time. A victim that finishes before its exit simply completes.
+// The engine sees what it would see in a cluster: running pods carry checkpoint_ms, the latest
+// checkpoint of their run (s + k x checkpoint, k >= 1; a rerun keeps its previous run's until its
+// first new one, as the trial's annotation would), refreshed before each round for the jobs that
+// passed a checkpoint since the last refresh (a checkpoint triggers no round of its own), and only
+// where the policy preempts (nothing else reads it); recreated pods carry their preemption history
+// (core::Requeued); the engine's rules (preemption/rules.h) are SimOptions::rules, whose restart
+// overhead is the one charged here.
 //
 // Policies: `phalanx` (preemption and backfill on), `fifo-gang` (both off), `priority-no-backfill`
 // (preemption on, backfill off): the admission round with those switches. `greedy`: see greedy.h.
@@ -34,6 +42,9 @@
 #include "absl/strings/string_view.h"
 #include "bench/replay/workload.h"
 #include "core/node.h"
+#include "core/snapshot.h"
+#include "preemption/admission.h"
+#include "preemption/rules.h"
 
 namespace phalanx::replay {
 
@@ -45,6 +56,9 @@ struct SimOptions {
   Policy policy = Policy::kPhalanx;
   int32_t max_slots_per_pod = 8;
   int64_t checkpoint_interval_ms = 30 * 60 * 1000;
+  // Given to the engine as AdmissionOptions::rules (every policy but greedy); its
+  // restart_overhead_ms is also what a preempted job's rerun costs here.
+  preemption::PreemptionRules rules;
   int64_t preempt_exit_ms = 30 * 1000;
   int64_t requeue_ms = 0;  // From a victim's exit until its recreated pods are in the queue.
   int64_t deadlock_timeout_ms = 60 * 60 * 1000;
@@ -53,6 +67,10 @@ struct SimOptions {
   // submit), the rounds so far and the jobs waiting, for progress lines on long runs.
   int64_t progress_rounds = 0;
   std::function<void(int64_t t_ms, int64_t rounds, int64_t queued)> progress;
+  // Called, when set, with the snapshot and options of every admission round before it runs (not
+  // for greedy): what the engine sees, for tests.
+  std::function<void(const core::ClusterSnapshot&, const preemption::AdmissionOptions&)>
+      observe_round;
 };
 
 // Per job; times are ms since the trace's first submit, -1 when it never happened.
@@ -81,7 +99,7 @@ struct SimResult {
   int64_t end_ms = 0;  // Last completion: the makespan, as the first submit is 0.
   int64_t rounds = 0;
   int64_t preemptions = 0;  // Victim exits.
-  int64_t lost_gpu_ms = 0;  // Work lost to preemption, plus victims' exit time.
+  int64_t lost_gpu_ms = 0;  // Work lost to preemption, victims' exit time, restart overhead.
   int64_t deadlocks = 0;    // Times the cluster entered a deadlock.
   int64_t releases = 0;     // Jobs killed and resubmitted to end one.
   int64_t deadlocked_gpu_ms = 0;

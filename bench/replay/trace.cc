@@ -181,6 +181,8 @@ const char* TraceFormatName(TraceFormat f) {
       return "alibaba";
     case TraceFormat::kGeneric:
       return "generic";
+    case TraceFormat::kSynthetic:
+      return "synthetic";
   }
   return "unknown";
 }

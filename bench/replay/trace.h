@@ -18,14 +18,17 @@
 
 namespace phalanx::replay {
 
-enum class TraceFormat { kAuto, kPhilly, kAlibaba, kGeneric };
+// kSynthetic: generated (synthetic.h), never parsed.
+enum class TraceFormat { kAuto, kPhilly, kAlibaba, kGeneric, kSynthetic };
 
 // "philly", "alibaba", "generic" or "auto".
 absl::StatusOr<TraceFormat> ParseTraceFormat(absl::string_view name);
 const char* TraceFormatName(TraceFormat f);
 
 struct TraceJob {
-  int64_t line = 0;       // 1-based line in the file (the header is line 1): the job's identity.
+  // 1-based line in the file (the header is line 1), or job number in a synthetic workload: the
+  // job's identity.
+  int64_t line = 0;
   int64_t submit_ms = 0;  // Relative to the earliest submit of the trace (which is 0).
   int64_t duration_ms = 0;
   int64_t gpus = 0;
