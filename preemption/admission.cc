@@ -120,6 +120,15 @@ class Round {
       AddBlock(g);  // Blocked by order: work behind it may not pass it either.
       return d;
     }
+    if (cap.empty() && HolderUnder(g, plan) && Thrashed(g, opt_.rules, opt_.now_ms)) {
+      plan = PlanOffHolds(g);
+      if (!plan.placed() || Blocking(g, plan) != nullptr) {
+        d.reason = absl::StrCat("preempted ", RecentPreemptions(g, opt_.rules, opt_.now_ms),
+                                " times lately: it waits for capacity no blocked gang holds");
+        AddBlock(g);
+        return d;
+      }
+    }
     Commit(g, plan, cap, victims, d);
     return d;
   }
@@ -278,6 +287,16 @@ class Round {
     level_held_.assign(snap_.node_count(), false);
     for (int n : holds_.Hold(g, free_, open_)) level_held_[n] = true;
     held_.push_back({level_holder_, level_held_});
+  }
+
+  // Plans `g` on `open` off every node a blocked gang other than `g` holds.
+  GangPlan PlanOffHolds(const Gang& g) const {
+    std::vector<bool> closed(snap_.node_count(), false);
+    for (const Held& h : held_) {
+      if (*h.holder == g.key) continue;
+      for (size_t n = 0; n < closed.size(); ++n) closed[n] = closed[n] || h.mask[n];
+    }
+    return planner_.Plan(g, open_, &closed);
   }
 
   // The first blocked gang other than `g` holding one of `plan`'s nodes, or nullptr.

@@ -27,18 +27,19 @@ int32_t RecentPreemptions(const core::Gang& g, const PreemptionRules& r, int64_t
       [&](int64_t t) { return t <= now_ms && now_ms - t < r.window_ms; }));
 }
 
+bool Thrashed(const core::Gang& g, const PreemptionRules& r, int64_t now_ms) {
+  return r.max_preemptions > 0 && RecentPreemptions(g, r, now_ms) >= r.max_preemptions;
+}
+
 int ProtectionTier(const core::Gang& victim, const core::Gang& by, const PreemptionRules& r,
                    int64_t now_ms) {
   if (!victim.backfilled_behind.empty() && victim.backfilled_behind == by.key) return 0;
   const bool young = victim.start_ms > 0 && now_ms - victim.start_ms < r.min_run_ms;
-  const bool thrashed =
-      r.max_preemptions > 0 && RecentPreemptions(victim, r, now_ms) >= r.max_preemptions;
-  return young || thrashed ? 1 : 0;
+  return young || Thrashed(victim, r, now_ms) ? 1 : 0;
 }
 
 bool MayBackfillProvisionally(const core::Gang& g, const PreemptionRules& r, int64_t now_ms) {
-  return r.provisional_backfill && g.preemptible &&
-         (r.max_preemptions <= 0 || RecentPreemptions(g, r, now_ms) < r.max_preemptions);
+  return r.provisional_backfill && g.preemptible && !Thrashed(g, r, now_ms);
 }
 
 bool MayPassOn(const core::Resources& takes, const core::Resources& unit,

@@ -10,8 +10,9 @@
 //     max_preemptions times or more within window_ms; 0 otherwise, and always 0 for a gang
 //     backfilled behind the preemptor. Tier-1 gangs are victims only when no set of tier-0 gangs
 //     frees enough, so a gang is preempted at most max_preemptions times in any window_ms unless a
-//     higher-priority gang could not start otherwise. A gang that reached that count is not
-//     backfilled provisionally either (MayBackfillProvisionally).
+//     higher-priority gang could not start otherwise. A gang that reached that count (Thrashed)
+//     is not backfilled on nodes held for a blocked gang either, whatever its priority, so it is
+//     never taken back exempt from its protection.
 //   - MayPassOn: may a gang take `takes` on a node where a waiting head needs `unit` per member
 //     and `free` is left? Yes when it takes nothing of a resource the head is short of there (free
 //     below one member's request) and leaves at least one member's request of every other
@@ -51,8 +52,10 @@ struct VictimCost {
 VictimCost CostOf(const core::Gang& g, const gang::SlotPolicy& slots, const PreemptionRules& r,
                   int64_t now_ms);
 
-// Times `g` was preempted within the window ending at `now_ms`.
+// Times `g` was preempted within the window ending at `now_ms`, and whether that reaches
+// max_preemptions.
 int32_t RecentPreemptions(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
+bool Thrashed(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
 int ProtectionTier(const core::Gang& victim, const core::Gang& by, const PreemptionRules& r,
                    int64_t now_ms);
 bool MayBackfillProvisionally(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);

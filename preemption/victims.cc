@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <span>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -11,6 +12,7 @@ namespace {
 
 struct Candidate {
   const core::Gang* gang;
+  int tier;  // ProtectionTier: protected ones go last.
   VictimCost cost;
   std::vector<int> nodes;  // Node index per member (-1 when unknown); filled when chosen.
 };
@@ -30,7 +32,9 @@ struct Stays {
   }
 };
 
-bool Cheaper(const Candidate* a, const Candidate* b) { return a->cost < b->cost; }
+bool Cheaper(const Candidate* a, const Candidate* b) {
+  return std::tie(a->tier, a->cost) < std::tie(b->tier, b->cost);
+}
 
 // Tracks how many copies of `unit` fit on the eligible nodes as victims are added and removed.
 class FitCounter {
@@ -65,13 +69,16 @@ class FitCounter {
   int64_t total_ = 0;
 };
 
-// A node to clear: all its candidates backfilled, lost slot-seconds over copies gained, index.
+// A node to clear: no protected candidate, all its candidates backfilled, lost slot-seconds over
+// copies gained, index.
 struct NodeKey {
+  bool any_protected;
   bool not_all_backfilled;
   int64_t lost;
   int64_t gain;
   int node;
   bool operator<(const NodeKey& o) const {
+    if (any_protected != o.any_protected) return o.any_protected;
     if (not_all_backfilled != o.not_all_backfilled) return o.not_all_backfilled;
     const __int128 a = static_cast<__int128>(lost) * o.gain;
     const __int128 b = static_cast<__int128>(o.lost) * gain;
@@ -80,8 +87,9 @@ struct NodeKey {
   }
 };
 
-// Eligible nodes in the order to clear them: nodes whose victims are all backfilled first, then
-// lowest lost work per extra copy of the unit gained, then node index. Nodes that gain nothing are
+// Eligible nodes in the order to clear them: nodes without protected candidates first, then nodes
+// whose victims are all backfilled, then lowest lost work per extra copy of the unit gained, then
+// node index. Nodes that gain nothing are
 // left out. `stays` lists the candidates with a pod on each node.
 std::vector<int> NodeOrder(const Stays& stays, const std::vector<Candidate>& cands,
                            const core::Resources& unit, const gang::Capacity& cap) {
@@ -89,17 +97,18 @@ std::vector<int> NodeOrder(const Stays& stays, const std::vector<Candidate>& can
   for (int n = 0; n < static_cast<int>(cap.size()); ++n) {
     if (stays.On(n).empty()) continue;
     core::Resources freed = cap[n];
-    bool all_backfilled = true;
+    bool all_backfilled = true, any_protected = false;
     int64_t lost = 0;
     for (const Stay& s : stays.On(n)) {
       const Candidate& c = cands[s.candidate];
       freed += *s.held;
       all_backfilled &= c.gang->backfilled;
+      any_protected |= c.tier > 0;
       lost += c.cost.lost_slot_s;
     }
     int64_t gain = unit.CopiesThatFit(freed) - unit.CopiesThatFit(cap[n]);
     if (gain <= 0) continue;
-    keyed.push_back({!all_backfilled, lost, gain, n});
+    keyed.push_back({any_protected, !all_backfilled, lost, gain, n});
   }
   std::sort(keyed.begin(), keyed.end());
   std::vector<int> order;
@@ -128,12 +137,13 @@ struct Search {
         const core::Gang* v = o.gang.get();
         if (v->priority > preemptor.priority) break;  // Occupants come lowest priority first.
         if (!Reclaimable(*v, preemptor) || claimed.contains(v)) continue;
-        if (ProtectionTier(*v, preemptor, rules, now_ms) > max_tier) {
+        const int tier = ProtectionTier(*v, preemptor, rules, now_ms);
+        if (tier > max_tier) {
           protected_left_out = true;
           continue;
         }
         auto [it, fresh] = index.try_emplace(v, static_cast<int>(cands.size()));
-        if (fresh) cands.push_back({v, CostOf(*v, planner.slots(), rules, now_ms), {}});
+        if (fresh) cands.push_back({v, tier, CostOf(*v, planner.slots(), rules, now_ms), {}});
         stays.all.push_back({it->second, &o.held});
       }
     }

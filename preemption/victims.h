@@ -5,7 +5,8 @@
 // lower priority, or backfilled behind it), not already marked, with a pod on a node the
 // preemptor may use; they are read from the snapshot's per-node occupants of those nodes only.
 // Candidates of protection tier 1 (rules.h: young runs, gangs preempted often) are left out
-// unless no set of tier-0 candidates frees enough; then the search runs again with them. A
+// unless no set of tier-0 candidates frees enough; then the search runs again with them, clearing
+// nodes without protected candidates first and dropping protected victims first. A
 // candidate's cost is CostOf (rules.h: backfilled first, then fewest lost slot-seconds since the
 // run's start or last checkpoint plus the restart overhead, then lowest priority, newest creation,
 // gang key). Eligible nodes are cleared in order (nodes whose candidates are all backfilled first,

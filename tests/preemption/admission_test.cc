@@ -144,7 +144,9 @@ TEST(AdmissionTest, PeersOfABlockedHeadBackfillOnItsHoldOnlyProvisionally) {
   EXPECT_EQ(FindDecision(r, "default/pinned-peer")->verdict, Verdict::kWait);
 }
 
-TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledProvisionally) {
+// Of the head's priority or lower, a gang preempted max_preemptions times lately keeps off the
+// nodes held for a blocked gang: there it would be taken back whatever its protection.
+TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledOnHeldNodes) {
   Cluster c;
   c.AddNode(GpuNode("a", 8));
   c.Submit({.name = "x", .gpus_per_pod = 6});
@@ -153,17 +155,24 @@ TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledProvisionally) {
   AdmissionOptions opts;
   opts.now_ms = c.now_ms;
   opts.rules.max_preemptions = 2;
-  for (int64_t preemptions : {1, 2}) {
-    core::SnapshotBuilder b;
-    b.UpsertNode(GpuNode("a", 8));
-    c.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
-    core::PodInfo peer = testing::GatedGang({.name = "peer", .created_ms = 2})[0];
-    for (int64_t k = preemptions; k > 0; --k) peer.preempted_ms.push_back(c.now_ms - k * 1000);
-    b.UpsertPod(peer);
-    RoundResult r = RunAdmissionRound(*b.Build(), opts);
-    EXPECT_EQ(FindDecision(r, "default/peer")->verdict,
-              preemptions < 2 ? Verdict::kBackfill : Verdict::kWait)
-        << preemptions;
+  for (int32_t priority : {50, 10}) {
+    for (int64_t preemptions : {1, 2}) {
+      core::SnapshotBuilder b;
+      b.UpsertNode(GpuNode("a", 8));
+      c.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
+      core::PodInfo peer =
+          testing::GatedGang({.name = "peer", .priority = priority, .created_ms = 2})[0];
+      for (int64_t k = preemptions; k > 0; --k) peer.preempted_ms.push_back(c.now_ms - k * 1000);
+      b.UpsertPod(peer);
+      RoundResult r = RunAdmissionRound(*b.Build(), opts);
+      const GangDecision* d = FindDecision(r, "default/peer");
+      EXPECT_EQ(d->verdict, preemptions < 2 ? Verdict::kBackfill : Verdict::kWait)
+          << priority << " " << preemptions << ": " << d->reason;
+      if (preemptions == 2 && priority == 10) {
+        EXPECT_EQ(d->reason,
+                  "preempted 2 times lately: it waits for capacity no blocked gang holds");
+      }
+    }
   }
 }
 

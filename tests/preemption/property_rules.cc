@@ -448,11 +448,12 @@ class RoundChecker {
                            [&](const GangView* h) { return h->key == d.backfilled_behind; });
     ASSERT_NE(it, waiting.end()) << "(f) " << g.key << " is behind " << d.backfilled_behind
                                  << ", which does not wait ahead of it";
+    const int32_t max = opts_.rules.max_preemptions;
+    EXPECT_TRUE(max <= 0 || g.recent_preemptions < static_cast<size_t>(max))
+        << "(f) " << g.key << " was preempted too often to run on held nodes";
     if (g.priority < (*it)->priority) return;
     ++seen_.provisional;
-    const int32_t max = opts_.rules.max_preemptions;
-    EXPECT_TRUE(opts_.rules.provisional_backfill && g.preemptible &&
-                (max <= 0 || g.recent_preemptions < static_cast<size_t>(max)))
+    EXPECT_TRUE(opts_.rules.provisional_backfill && g.preemptible)
         << "(f) " << g.key << " may not backfill provisionally";
   }
 

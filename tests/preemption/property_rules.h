@@ -37,9 +37,9 @@ bool Eligible(const core::PodInfo& pod, const core::Node& node);
 //    PREEMPT without new victims has victims marked for it earlier;
 //  - (e) INFEASIBLE exactly when the gang breaks maxSlotsPerPod or cannot fit on its eligible
 //    nodes of the empty cluster; an incomplete gang waits;
-//  - (f) a BACKFILL naming a gang it was backfilled behind names a gang waiting ahead of it; one of
-//    that gang's priority or higher is preemptible and was preempted fewer than max_preemptions
-//    times in the window;
+//  - (f) a BACKFILL naming a gang it was backfilled behind names a gang waiting ahead of it, and
+//    was preempted fewer than max_preemptions times in the window; one of that gang's priority or
+//    higher is preemptible;
 //  - (g) anti-thrash: when the first gang to run takes a protected victim (a run younger than
 //    min_run_ms, or preempted max_preemptions times in the window; never one backfilled behind
 //    it), the unprotected ones it may take could not free enough. So no gang is preempted more

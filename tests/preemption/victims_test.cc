@@ -48,11 +48,18 @@ TEST(VictimsTest, PrefersLeastLostWorkThenLowestPriorityThenNewest) {
   c.Step({});
   c.now_ms += 60'000;  // the other three have run a minute each: equal lost work (60 GPU-s)
   c.Submit({.name = "boss", .gpus_per_pod = 2, .priority = 90});
-  RoundResult r = c.Step({});
+  // The three that ran a minute are protected (min_run 5 minutes) and one is needed anyway: the
+  // unprotected old-long goes, and the cheapest protected one.
+  RoundResult r = RunAdmissionRound(*c.snapshot(), {.now_ms = c.now_ms});
+  EXPECT_EQ(FindDecision(r, "default/boss")->victims,
+            (std::vector<std::string>{"default/old-long", "default/p20-new"}));
+  AdmissionOptions no_min_run;
+  no_min_run.rules.min_run_ms = 0;
+  r = c.Step(no_min_run);
   const GangDecision* d = FindDecision(r, "default/boss");
   ASSERT_EQ(d->verdict, Verdict::kPreempt);
-  // Costs: old-long 3660 GPU-s; p30, p20-old, p20-new 60 each. Cheapest two by (lost, priority,
-  // newest): p20-new, p20-old.
+  // Costs: old-long 3660 GPU-s (plus the restart overhead, as every one); p30, p20-old, p20-new 60
+  // each. Cheapest two by (lost, priority, newest): p20-new, p20-old.
   EXPECT_EQ(d->victims, (std::vector<std::string>{"default/p20-new", "default/p20-old"}));
 }
 
