@@ -101,6 +101,13 @@ MasterMetrics::MasterMetrics()
               .Help("Pods force-deleted after terminating past terminating_pod_timeout on a node "
                     "that is down.")
               .Register(*registry_)
+              .Add({})),
+      checkpoint_annotation_failures_(
+          prometheus::BuildCounter()
+              .Name("phalanx_master_checkpoint_annotation_failures_total")
+              .Help("Pods a reported checkpoint's time could not be patched on "
+                    "(phalanx.io/checkpointed-at; the run's next checkpoint patches again).")
+              .Register(*registry_)
               .Add({})) {}
 
 void MasterMetrics::ObserveRpc(absl::string_view method, absl::string_view code, double seconds) {
@@ -131,6 +138,7 @@ void MasterMetrics::Update(const ManagerStats& stats, const std::vector<QueueEnt
   RaiseTo(preemptions_.Add({{"outcome", "timed_out"}}), stats.preemptions_timed_out);
   RaiseTo(pod_events_, stats.pod_events);
   RaiseTo(pods_force_deleted_, stats.pods_force_deleted);
+  RaiseTo(checkpoint_annotation_failures_, stats.checkpoint_annotation_failures);
 }
 
 std::string MasterMetrics::Serialize() const {

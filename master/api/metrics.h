@@ -1,6 +1,7 @@
 // Prometheus metrics of phalanx-master: every gRPC call (by method and code, with its duration,
 // recorded by a server interceptor), open allocations by state, the job queue by pool and state,
-// preemptions by outcome and pod events. MetricsServer serves them as text on /metrics.
+// preemptions by outcome, pod events, pods force-deleted and pods a checkpoint's time could not be
+// patched on. MetricsServer serves them as text on /metrics.
 #ifndef PHALANX_MASTER_API_METRICS_H_
 #define PHALANX_MASTER_API_METRICS_H_
 
@@ -47,6 +48,7 @@ class MasterMetrics {
   prometheus::Family<prometheus::Counter>& preemptions_;
   prometheus::Counter& pod_events_;
   prometheus::Counter& pods_force_deleted_;
+  prometheus::Counter& checkpoint_annotation_failures_;
   absl::Mutex update_mu_;
   // (pool, state) ever set.
   std::set<std::pair<std::string, std::string>> queue_labels_ ABSL_GUARDED_BY(update_mu_);

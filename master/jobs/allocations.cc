@@ -1,10 +1,14 @@
 // JobManager: the life of one allocation, from its gated pods to TERMINATED (see job_manager.h).
+#include <map>
+#include <string>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/pod.h"
 #include "kube/decode.h"
 #include "kube/json.h"
 #include "kube/status.h"
@@ -73,10 +77,20 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
   return r;
 }
 
+// Whether a pod of run `rec` is marked as a preemption victim: its phalanx.io/preempted-by names
+// another gang (the extender names the gang itself when it only re-plans it).
+bool MarkedAsVictim(const AllocationRecord& rec, const std::map<std::string, PodState>& pods) {
+  const std::string own_key = absl::StrCat(rec.ns, "/", rec.id);
+  return absl::c_any_of(pods, [&](const auto& named) {
+    return named.second.preempt_requested && named.second.preempted_by != own_key;
+  });
+}
+
 }  // namespace
 
 absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord& job,
                                                                 TrialRecord trial,
+                                                                const TrialHistory& history,
                                                                 const ExperimentConfig* parsed) {
   trial.runs += 1;
   const std::string id = job.type == TaskType::kExperiment
@@ -89,6 +103,8 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
     return absl::Status(request.status().code(),
                         absl::StrCat("trial ", trial.id, ": ", request.status().message()));
   }
+  request->checkpoint_ms = history.checkpoint_ms;
+  request->preempted_ms = history.preempted_ms;
   Launch launch{.pods = BuildPods(*request, config_)};
   launch.alloc = Alloc{.rec = {.id = id,
                                .job_id = job.job_id,
@@ -138,7 +154,11 @@ absl::Status JobManager::StartedLocked(const Alloc& launched, const absl::Status
 }
 
 absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord trial) {
-  absl::StatusOr<Launch> launch = PrepareRunLocked(job, trial);
+  TrialHistory history;  // A trial's first run has none.
+  if (trial.runs > 0) {
+    KUBE_ASSIGN_OR_RETURN(history, store_.GetTrialHistory(trial.id, core::kMaxPreemptionHistory));
+  }
+  absl::StatusOr<Launch> launch = PrepareRunLocked(job, trial, history);
   if (!launch.ok()) {
     trial.runs += 1;
     trial.state = RunState::kError;
@@ -326,6 +346,9 @@ void JobManager::UpdateFromPodsLocked(Alloc& a) {
     }
   }
   if (marked && (experiment || s == AllocState::kPending) && s != AllocState::kPreempting) {
+    // A victim's run is one of its trial's preemptions (a re-plan is not), stored with the
+    // preemption's request or with the run's end.
+    a.rec.victim = MarkedAsVictim(a.rec, a.pods);
     (void)RequestPreemptionLocked(a);
   }
 }

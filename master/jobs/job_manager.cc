@@ -173,7 +173,7 @@ absl::StatusOr<JobView> JobManager::Submit(JobRecord job, std::vector<TrialRecor
     submitting_.insert(sub.job.job_id);
     for (TrialRecord& t : sub.trials) {
       if (static_cast<int>(sub.launches.size()) >= cap) break;
-      absl::StatusOr<Launch> launch = PrepareRunLocked(sub.job, t, parsed);
+      absl::StatusOr<Launch> launch = PrepareRunLocked(sub.job, t, /*history=*/{}, parsed);
       if (!launch.ok()) {
         sub.unprepared = true;
         continue;

@@ -31,9 +31,17 @@
 //      signalled (WatchPreemption answers true); its pods are deleted after AckPreemption or after
 //      preemption_timeout. Non-experiment tasks are never preempted: their marks are ignored
 //      once all their pods are bound; a run marked before that (re-planned by the extender) is
-//      recreated.
+//      recreated. A run marked as a victim (phalanx.io/preempted-by names another gang; the
+//      extender names the gang itself when it only re-plans it) is stored as one, with the time:
+//      the trial's preemption history, which the pods of its later runs carry
+//      (phalanx.io/preempted-at, the newest core::kMaxPreemptionHistory times; pod_builder.h)
+//      for the extender's anti-thrash rules. Re-plans and pauses (the owner's doing) are not in
+//      it.
 //   4. An allocation whose pods are all gone is TERMINATED; Reconcile then starts the next run of
-//      an ACTIVE trial (gated again, with its latest checkpoint) or marks it PAUSED. A pod still
+//      an ACTIVE trial (gated again, with its latest checkpoint and the time it was reported,
+//      phalanx.io/checkpointed-at) or marks it PAUSED. ReportCheckpoint patches that time on the
+//      pods of the reporting run too, after the checkpoint is stored: a patch the API server
+//      refuses is logged and counted, and the run's next checkpoint patches again. A pod still
 //      terminating terminating_pod_timeout past its grace period on a node that is gone or not
 //      Ready is force-deleted (stuck_pods.cc): no kubelet would ever confirm its end.
 //   5. Queue edits: priority changes recreate the gated pods of queued allocations (pod priority is
@@ -98,6 +106,8 @@ struct ManagerStats {
   int64_t preemptions_timed_out = 0;            // ... whose pods went after preemption_timeout.
   int64_t pod_events = 0;                       // Pod observations from the watch.
   int64_t pods_force_deleted = 0;  // Stuck terminating on a node that is down (stuck_pods.cc).
+  // Pods a reported checkpoint's time could not be patched on (phalanx.io/checkpointed-at).
+  int64_t checkpoint_annotation_failures = 0;
 };
 
 class JobManager {
@@ -246,9 +256,10 @@ class JobManager {
   };
 
   // allocations.cc
-  // Builds the next run of `trial` (no I/O).
+  // Builds the next run of `trial` (no I/O), its pods carrying `history`.
   // `parsed`: the experiment's config if already parsed (else it is parsed from job.config).
   absl::StatusOr<Launch> PrepareRunLocked(const JobRecord& job, TrialRecord trial,
+                                          const TrialHistory& history,
                                           const ExperimentConfig* parsed = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens the stored run's allocation and queues it for DoQueuedPodWork.
@@ -258,10 +269,11 @@ class JobManager {
   // once, then takes it to finish each with StartedLocked, logging failures. The first failure,
   // if any.
   absl::Status StartLaunches(const std::vector<Launch>& launches) ABSL_LOCKS_EXCLUDED(mu_);
-  // Deletes the pods DeleteLaterLocked queued, sets the labels RelabelLaterLocked queued, then
-  // StartLaunches of the runs LaunchLocked queued, until no queue holds anything. Public methods
-  // that can open or end runs call it once their lock is released, through a PodsAfterUnlock
-  // declared before their MutexLock.
+  // Deletes the pods DeleteLaterLocked queued, sets the labels RelabelLaterLocked and the
+  // annotations AnnotateCheckpointLaterLocked queued, then StartLaunches of the runs LaunchLocked
+  // queued, until no queue holds anything. Public methods that can open or end runs, or patch
+  // pods, call it once their lock is released, through a PodsAfterUnlock declared before their
+  // MutexLock.
   void DoQueuedPodWork() ABSL_LOCKS_EXCLUDED(mu_);
   class PodsAfterUnlock {
    public:
@@ -296,12 +308,23 @@ class JobManager {
   // Sets the labels without the lock, several at once; when one fails (other than NotFound) its
   // job is logged and relabelled at the next Tick, from the position it has then.
   void SetQueueLabels(const std::vector<Relabel>& labels) ABSL_LOCKS_EXCLUDED(mu_);
+  // A pod's annotation phalanx.io/checkpointed-at, to be set to `at`.
+  struct CheckpointTime {
+    PodRef pod;
+    std::string at;
+  };
+  // Queues that annotation, the time `ms`, for every pod of `a` unless it is ending.
+  void AnnotateCheckpointLaterLocked(const Alloc& a, int64_t ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the annotations without the lock, several at once; one that fails (other than NotFound)
+  // is logged and counted, not retried: the run's next checkpoint writes a newer time.
+  void SetCheckpointTimes(const std::vector<CheckpointTime>& times) ABSL_LOCKS_EXCLUDED(mu_);
   // After an opened allocation's pods were created (`created`, possibly without the lock): logs
   // the start, or undoes the run on failure (see 2. above); deletes the pods again when the
   // allocation ended meanwhile.
   absl::Status StartedLocked(const Alloc& launched, const absl::Status& created)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Prepare, store, launch; a trial whose run cannot be built is in ERROR.
+  // Reads the trial's history (for a trial that ran before), prepares, stores, launches; a trial
+  // whose run cannot be built is in ERROR.
   absl::Status StartAllocationLocked(const JobRecord& job, TrialRecord trial)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RequestPreemptionLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -396,6 +419,7 @@ class JobManager {
   // Deletions that failed: Tick queues them again.
   std::vector<PodRef> failed_deletions_ ABSL_GUARDED_BY(mu_);
   std::vector<Relabel> queued_labels_ ABSL_GUARDED_BY(mu_);
+  std::vector<CheckpointTime> queued_checkpoint_times_ ABSL_GUARDED_BY(mu_);
   std::vector<StuckPod> queued_stuck_ ABSL_GUARDED_BY(mu_);
   // Stuck pods (by "namespace/name") as ForceDeleteStuck left them; pruned when they go.
   std::map<std::string, Stuck> stuck_ ABSL_GUARDED_BY(mu_);

@@ -1,6 +1,6 @@
 // JobManager: the pod requests it makes without its lock (see job_manager.h). Calls under the lock
-// queue creations, deletions and relabels; StartLaunches and DoQueuedPodWork send them to the API
-// server, kApiRequestsAtOnce at a time, and record what failed for the next tick.
+// queue creations, deletions, relabels and annotations; StartLaunches and DoQueuedPodWork send them
+// to the API server, kApiRequestsAtOnce at a time, and record what failed for the next tick.
 #include <utility>
 
 #include "absl/status/status.h"
@@ -57,18 +57,24 @@ void JobManager::DoQueuedPodWork() {
     std::vector<Launch> launches;
     std::vector<PodRef> deletions;
     std::vector<Relabel> labels;
+    std::vector<CheckpointTime> checkpoint_times;
     std::vector<StuckPod> stuck;
     {
       absl::MutexLock lock(&mu_);
       launches.swap(queued_launches_);
       deletions.swap(queued_deletions_);
       labels.swap(queued_labels_);
+      checkpoint_times.swap(queued_checkpoint_times_);
       stuck.swap(queued_stuck_);
     }
-    if (launches.empty() && deletions.empty() && labels.empty() && stuck.empty()) return;
+    if (launches.empty() && deletions.empty() && labels.empty() && checkpoint_times.empty() &&
+        stuck.empty()) {
+      return;
+    }
     DeletePods(deletions);
     ForceDeleteStuck(stuck);
     SetQueueLabels(labels);
+    SetCheckpointTimes(checkpoint_times);
     // Failures are logged and retried; an undone run queues its pods' deletion.
     if (!launches.empty()) (void)StartLaunches(launches);
   }
@@ -99,6 +105,29 @@ void JobManager::SetQueueLabels(const std::vector<Relabel>& labels) {
     EventLocked(absl::StrCat("labelling pod ", l->pod.ns, "/", l->pod.name, " with its queue ",
                              "position: ", s.message(), "; tried again at the next tick"));
     relabel_jobs_.insert(l->job_id);
+  }
+}
+
+void JobManager::AnnotateCheckpointLaterLocked(const Alloc& a, int64_t ms) {
+  if (a.rec.state == AllocState::kTerminating) return;
+  const std::string at = FormatPodTime(ms);
+  for (const std::string& name : a.pod_names) {
+    queued_checkpoint_times_.push_back({.pod = {.ns = a.rec.ns, .name = name}, .at = at});
+  }
+}
+
+void JobManager::SetCheckpointTimes(const std::vector<CheckpointTime>& times) {
+  auto failed = Failures(times, [this](const CheckpointTime& t) {
+    return pods_.SetPodAnnotation(t.pod.ns, t.pod.name,
+                                  std::string(kube::kCheckpointedAtAnnotation), t.at);
+  });
+  if (failed.empty()) return;
+  absl::MutexLock lock(&mu_);
+  stats_.checkpoint_annotation_failures += static_cast<int64_t>(failed.size());
+  for (const auto& [t, s] : failed) {
+    EventLocked(absl::StrCat("annotating pod ", t->pod.ns, "/", t->pod.name, " with its ",
+                             "checkpoint time: ", s.message(), "; written again at the run's ",
+                             "next checkpoint"));
   }
 }
 

@@ -86,9 +86,16 @@ absl::Status JobManager::AckPreemption(const std::string& allocation_id) {
 absl::Status JobManager::ReportCheckpoint(const std::string& allocation_id, const std::string& uuid,
                                           int64_t steps_completed) {
   KUBE_RETURN_IF_ERROR(CheckCheckpointId(uuid));
+  PodsAfterUnlock annotate(this);
   absl::MutexLock lock(&mu_);
   KUBE_ASSIGN_OR_RETURN(AllocationRecord rec, store_.GetAllocation(allocation_id));
-  return store_.AddCheckpoint(allocation_id, *rec.trial_id, uuid, steps_completed);
+  KUBE_ASSIGN_OR_RETURN(const int64_t reported_ms,
+                        store_.AddCheckpoint(allocation_id, *rec.trial_id, uuid, steps_completed));
+  // Stored: the pods learn its time after the call has released the lock, at best effort.
+  if (auto it = allocs_.find(allocation_id); it != allocs_.end()) {
+    AnnotateCheckpointLaterLocked(it->second, reported_ms);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status JobManager::ReportCompletion(const std::string& allocation_id, bool success,

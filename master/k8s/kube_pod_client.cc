@@ -94,6 +94,7 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
              .node = info.node,
              .gated = info.gated,
              .preempt_requested = info.preempt_requested,
+             .preempted_by = info.preempted_by,
              .backfilled = info.backfilled,
              .deletion_deadline =
                  deletion_ms == 0 ? absl::InfiniteFuture() : absl::FromUnixMillis(deletion_ms),
@@ -175,10 +176,21 @@ absl::StatusOr<bool> KubePodClient::NodeDown(const std::string& name) {
   return true;  // A node that never reported Ready.
 }
 
+absl::Status KubePodClient::SetPodMetadata(const std::string& ns, const std::string& name,
+                                           const char* map, const std::string& key,
+                                           const std::string& value) {
+  const nlohmann::json patch = {{"metadata", {{map, {{key, value}}}}}};
+  return client_.Patch(kube::kPods, ns, name, kube::PatchType::kMerge, patch.dump()).status();
+}
+
 absl::Status KubePodClient::SetPodLabel(const std::string& ns, const std::string& name,
                                         const std::string& key, const std::string& value) {
-  const nlohmann::json patch = {{"metadata", {{"labels", {{key, value}}}}}};
-  return client_.Patch(kube::kPods, ns, name, kube::PatchType::kMerge, patch.dump()).status();
+  return SetPodMetadata(ns, name, "labels", key, value);
+}
+
+absl::Status KubePodClient::SetPodAnnotation(const std::string& ns, const std::string& name,
+                                             const std::string& key, const std::string& value) {
+  return SetPodMetadata(ns, name, "annotations", key, value);
 }
 
 absl::StatusOr<std::vector<PodState>> KubePodClient::ListPods(const std::string& ns) {

@@ -1,8 +1,8 @@
-// Kubernetes side of the master through kube::Client: KubePodClient (create, delete, label and list
-// the master's pods, and read whether a node is down; creates the phalanx-priority-<value> class a
-// pod names before its first pod) and PodWatcher (list + watch of those pods in each pool
-// namespace, feeding the JobManager; relists after 410 Gone or errors, and reports pods that
-// vanished meanwhile).
+// Kubernetes side of the master through kube::Client: KubePodClient (create, delete, label,
+// annotate and list the master's pods, and read whether a node is down; creates the
+// phalanx-priority-<value> class a pod names before its first pod) and PodWatcher (list + watch of
+// those pods in each pool namespace, feeding the JobManager; relists after 410 Gone or errors, and
+// reports pods that vanished meanwhile).
 #ifndef PHALANX_MASTER_K8S_KUBE_POD_CLIENT_H_
 #define PHALANX_MASTER_K8S_KUBE_POD_CLIENT_H_
 
@@ -36,6 +36,8 @@ class KubePodClient final : public PodClient {
   absl::StatusOr<bool> NodeDown(const std::string& name) override;
   absl::Status SetPodLabel(const std::string& ns, const std::string& name, const std::string& key,
                            const std::string& value) override;
+  absl::Status SetPodAnnotation(const std::string& ns, const std::string& name,
+                                const std::string& key, const std::string& value) override;
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
 
  private:
@@ -43,6 +45,10 @@ class KubePodClient final : public PodClient {
   // when it was not known before this call (created now, here or by a call at the same time), so
   // the API server's admission may not see it yet.
   absl::StatusOr<bool> EnsurePriorityClass(const std::string& name);
+  // Sets key `key` of the pod's metadata map `map` ("labels" or "annotations") by a JSON merge
+  // patch, which leaves every other key as it is.
+  absl::Status SetPodMetadata(const std::string& ns, const std::string& name, const char* map,
+                              const std::string& key, const std::string& value);
 
   kube::Client& client_;
   absl::Mutex mu_;

@@ -1,12 +1,16 @@
 // Allocation → gang of gated pods (see pod_builder.h for the steps).
 #include "master/pods/pod_builder.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "core/pod.h"
 #include "kube/decode.h"
 #include "master/policy/pod_spec_policy.h"
 #include "master/policy/strategic_merge.h"
@@ -197,6 +201,33 @@ void SetMetadata(json& meta, const PodRequest& r, int rank, int pods) {
   labels[std::string(kube::kPreemptibleLabel)] = r.type == TaskType::kExperiment ? "true" : "false";
 }
 
+// Sets annotation `key` to `value`; an empty `value` removes it.
+void SetAnnotation(json& meta, absl::string_view key, const std::string& value) {
+  const auto annotations = meta.find("annotations");
+  if (value.empty()) {
+    if (annotations != meta.end() && annotations->is_object()) annotations->erase(std::string(key));
+    return;
+  }
+  if (annotations == meta.end() || !annotations->is_object()) meta["annotations"] = json::object();
+  meta["annotations"][std::string(key)] = value;
+}
+
+// The newest core::kMaxPreemptionHistory of `times`, oldest first, as phalanx.io/preempted-at.
+std::string PreemptedAt(std::vector<int64_t> times) {
+  std::sort(times.begin(), times.end());
+  const size_t keep = std::min<size_t>(times.size(), core::kMaxPreemptionHistory);
+  std::vector<std::string> out;
+  for (auto it = times.end() - keep; it != times.end(); ++it) out.push_back(FormatPodTime(*it));
+  return absl::StrJoin(out, ",");
+}
+
+// Step 5: the run's history, in place of anything the merged spec says under those keys.
+void SetHistory(json& meta, const PodRequest& r) {
+  SetAnnotation(meta, kube::kCheckpointedAtAnnotation,
+                r.checkpoint_ms > 0 ? FormatPodTime(r.checkpoint_ms) : "");
+  SetAnnotation(meta, kube::kPreemptedAtAnnotation, PreemptedAt(r.preempted_ms));
+}
+
 // The class a pod's `spec` names, the seeds' names mapped to phalanx's (priority_classes.h); ""
 // when none.
 std::string SpecClass(const json& spec) {
@@ -249,6 +280,7 @@ std::vector<json> BuildPods(const PodRequest& r, const MasterConfig& master) {
   for (int rank = 0; rank < pods; ++rank) {
     json pod = merged;
     SetMetadata(pod["metadata"], r, rank, pods);
+    SetHistory(pod["metadata"], r);
     SetSchedulingFields(pod["spec"], r, master);
     SetTokenMount(pod["spec"], *r.pool);
     FillTaskContainer(pod["spec"], r, rank, pods, slots_per_pod, master);
@@ -265,5 +297,9 @@ std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
 }
 
 std::string FormatQueuePosition(double position) { return absl::StrFormat("%.6f", position); }
+
+std::string FormatPodTime(int64_t ms) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
 
 }  // namespace phalanx::master

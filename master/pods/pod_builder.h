@@ -22,7 +22,11 @@
 //      and env PHALANX_CHECKPOINT_DIR names where checkpoints go (the mount plus storage_path). A
 //      pod_spec volumeMount of its own at /determined_shared_fs (an NFS or PVC volume) replaces
 //      the hostPath. Other storage types need no mount.
-//   5. Contract labels (DESIGN.md) override user labels of the same key.
+//   5. Contract labels (DESIGN.md) override user labels of the same key. So do the annotations of
+//      the run's history, which the extender reads to choose victims: phalanx.io/checkpointed-at
+//      (when the trial last reported a checkpoint, RFC 3339 UTC) and phalanx.io/preempted-at (when
+//      its earlier runs were preempted: the newest core::kMaxPreemptionHistory times, oldest
+//      first, comma-separated); a pod without that history carries neither.
 //   6. Priority: a priorityClassName in the merged spec wins (the seeds' determined-*-priority
 //      names mapped to phalanx's classes, priority_classes.h); else the class of exactly the
 //      task's priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority
@@ -30,6 +34,7 @@
 #ifndef PHALANX_MASTER_PODS_POD_BUILDER_H_
 #define PHALANX_MASTER_PODS_POD_BUILDER_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -64,6 +69,10 @@ struct PodRequest {
   nlohmann::json checkpoint_storage;  // ParseCheckpointStorage's; null: none (step 4).
   // Extra PHALANX_* variables (hyperparameters, allocation token, ...).
   std::vector<std::pair<std::string, std::string>> env;
+  // Step 5: ms since the epoch when the trial last reported a checkpoint (0: never), and when its
+  // earlier runs were preempted.
+  int64_t checkpoint_ms = 0;
+  std::vector<int64_t> preempted_ms;
 };
 
 // The pods of `request`, ranks 0..N-1.
@@ -79,6 +88,10 @@ std::string SpecPriorityClass(const ResourcePoolConfig& pool, int slots,
 
 // The queue position as label phalanx.io/queue-position writes it ("1700000000.123456").
 std::string FormatQueuePosition(double position);
+
+// A time of the run's history annotations (step 5): RFC 3339 in UTC with milliseconds,
+// "2026-11-29T03:04:35.123+00:00".
+std::string FormatPodTime(int64_t ms);
 
 }  // namespace phalanx::master
 

@@ -1,5 +1,5 @@
-// The master's seam to Kubernetes: create, delete and label pods, and what it needs to know about a
-// pod (PodState). KubePodClient (kube_pod_client.h) is the real one; tests use a fake.
+// The master's seam to Kubernetes: create, delete, label and annotate pods, and what it needs to
+// know about a pod (PodState). KubePodClient (kube_pod_client.h) is the real one; tests use a fake.
 #ifndef PHALANX_MASTER_PODS_POD_CLIENT_H_
 #define PHALANX_MASTER_PODS_POD_CLIENT_H_
 
@@ -31,7 +31,10 @@ struct PodState {
   std::string node;                // spec.nodeName; empty until the pod is bound.
   bool gated = false;              // Still carries phalanx.io/admission.
   bool preempt_requested = false;  // Label phalanx.io/preempt=requested.
-  bool backfilled = false;         // Annotation phalanx.io/backfilled=true.
+  // Annotation phalanx.io/preempted-by while marked: the preemptor's gang key, or the pod's own
+  // ("namespace/allocation") when the extender only re-plans its gang.
+  std::string preempted_by;
+  bool backfilled = false;  // Annotation phalanx.io/backfilled=true.
   // metadata.deletionTimestamp: when the kubelet is to have stopped the pod's containers (the
   // deletion's time plus its grace period); InfiniteFuture while the pod is not being deleted.
   absl::Time deletion_deadline = absl::InfiniteFuture();
@@ -64,8 +67,12 @@ class PodClient {
   // True when node `name` is gone, or its Ready condition is not True (Unknown: its kubelet stopped
   // reporting; False: it reports the node not ready).
   virtual absl::StatusOr<bool> NodeDown(const std::string& name) = 0;
+  // Sets one label, or one annotation, of the pod (a merge patch of that key alone); NotFound when
+  // the pod is gone.
   virtual absl::Status SetPodLabel(const std::string& ns, const std::string& name,
                                    const std::string& key, const std::string& value) = 0;
+  virtual absl::Status SetPodAnnotation(const std::string& ns, const std::string& name,
+                                        const std::string& key, const std::string& value) = 0;
   // Every pod the master manages (label app.kubernetes.io/managed-by=phalanx-master) in `ns`.
   virtual absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) = 0;
 };

@@ -75,6 +75,10 @@ struct AllocationRecord {
   // A pod of the run cannot start a container (start_failures.cc); since when, as stored.
   bool start_failing = false;
   std::optional<int64_t> start_failing_ms;
+  // phalanx-extender marked the run as a preemption victim (label phalanx.io/preempt, another
+  // gang in phalanx.io/preempted-by) and the master ends it for that: one of its trial's
+  // preemptions (Store::GetTrialHistory). Once stored, it stays.
+  bool victim = false;
 };
 
 // Whether `user` may change `job` (and read its secrets): its owner or an admin.

@@ -82,6 +82,12 @@ CREATE TABLE checkpoints (
     "ALTER TABLE allocations ADD COLUMN start_failing_at TIMESTAMPTZ",
     // Version 7: expired tokens are deleted at each login (AddToken).
     "CREATE INDEX user_tokens_expires ON user_tokens (expires_at)",
+    // Version 8: when phalanx-extender marked the run as a preemption victim (a trial's
+    // preemption history, Store::GetTrialHistory).
+    R"sql(
+ALTER TABLE allocations ADD COLUMN victim_at TIMESTAMPTZ;
+CREATE INDEX allocations_victims ON allocations (trial_id, victim_at) WHERE victim_at IS NOT NULL;
+)sql",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

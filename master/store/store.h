@@ -36,6 +36,12 @@ struct StartedRun {
   AllocationRecord allocation;
 };
 
+// What the pods of a trial's next run carry about its earlier runs (pod_builder.h).
+struct TrialHistory {
+  int64_t checkpoint_ms = 0;          // When its latest checkpoint was reported; 0 when none.
+  std::vector<int64_t> preempted_ms;  // When its runs were preempted, oldest first.
+};
+
 struct StoredUser {
   User user;
   std::string password_hash;
@@ -94,17 +100,23 @@ class Store {
   // Counts one restart of the trial for the failure of run `allocation_id`, once: counting the same
   // run again (a retry after a write whose answer was lost) changes nothing.
   absl::Status CountRestart(int64_t trial_id, const std::string& allocation_id);
-  // Records the checkpoint and makes it the trial's latest, in one transaction. Reporting it again
-  // (same uuid, allocation and steps) changes nothing; its uuid with other values is AlreadyExists.
-  absl::Status AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
-                             const std::string& uuid, int64_t steps_completed);
+  // Records the checkpoint and makes it the trial's latest, in one transaction; answers when the
+  // trial's latest checkpoint was reported (ms since the epoch, the database's clock): this one's
+  // time, or, when it is reported again (same uuid, allocation and steps: then nothing changes),
+  // the time of the latest. Its uuid with other values is AlreadyExists.
+  absl::StatusOr<int64_t> AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
+                                        const std::string& uuid, int64_t steps_completed);
+  // When the trial's latest checkpoint was reported, and when its newest `max_preemptions` runs
+  // that were preemption victims (AllocationRecord::victim) were stored as such, oldest first.
+  absl::StatusOr<TrialHistory> GetTrialHistory(int64_t trial_id, int max_preemptions);
 
   // Stores the trial's new run count and state and inserts the run's allocation, in one
   // transaction.
   absl::Status StartRun(const StartedRun& run);
   absl::StatusOr<AllocationRecord> GetAllocation(const std::string& id);
   // Writes state, preempt_requested, preempt_acked, the preempt time (set when preempt_requested
-  // first is, cleared with it) and the start-failing time (the same for start_failing).
+  // first is, cleared with it), the start-failing time (the same for start_failing) and the
+  // victim time (set when victim first is, never cleared).
   absl::Status UpdateAllocation(const AllocationRecord& allocation);
   // Allocations not TERMINATED, oldest first.
   absl::StatusOr<std::vector<AllocationRecord>> ListOpenAllocations();

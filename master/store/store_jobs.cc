@@ -19,7 +19,17 @@ constexpr char kAllocationColumns[] =
     "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
     "(extract(epoch FROM preempt_at) * 1000)::BIGINT AS preempt_ms, "
-    "(extract(epoch FROM start_failing_at) * 1000)::BIGINT AS start_failing_ms";
+    "(extract(epoch FROM start_failing_at) * 1000)::BIGINT AS start_failing_ms, "
+    "victim_at IS NOT NULL AS victim";
+// When trial $1's latest checkpoint was reported (ms); no row when it has none.
+constexpr char kLatestCheckpointMs[] =
+    "SELECT (extract(epoch FROM c.reported_at) * 1000)::BIGINT FROM trials t "
+    "JOIN checkpoints c ON c.uuid = t.latest_checkpoint WHERE t.id = $1";
+// When trial $1's newest $2 victim runs were stored as such (ms), oldest first.
+constexpr char kPreemptedMs[] =
+    "SELECT ms FROM (SELECT (extract(epoch FROM victim_at) * 1000)::BIGINT AS ms FROM allocations "
+    "WHERE trial_id = $1 AND victim_at IS NOT NULL ORDER BY victim_at DESC LIMIT $2) newest "
+    "ORDER BY ms";
 
 // Submissions in one statement (so one round trip, and atomic without a transaction block): the
 // jobs, then their trials and allocations, each from a JSON array ($1, $2, $3). Foreign keys are
@@ -98,6 +108,7 @@ AllocationRecord AllocationFromRow(const pqxx::row& row) {
     a.start_failing = true;
     a.start_failing_ms = row["start_failing_ms"].as<int64_t>();
   }
+  a.victim = row["victim"].as<bool>();
   return a;
 }
 
@@ -115,6 +126,12 @@ void WriteAllocation(pqxx::transaction_base& tx, const AllocationRecord& a) {
       "VALUES ($1, $2, NULLIF($3, 0), $4, $5, $6, $7, $8)",
       a.id, a.job_id, a.trial_id.value_or(0), a.run, std::string(AllocStateName(a.state)), a.ns,
       a.pods, a.token_hash);
+}
+
+// The latest checkpoint time of `trial_id` as `tx` sees it; 0 when it has none.
+int64_t LatestCheckpointMs(pqxx::transaction_base& tx, int64_t trial_id) {
+  const pqxx::result r = tx.exec_params(kLatestCheckpointMs, trial_id);
+  return r.empty() ? 0 : r[0][0].as<int64_t>();
 }
 
 // WHERE clause (with $n parameters appended to `params`) for `filter`.
@@ -387,9 +404,10 @@ absl::Status Store::StartRun(const StartedRun& run) {
   });
 }
 
-absl::Status Store::AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
-                                  const std::string& uuid, int64_t steps_completed) {
-  return Transact([&](pqxx::transaction_base& tx) {
+absl::StatusOr<int64_t> Store::AddCheckpoint(const std::string& allocation_id, int64_t trial_id,
+                                             const std::string& uuid, int64_t steps_completed) {
+  int64_t latest_ms = 0;
+  absl::Status s = Transact([&](pqxx::transaction_base& tx) {
     const pqxx::result inserted = tx.exec_params(
         "INSERT INTO checkpoints (uuid, allocation_id, trial_id, steps_completed) "
         "VALUES ($1, $2, $3, $4) ON CONFLICT (uuid) DO NOTHING RETURNING uuid",
@@ -401,6 +419,7 @@ absl::Status Store::AddCheckpoint(const std::string& allocation_id, int64_t tria
       const int64_t steps = r[2].as<int64_t>();
       if (reported_by == allocation_id && r[1].as<int64_t>() == trial_id &&
           steps == steps_completed) {
+        latest_ms = LatestCheckpointMs(tx, trial_id);
         return absl::OkStatus();  // Reported again: already recorded.
       }
       return absl::AlreadyExistsError(absl::StrCat("checkpoint \"", uuid,
@@ -409,8 +428,24 @@ absl::Status Store::AddCheckpoint(const std::string& allocation_id, int64_t tria
     }
     tx.exec_params("UPDATE trials SET latest_checkpoint = $2, steps_completed = $3 WHERE id = $1",
                    trial_id, uuid, steps_completed);
+    latest_ms = LatestCheckpointMs(tx, trial_id);
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return latest_ms;
+}
+
+absl::StatusOr<TrialHistory> Store::GetTrialHistory(int64_t trial_id, int max_preemptions) {
+  TrialHistory history;
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
+    history.checkpoint_ms = LatestCheckpointMs(tx, trial_id);
+    for (const pqxx::row& row : tx.exec_params(kPreemptedMs, trial_id, max_preemptions)) {
+      history.preempted_ms.push_back(row[0].as<int64_t>());
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return history;
 }
 
 absl::StatusOr<AllocationRecord> Store::GetAllocation(const std::string& id) {
@@ -431,9 +466,10 @@ absl::Status Store::UpdateAllocation(const AllocationRecord& a) {
     tx.exec_params(
         "UPDATE allocations SET state = $2, preempt_requested = $3, preempt_acked = $4, "
         "preempt_at = CASE WHEN $3 THEN COALESCE(preempt_at, now()) END, "
-        "start_failing_at = CASE WHEN $5 THEN COALESCE(start_failing_at, now()) END WHERE id = $1",
+        "start_failing_at = CASE WHEN $5 THEN COALESCE(start_failing_at, now()) END, "
+        "victim_at = COALESCE(victim_at, CASE WHEN $6 THEN now() END) WHERE id = $1",
         a.id, std::string(AllocStateName(a.state)), a.preempt_requested, a.preempt_acked,
-        a.start_failing);
+        a.start_failing, a.victim);
     return absl::OkStatus();
   });
 }

@@ -98,6 +98,17 @@ const Attack kAttacks[] = {
     {"PlacementAnnotation", Via::kTask,
      PodSpec("{metadata: {annotations: {phalanx.io/placement: node-1}}}"),
      "environment.pod_spec.metadata.annotations.phalanx.io/placement"},
+    // Forged history: recent preemptions would shield the runs from preemption, a checkpoint in
+    // the future would make others' runs the costlier victims.
+    {"PreemptedAtAnnotation", Via::kExperiment,
+     PodSpec("{metadata: {annotations: {phalanx.io/preempted-at: '2026-01-01T00:00:00Z,"
+             "2026-01-01T00:01:00Z,2026-01-01T00:02:00Z'}}}"),
+     "environment.pod_spec.metadata.annotations.phalanx.io/preempted-at: refused by "
+     "pod_spec_policy (phalanx.io/ labels and annotations are written by phalanx only)"},
+    {"CheckpointedAtAnnotation", Via::kTask,
+     PodSpec("{metadata: {annotations: {phalanx.io/checkpointed-at: '2999-01-01T00:00:00Z'}}}"),
+     "environment.pod_spec.metadata.annotations.phalanx.io/checkpointed-at: refused by "
+     "pod_spec_policy (phalanx.io/ labels and annotations are written by phalanx only)"},
     {"QueueLabel", Via::kExperiment,
      PodSpec("{metadata: {labels: {phalanx.io/queue-position: '0'}}}"),
      "metadata.labels.phalanx.io/queue-position"},

@@ -1,7 +1,7 @@
 // DecodePodState: the waiting containers of a pod's status (init containers first), which
 // evictions are the cluster's doing (disrupted) and which are for the pod's own limits, and the
 // node and deletion deadline. KubePodClient against a scripted API server: whether a node is down,
-// and force deletion.
+// force deletion, and the merge patches that set one annotation or label.
 #include "master/k8s/kube_pod_client.h"
 
 #include <string>
@@ -14,6 +14,7 @@
 namespace phalanx::master {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::FieldsAre;
 using ::testing::HasSubstr;
@@ -186,6 +187,35 @@ TEST(KubePodClientTest, ForceDeleteAsksForGracePeriodZero) {
   EXPECT_EQ(sent[0].method, "DELETE");
   EXPECT_EQ(sent[0].target, "/api/v1/namespaces/gpu-ns/pods/stuck-0");
   EXPECT_THAT(sent[0].body, HasSubstr("\"gracePeriodSeconds\":0"));
+}
+
+// An annotation (or a label) is set by a JSON merge patch of that one key, which leaves the pod's
+// other annotations as they are; a pod that is gone is NotFound.
+TEST(KubePodClientTest, AnnotationIsAMergePatchOfThatKeyAlone) {
+  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
+    if (r.target == "/api/v1/namespaces/gpu-ns/pods/gone") {
+      return phalanx::testing::ScriptedResponse{
+          404, {R"({"kind":"Status","reason":"NotFound","code":404})"}};
+    }
+    return phalanx::testing::ScriptedResponse{200, {R"({"kind":"Pod"})"}};
+  });
+  kube::Client client(kube::Config{.server = server.url()});
+  KubePodClient pods(client);
+  const std::string at = "2026-11-29T03:04:35.123+00:00";
+  EXPECT_TRUE(pods.SetPodAnnotation("gpu-ns", "run-0", "phalanx.io/checkpointed-at", at).ok());
+  EXPECT_TRUE(pods.SetPodLabel("gpu-ns", "run-0", "phalanx.io/queue-position", "1.5").ok());
+  absl::Status gone = pods.SetPodAnnotation("gpu-ns", "gone", "phalanx.io/checkpointed-at", at);
+  EXPECT_TRUE(absl::IsNotFound(gone)) << gone;
+  const std::vector<phalanx::testing::ScriptedRequest> sent = server.requests();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].method, "PATCH");
+  EXPECT_EQ(sent[0].target, "/api/v1/namespaces/gpu-ns/pods/run-0");
+  EXPECT_THAT(sent[0].headers, Contains("Content-Type: application/merge-patch+json"));
+  EXPECT_EQ(
+      nlohmann::json::parse(sent[0].body),
+      nlohmann::json({{"metadata", {{"annotations", {{"phalanx.io/checkpointed-at", at}}}}}}));
+  EXPECT_EQ(nlohmann::json::parse(sent[1].body),
+            nlohmann::json({{"metadata", {{"labels", {{"phalanx.io/queue-position", "1.5"}}}}}}));
 }
 
 }  // namespace

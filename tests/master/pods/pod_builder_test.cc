@@ -1,5 +1,6 @@
 // Pod builder golden tests (tests/master/testdata/pods_*.json; PHALANX_UPDATE_GOLDEN=1 rewrites
-// them) and strategic-merge cases, including the seeds' empty-dir override.
+// them), strategic-merge cases, including the seeds' empty-dir override, and the run's history
+// annotations as the extender decodes them.
 #include "master/pods/pod_builder.h"
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kube/decode.h"
 #include "master/policy/strategic_merge.h"
 #include "master/spec/task_config.h"
 
@@ -85,6 +88,21 @@ struct Built {
   std::vector<json> pods;
 };
 
+// The request of run exp-3-trial-7-r1 of `b`'s task, of `type` (it points into `b`).
+PodRequest RequestOf(const Built& b, TaskType type) {
+  return PodRequest{.type = type,
+                    .job_id = "exp-3",
+                    .allocation_id = "exp-3-trial-7-r1",
+                    .slots = b.task.resources.slots,
+                    .priority = b.task.resources.priority.value_or(kDefaultPriority),
+                    .queue_position = 1700000000.25,
+                    .pool = b.master.FindPool(b.task.resources.resource_pool),
+                    .environment = &b.task.environment,
+                    .entrypoint = b.task.entrypoint,
+                    .checkpoint_storage = b.master.checkpoint_storage,
+                    .env = {{"PHALANX_HPARAMS", R"({"lr":0.1})"}}};
+}
+
 // `entrypoint`: the request's; empty leaves the config's or the task type's default.
 // The pods of a task of `type` configured by `task_yaml`, under `master`.
 Built BuildUnder(MasterConfig master, TaskType type, const std::string& task_yaml,
@@ -94,18 +112,7 @@ Built BuildUnder(MasterConfig master, TaskType type, const std::string& task_yam
   absl::StatusOr<TaskConfig> task = ParseTaskConfig(task_yaml, type, entrypoint, b.master);
   EXPECT_TRUE(task.ok()) << task.status();
   b.task = *task;
-  PodRequest r{.type = type,
-               .job_id = "exp-3",
-               .allocation_id = "exp-3-trial-7-r1",
-               .slots = b.task.resources.slots,
-               .priority = b.task.resources.priority.value_or(kDefaultPriority),
-               .queue_position = 1700000000.25,
-               .pool = b.master.FindPool(b.task.resources.resource_pool),
-               .environment = &b.task.environment,
-               .entrypoint = b.task.entrypoint,
-               .checkpoint_storage = b.master.checkpoint_storage,
-               .env = {{"PHALANX_HPARAMS", R"({"lr":0.1})"}}};
-  b.pods = BuildPods(r, b.master);
+  b.pods = BuildPods(RequestOf(b, type), b.master);
   return b;
 }
 
@@ -399,6 +406,69 @@ TEST(PodBuilderTest, DefaultSchedulerLeavesPodsUngated) {
   EXPECT_FALSE(spec.contains("schedulingGates"));
   EXPECT_FALSE(spec.contains("schedulerName"));
   EXPECT_EQ(b.pods[0]["metadata"]["labels"]["phalanx.io/preemptible"], "false");
+}
+
+// A pool default pod spec that writes the history annotations itself (an admin's mistake): the
+// master's values replace them, or remove them when the run has no history.
+constexpr char kHistoryInDefaults[] = R"(
+max_slots_per_pod: 4
+task_container_defaults:
+  gpu_pod_spec:
+    metadata:
+      annotations:
+        phalanx.io/checkpointed-at: "2020-01-01T00:00:00Z"
+        phalanx.io/preempted-at: "not a time"
+        note: kept
+)";
+
+// `pod` as the extender decodes it (kube::DecodePod), with a uid as the API server gives one.
+core::PodInfo Decoded(json pod) {
+  pod["metadata"]["uid"] = "uid-1";
+  simdjson::dom::parser parser;
+  simdjson::dom::element e;
+  EXPECT_EQ(parser.parse(pod.dump()).get(e), simdjson::SUCCESS);
+  absl::StatusOr<core::PodInfo> info = kube::DecodePod(e);
+  EXPECT_TRUE(info.ok()) << info.status();
+  return info.ok() ? *info : core::PodInfo{};
+}
+
+// The run's history: the checkpoint time, and the newest core::kMaxPreemptionHistory preemption
+// times oldest first, whatever order they came in, on every pod of the gang, as the extender reads
+// them back.
+TEST(PodBuilderTest, PodsCarryTheRunsHistoryForTheExtender) {
+  Built b = Build(TaskType::kExperiment, "resources: {slots: 8}", kHistoryInDefaults);
+  PodRequest r = RequestOf(b, TaskType::kExperiment);
+  r.checkpoint_ms = 1764385475123;  // 2025-11-29T03:04:35.123Z
+  std::vector<int64_t> newest;
+  for (int64_t i = 20; i >= 1; --i) {  // Newest first, 20 of them.
+    r.preempted_ms.push_back(1764300000000 + i * 60'000);
+    if (i > 20 - core::kMaxPreemptionHistory) newest.insert(newest.begin(), r.preempted_ms.back());
+  }
+  const std::vector<json> pods = BuildPods(r, b.master);
+  ASSERT_EQ(pods.size(), 2u);
+  for (const json& pod : pods) {
+    const json& annotations = pod["metadata"]["annotations"];
+    EXPECT_EQ(annotations["phalanx.io/checkpointed-at"], "2025-11-29T03:04:35.123+00:00");
+    EXPECT_THAT(annotations["phalanx.io/preempted-at"].get<std::string>(),
+                ::testing::StartsWith("2025-11-28T03:25:00.000+00:00,2025-11-28T03:26:00.000"));
+    EXPECT_EQ(annotations["note"], "kept");
+    const core::PodInfo info = Decoded(pod);
+    EXPECT_EQ(info.contract_error, "");
+    EXPECT_EQ(info.checkpoint_ms, r.checkpoint_ms);
+    EXPECT_EQ(info.preempted_ms, newest);
+  }
+}
+
+// A first run carries no history, whatever the defaults say.
+TEST(PodBuilderTest, PodsWithoutHistoryCarryNone) {
+  Built b = Build(TaskType::kExperiment, "resources: {slots: 4}", kHistoryInDefaults);
+  ASSERT_EQ(b.pods.size(), 1u);
+  const json& annotations = b.pods[0]["metadata"]["annotations"];
+  EXPECT_EQ(annotations, json({{"note", "kept"}}));
+  const core::PodInfo info = Decoded(b.pods[0]);
+  EXPECT_EQ(info.contract_error, "");
+  EXPECT_EQ(info.checkpoint_ms, 0);
+  EXPECT_TRUE(info.preempted_ms.empty());
 }
 
 TEST(PriorityClassTest, EveryPriorityHasAClassOfExactlyItsValue) {

@@ -131,6 +131,15 @@ const Case kCases[] = {
      "spec.priorityClassName", "relaxed", ""},
     {"PlacementAnnotation", "{metadata: {annotations: {phalanx.io/placement: node-1}}}",
      "metadata.annotations.phalanx.io/placement", "relaxed", ""},
+    // The run's history, which the extender's victim choice reads: a recent checkpoint makes a
+    // cheap victim, recent preemptions a protected one.
+    {"CheckpointedAtAnnotation",
+     "{metadata: {annotations: {phalanx.io/checkpointed-at: '2999-01-01T00:00:00Z'}}}",
+     "metadata.annotations.phalanx.io/checkpointed-at", "relaxed", ""},
+    {"PreemptedAtAnnotation",
+     "{metadata: {annotations: {phalanx.io/preempted-at: '2026-01-01T00:00:00Z,"
+     "2026-01-01T00:01:00Z,2026-01-01T00:02:00Z'}}}",
+     "metadata.annotations.phalanx.io/preempted-at", "relaxed", ""},
     {"PhalanxLabel", "{metadata: {labels: {phalanx.io/queue-position: '0'}}}",
      "metadata.labels.phalanx.io/queue-position", "relaxed", ""},
     {"PhalanxSubdomainLabel", "{metadata: {labels: {x.phalanx.io/gang: g}}}",

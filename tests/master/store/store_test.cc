@@ -1,12 +1,15 @@
 // Store tests on a real Postgres (fixture `postgres`): migrations, users and tokens, jobs with
-// trials, filters and paging, allocations, checkpoints, durability across a reopen,
+// trials, filters and paging, allocations, checkpoints and their times, a trial's preemption
+// history, durability across a reopen,
 // reconnecting after the database restarts, and the connection string the master builds.
 #include "master/store/store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -212,15 +215,76 @@ TEST_F(StoreTest, CheckpointsReportedAgain) {
       .id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = trials[0].id, .ns = "d"};
   ASSERT_TRUE(store_->StartRun({.trial = trials[0], .allocation = a}).ok());
   ASSERT_TRUE(store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 100).ok());
-  ASSERT_TRUE(store_->AddCheckpoint(a.id, trials[0].id, "ckpt-2", 200).ok());
-  absl::Status again = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 100);
-  EXPECT_TRUE(again.ok()) << again;
+  absl::StatusOr<int64_t> latest = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-2", 200);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  absl::StatusOr<int64_t> again = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 100);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *latest) << "the time of the latest, ckpt-2";
   EXPECT_EQ(store_->GetTrial(trials[0].id)->latest_checkpoint, "ckpt-2");  // Not rolled back.
-  absl::Status other = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 150);
+  absl::Status other = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 150).status();
   EXPECT_TRUE(absl::IsAlreadyExists(other)) << other;
   EXPECT_EQ(other.message(),
             "checkpoint \"ckpt-1\" was already reported by exp-1-trial-1-r1 at 100 steps");
   EXPECT_EQ(store_->GetTrial(trials[0].id)->steps_completed, 200);
+}
+
+// A reported checkpoint answers when it was reported (the database's clock), which the trial's
+// history then holds.
+TEST_F(StoreTest, CheckpointTimeIsWhenItWasReported) {
+  auto trials = InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 1);
+  ASSERT_EQ(trials.size(), 1u);
+  const AllocationRecord a{
+      .id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = trials[0].id, .ns = "d"};
+  ASSERT_TRUE(store_->StartRun({.trial = trials[0], .allocation = a}).ok());
+  EXPECT_EQ(store_->GetTrialHistory(trials[0].id, 16)->checkpoint_ms, 0) << "none yet";
+  const int64_t before = absl::ToUnixMillis(absl::Now());
+  absl::StatusOr<int64_t> at = store_->AddCheckpoint(a.id, trials[0].id, "ckpt-1", 100);
+  const int64_t after = absl::ToUnixMillis(absl::Now());
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_GE(*at, before - 1);  // The database rounds to the nearest millisecond.
+  EXPECT_LE(*at, after + 1);
+  EXPECT_EQ(store_->GetTrialHistory(trials[0].id, 16)->checkpoint_ms, *at);
+}
+
+// A trial's preemption history: when each of its runs was stored as a victim, its newest `max`
+// times, oldest first; other runs and other trials' are not in it, and a victim run stays
+// one, with its first time, whatever is written later.
+TEST_F(StoreTest, TrialHistoryHoldsItsNewestVictimRunsOldestFirst) {
+  auto trials = InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 2);
+  ASSERT_EQ(trials.size(), 2u);
+  auto run = [&](TrialRecord& t, bool victim) {
+    t.runs += 1;
+    AllocationRecord a{.id = absl::StrCat("exp-1-trial-", t.id, "-r", t.runs),
+                       .job_id = "exp-1",
+                       .trial_id = t.id,
+                       .run = t.runs,
+                       .ns = "d"};
+    EXPECT_TRUE(store_->StartRun({.trial = t, .allocation = a}).ok());
+    a.victim = victim;
+    a.state = AllocState::kTerminating;
+    EXPECT_TRUE(store_->UpdateAllocation(a).ok());
+    return a;
+  };
+  for (bool victim : {true, true, false, true, true}) run(trials[0], victim);
+  AllocationRecord other = run(trials[1], true);
+  absl::StatusOr<TrialHistory> all = store_->GetTrialHistory(trials[0].id, 16);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->preempted_ms.size(), 4u);
+  EXPECT_TRUE(std::is_sorted(all->preempted_ms.begin(), all->preempted_ms.end()));
+  absl::StatusOr<TrialHistory> newest = store_->GetTrialHistory(trials[0].id, 3);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ(newest->preempted_ms,
+            std::vector<int64_t>(all->preempted_ms.begin() + 1, all->preempted_ms.end()));
+  const std::vector<int64_t> first = store_->GetTrialHistory(trials[1].id, 16)->preempted_ms;
+  EXPECT_EQ(first.size(), 1u);
+
+  other.state = AllocState::kTerminated;  // Later writes (the run's end) keep it, and its time.
+  ASSERT_TRUE(store_->UpdateAllocation(other).ok());
+  other.victim = false;
+  ASSERT_TRUE(store_->UpdateAllocation(other).ok());
+  EXPECT_TRUE(store_->GetAllocation(other.id)->victim);
+  EXPECT_EQ(store_->GetTrialHistory(trials[1].id, 16)->preempted_ms, first);
+  EXPECT_FALSE(store_->GetAllocation("exp-1-trial-1-r3")->victim);
 }
 
 TEST_F(StoreTest, AcknowledgedWritesSurviveReopen) {

@@ -37,6 +37,11 @@ void FakePodClient::OnLabel(std::function<absl::Status(const std::string& name)>
   on_label_ = std::move(hook);
 }
 
+void FakePodClient::OnAnnotate(std::function<absl::Status(const std::string& name)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_annotate_ = std::move(hook);
+}
+
 absl::Status FakePodClient::RunHook(
     const std::function<absl::Status(const std::string&)> FakePodClient::*hook,
     const std::string& name) {
@@ -100,6 +105,16 @@ absl::Status FakePodClient::SetPodLabel(const std::string& ns, const std::string
   auto it = pods_.find(absl::StrCat(ns, "/", name));
   if (it == pods_.end()) return absl::NotFoundError(name);
   it->second["metadata"]["labels"][key] = value;
+  return absl::OkStatus();
+}
+
+absl::Status FakePodClient::SetPodAnnotation(const std::string& ns, const std::string& name,
+                                             const std::string& key, const std::string& value) {
+  if (absl::Status s = RunHook(&FakePodClient::on_annotate_, name); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(absl::StrCat(ns, "/", name));
+  if (it == pods_.end()) return absl::NotFoundError(name);
+  it->second["metadata"]["annotations"][key] = value;
   return absl::OkStatus();
 }
 

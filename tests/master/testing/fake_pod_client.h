@@ -24,6 +24,8 @@ class FakePodClient final : public PodClient {
   absl::StatusOr<bool> NodeDown(const std::string& name) override;
   absl::Status SetPodLabel(const std::string& ns, const std::string& name, const std::string& key,
                            const std::string& value) override;
+  absl::Status SetPodAnnotation(const std::string& ns, const std::string& name,
+                                const std::string& key, const std::string& value) override;
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
 
   // Pods (JSON) by "namespace/name".
@@ -43,8 +45,9 @@ class FakePodClient final : public PodClient {
   // Runs `hook` at the start of every DeletePod, without the fake's lock; an error from it fails
   // the deletion.
   void OnDelete(std::function<absl::Status(const std::string& name)> hook);
-  // The same for SetPodLabel.
+  // The same for SetPodLabel, and for SetPodAnnotation.
   void OnLabel(std::function<absl::Status(const std::string& name)> hook);
+  void OnAnnotate(std::function<absl::Status(const std::string& name)> hook);
   // Runs `hook` on each PodState ListPods answers (gated and Pending unless it changes them), with
   // the fake's lock held.
   void OnList(std::function<void(PodState& listed)> hook);
@@ -65,6 +68,7 @@ class FakePodClient final : public PodClient {
   std::function<absl::Status(const nlohmann::json&)> on_create_;
   std::function<absl::Status(const std::string&)> on_delete_;
   std::function<absl::Status(const std::string&)> on_label_;
+  std::function<absl::Status(const std::string&)> on_annotate_;
   std::function<void(PodState&)> on_list_;
 };
 
