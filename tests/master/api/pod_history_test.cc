@@ -5,9 +5,11 @@
 // (phalanx.io/preempted-at, the newest 16, oldest first) and its checkpoint time, which pauses and
 // re-plans do not add to and a restart of the master does not lose.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "tests/master/testing/decoded_pod.h"
 #include "tests/master/testing/service_fixture.h"
 
 namespace phalanx::master {
@@ -28,18 +30,11 @@ class PodHistoryTest : public ServiceTest {
     return out;
   }
 
-  // `pod` as the extender decodes it (a uid added, as the API server gives one); its history
-  // must parse.
+  // `pod` as the extender decodes it; its history must parse.
   static core::PodInfo Decoded(nlohmann::json pod) {
-    pod["metadata"]["uid"] = "uid-1";
-    simdjson::dom::parser parser;
-    simdjson::dom::element e;
-    EXPECT_EQ(parser.parse(pod.dump()).get(e), simdjson::SUCCESS);
-    absl::StatusOr<core::PodInfo> info = kube::DecodePod(e);
-    EXPECT_TRUE(info.ok()) << info.status();
-    if (!info.ok()) return {};
-    EXPECT_EQ(info->contract_error, "");
-    return *info;
+    core::PodInfo info = phalanx::testing::Decoded(std::move(pod));
+    EXPECT_EQ(info.contract_error, "");
+    return info;
   }
 
   // The history every pod of `allocation` carries (they must agree); none when it has no pods.

@@ -169,15 +169,17 @@ TEST(KubePodClientTest, NodeDownReadsTheReadyCondition) {
   EXPECT_THAT(broken.status().message(), HasSubstr("etcd down"));
 }
 
+// The API server with every pod but gpu-ns/gone.
+phalanx::testing::ScriptedResponse NotFoundForGone(const phalanx::testing::ScriptedRequest& r) {
+  if (r.target == "/api/v1/namespaces/gpu-ns/pods/gone") {
+    return {404, {R"({"kind":"Status","reason":"NotFound","code":404})"}};
+  }
+  return {200, {R"({"kind":"Pod"})"}};
+}
+
 // Force deletion asks for grace period 0; a pod already gone is no error.
 TEST(KubePodClientTest, ForceDeleteAsksForGracePeriodZero) {
-  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
-    if (r.target == "/api/v1/namespaces/gpu-ns/pods/gone") {
-      return phalanx::testing::ScriptedResponse{
-          404, {R"({"kind":"Status","reason":"NotFound","code":404})"}};
-    }
-    return phalanx::testing::ScriptedResponse{200, {R"({"kind":"Pod"})"}};
-  });
+  phalanx::testing::ScriptedServer server(NotFoundForGone);
   kube::Client client(kube::Config{.server = server.url()});
   KubePodClient pods(client);
   EXPECT_TRUE(pods.ForceDeletePod("gpu-ns", "stuck-0").ok());
@@ -192,13 +194,7 @@ TEST(KubePodClientTest, ForceDeleteAsksForGracePeriodZero) {
 // An annotation (or a label) is set by a JSON merge patch of that one key, which leaves the pod's
 // other annotations as they are; a pod that is gone is NotFound.
 TEST(KubePodClientTest, AnnotationIsAMergePatchOfThatKeyAlone) {
-  phalanx::testing::ScriptedServer server([&](const phalanx::testing::ScriptedRequest& r) {
-    if (r.target == "/api/v1/namespaces/gpu-ns/pods/gone") {
-      return phalanx::testing::ScriptedResponse{
-          404, {R"({"kind":"Status","reason":"NotFound","code":404})"}};
-    }
-    return phalanx::testing::ScriptedResponse{200, {R"({"kind":"Pod"})"}};
-  });
+  phalanx::testing::ScriptedServer server(NotFoundForGone);
   kube::Client client(kube::Config{.server = server.url()});
   KubePodClient pods(client);
   const std::string at = "2026-11-29T03:04:35.123+00:00";

@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kube/decode.h"
 #include "master/policy/strategic_merge.h"
 #include "master/spec/task_config.h"
+#include "tests/master/testing/decoded_pod.h"
 
 namespace phalanx::master {
 namespace {
@@ -421,16 +421,7 @@ task_container_defaults:
         note: kept
 )";
 
-// `pod` as the extender decodes it (kube::DecodePod), with a uid as the API server gives one.
-core::PodInfo Decoded(json pod) {
-  pod["metadata"]["uid"] = "uid-1";
-  simdjson::dom::parser parser;
-  simdjson::dom::element e;
-  EXPECT_EQ(parser.parse(pod.dump()).get(e), simdjson::SUCCESS);
-  absl::StatusOr<core::PodInfo> info = kube::DecodePod(e);
-  EXPECT_TRUE(info.ok()) << info.status();
-  return info.ok() ? *info : core::PodInfo{};
-}
+using phalanx::testing::Decoded;
 
 // The run's history: the checkpoint time, and the newest core::kMaxPreemptionHistory preemption
 // times oldest first, whatever order they came in, on every pod of the gang, as the extender reads
