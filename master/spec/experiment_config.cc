@@ -2,6 +2,7 @@
 #include "master/spec/experiment_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,12 @@ absl::StatusOr<Type> ParseType(const YamlMap& m) {
       absl::StrCat("must be const, int, double, log or categorical, got \"", type, "\""));
 }
 
+// Whole and within +-2^53, where every integer is exactly a double (and an int64).
+bool IsExactInteger(double v) {
+  constexpr double kLimit = 9007199254740992.0;
+  return std::abs(v) <= kLimit && v == std::trunc(v);
+}
+
 absl::Status ParseRange(const YamlMap& m, Hyperparameter& hp) {
   KUBE_RETURN_IF_ERROR(m.CheckKeys({"type", "minval", "maxval", "base", "count"}));
   KUBE_ASSIGN_OR_RETURN(std::optional<double> min, m.Double("minval"));
@@ -38,9 +45,8 @@ absl::Status ParseRange(const YamlMap& m, Hyperparameter& hp) {
   if (*max < *min) {
     return FieldError(m.FieldPath("maxval"), absl::StrCat("must be >= minval (", *min, ")"));
   }
-  if (hp.type == Type::kInt &&
-      (*min != static_cast<int64_t>(*min) || *max != static_cast<int64_t>(*max))) {
-    return FieldError(m.path(), "minval and maxval must be integers for type int");
+  if (hp.type == Type::kInt && (!IsExactInteger(*min) || !IsExactInteger(*max))) {
+    return FieldError(m.path(), "minval and maxval must be integers within +-2^53 for type int");
   }
   hp.minval = *min;
   hp.maxval = *max;
