@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -23,16 +24,22 @@ namespace {
 using Setter = std::function<absl::Status(absl::string_view, ExtenderConfig&)>;
 
 constexpr absl::string_view kPoolMaxSlots = "pool_max_slots_per_pod";
+constexpr int64_t kMaxRuleDurationMs = 30LL * 24 * 3600 * 1000;
 
 absl::Status Bad(absl::string_view key, absl::string_view what, absl::string_view value) {
   return absl::InvalidArgumentError(absl::StrCat(key, ": ", what, ", got \"", value, "\""));
 }
 
-Setter Int(int64_t min, int64_t ExtenderConfig::*field, absl::string_view key) {
+Setter Int(int64_t min, int64_t ExtenderConfig::*field, absl::string_view key,
+           int64_t max = std::numeric_limits<int64_t>::max()) {
   return [=](absl::string_view v, ExtenderConfig& c) {
     int64_t n;
-    if (!absl::SimpleAtoi(v, &n) || n < min) {
-      return Bad(key, absl::StrCat("must be an integer >= ", min), v);
+    if (!absl::SimpleAtoi(v, &n) || n < min || n > max) {
+      return Bad(key,
+                 max == std::numeric_limits<int64_t>::max()
+                     ? absl::StrCat("must be an integer >= ", min)
+                     : absl::StrCat("must be an integer from ", min, " to ", max),
+                 v);
     }
     c.*field = n;
     return absl::OkStatus();
@@ -159,6 +166,13 @@ Entry IntEntry(const char* key, int64_t min, int64_t ExtenderConfig::*field, con
   return {key, {Int(min, field, key), help, ShowInt(field)}};
 }
 
+// A duration of the preemption rules: at most 30 days, so that costs in slot-seconds stay far
+// from int64 overflow.
+Entry RuleDurationEntry(const char* key, int64_t min, int64_t ExtenderConfig::*field,
+                        const char* help) {
+  return {key, {Int(min, field, key, kMaxRuleDurationMs), help, ShowInt(field)}};
+}
+
 Entry BoolEntry(const char* key, bool ExtenderConfig::*field, const char* help) {
   return {key, {Bool(field, key), help, ShowBool(field)}};
 }
@@ -214,17 +228,20 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
       BoolEntry("provisional_backfill", &ExtenderConfig::provisional_backfill,
                 "true|false: work of a blocked head's priority may backfill on the nodes held for "
                 "it, as its to take back when it can start"),
-      IntEntry("restart_overhead_ms", 0, &ExtenderConfig::restart_overhead_ms,
-               "MS: work a victim loses to restarting, added to the work since its last "
-               "checkpoint when victims are costed"),
-      IntEntry("min_run_before_preemption_ms", 0, &ExtenderConfig::min_run_before_preemption_ms,
-               "MS: a run younger than this is a victim only when no other set frees enough"),
-      IntEntry("max_preemptions", 0, &ExtenderConfig::max_preemptions,
-               "N: a gang preempted N times within preemption_window_ms is a victim only when no "
-               "other set frees enough, and is not backfilled provisionally (0: no limit; at most 16 "
-               "count, as pods keep the 16 latest preemption times)"),
-      IntEntry("preemption_window_ms", 1, &ExtenderConfig::preemption_window_ms,
-               "MS >= 1: the window max_preemptions counts over"),
+      RuleDurationEntry("restart_overhead_ms", 0, &ExtenderConfig::restart_overhead_ms,
+                        "MS up to 30 days: work a victim loses to restarting, added to the work "
+                        "since its last checkpoint when victims are costed"),
+      RuleDurationEntry("min_run_before_preemption_ms", 0,
+                        &ExtenderConfig::min_run_before_preemption_ms,
+                        "MS up to 30 days: a run younger than this is a victim only when no other "
+                        "set frees enough"),
+      IntEntry(
+          "max_preemptions", 0, &ExtenderConfig::max_preemptions,
+          "N: a gang preempted N times within preemption_window_ms is a victim only when no "
+          "other set frees enough, and is not backfilled provisionally (0: no limit; at most 16 "
+          "count, as pods keep the 16 latest preemption times)"),
+      RuleDurationEntry("preemption_window_ms", 1, &ExtenderConfig::preemption_window_ms,
+                        "MS from 1 to 30 days: the window max_preemptions counts over"),
       IntEntry("reservation_ttl_ms", 1, &ExtenderConfig::reservation_ttl_ms,
                "MS >= 1: a filter-time reservation lives this long after its last use"),
       IntEntry("refused_placement_timeout_ms", 0, &ExtenderConfig::refused_placement_timeout_ms,

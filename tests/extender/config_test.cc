@@ -42,6 +42,13 @@ TEST(ConfigTest, ErrorsNameTheField) {
            Case{"max_slots_per_pod: four\n",
                 "extender.yaml: max_slots_per_pod: must be an integer >= 0, got \"four\""},
            Case{"colour: blue\n", "extender.yaml: unknown setting \"colour\""},
+           // Past 30 days, victim costs in slot-seconds could overflow.
+           Case{"restart_overhead_ms: 9223372036854775807\n",
+                "extender.yaml: restart_overhead_ms: must be an integer from 0 to 2592000000, "
+                "got \"9223372036854775807\""},
+           Case{"preemption_window_ms: 0\n",
+                "extender.yaml: preemption_window_ms: must be an integer from 1 to 2592000000, "
+                "got \"0\""},
            Case{"listen: 8888\n", "extender.yaml: listen: must be host:port, got \"8888\""},
            Case{"status_listen: :99999\n",
                 "extender.yaml: status_listen: must be host:port, got \":99999\""},
