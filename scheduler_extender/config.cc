@@ -238,8 +238,8 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
       IntEntry(
           "max_preemptions", 0, &ExtenderConfig::max_preemptions,
           "N: a gang preempted N times within preemption_window_ms is a victim only when no "
-          "other set frees enough, and is not backfilled provisionally (0: no limit; at most 16 "
-          "count, as pods keep the 16 latest preemption times)"),
+          "other set frees enough, and keeps off nodes held for blocked gangs (0: no limit; at "
+          "most 16 count, as pods keep the 16 latest preemption times)"),
       RuleDurationEntry("preemption_window_ms", 1, &ExtenderConfig::preemption_window_ms,
                         "MS from 1 to 30 days: the window max_preemptions counts over"),
       IntEntry("reservation_ttl_ms", 1, &ExtenderConfig::reservation_ttl_ms,
