@@ -124,7 +124,7 @@ class Round {
       plan = PlanOffHolds(g);
       if (!plan.placed() || Blocking(g, plan) != nullptr) {
         d.reason = absl::StrCat("preempted ", RecentPreemptions(g, opt_.rules, opt_.now_ms),
-                                " times lately: it waits for capacity no blocked gang holds");
+                                " times: it waits for capacity no blocked gang holds");
         AddBlock(g);
         return d;
       }
@@ -260,9 +260,12 @@ class Round {
   }
 
   // Whether `g` may use nodes waiting gang `b` may use: with backfill, when it has b's priority (it
-  // keeps off b's drain hold) or b could take them back (preemption on, g preemptible and lower).
+  // keeps off b's drain hold) or b could take them back (preemption on, g preemptible, lower and
+  // not at its preemption limit).
   bool Passes(const Gang& g, const Block& b) const {
-    return opt_.backfill && (g.priority >= b.priority || (opt_.preemption && g.preemptible));
+    return opt_.backfill &&
+           (g.priority >= b.priority ||
+            (opt_.preemption && g.preemptible && !AtPreemptionLimit(g, opt_.rules, opt_.now_ms)));
   }
 
   void AddBlock(const Gang& g) {

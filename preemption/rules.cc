@@ -24,15 +24,21 @@ VictimCost CostOf(const core::Gang& g, const gang::SlotPolicy& slots, const Pree
 int32_t RecentPreemptions(const core::Gang& g, const PreemptionRules& r, int64_t now_ms) {
   return static_cast<int32_t>(std::count_if(
       g.preempted_ms.begin(), g.preempted_ms.end(),
-      [&](int64_t t) { return t <= now_ms && now_ms - t < r.window_ms; }));
+      [&](int64_t t) { return t <= now_ms && (r.window_ms == 0 || now_ms - t < r.window_ms); }));
+}
+
+bool AtPreemptionLimit(const core::Gang& g, const PreemptionRules& r, int64_t now_ms) {
+  return r.preemption_limit > 0 && RecentPreemptions(g, r, now_ms) >= r.preemption_limit;
 }
 
 bool Thrashed(const core::Gang& g, const PreemptionRules& r, int64_t now_ms) {
-  return r.max_preemptions > 0 && RecentPreemptions(g, r, now_ms) >= r.max_preemptions;
+  return (r.max_preemptions > 0 && RecentPreemptions(g, r, now_ms) >= r.max_preemptions) ||
+         AtPreemptionLimit(g, r, now_ms);
 }
 
 int ProtectionTier(const core::Gang& victim, const core::Gang& by, const PreemptionRules& r,
                    int64_t now_ms) {
+  if (AtPreemptionLimit(victim, r, now_ms)) return kNeverVictim;
   if (!victim.backfilled_behind.empty() && victim.backfilled_behind == by.key) return 0;
   const bool young = victim.start_ms > 0 && now_ms - victim.start_ms < r.min_run_ms;
   return young || Thrashed(victim, r, now_ms) ? 1 : 0;

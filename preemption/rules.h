@@ -6,13 +6,15 @@
 //   - CostOf: what preempting a gang loses, ordered: backfilled gangs first, then fewest lost
 //     slot-seconds (slots x (now - max(run start, last checkpoint)) + slots x restart overhead),
 //     then lowest priority, then newest creation, then gang key (a total order).
-//   - ProtectionTier (anti-thrash): 1 for a run younger than min_run_ms, or a gang preempted
-//     max_preemptions times or more within window_ms; 0 otherwise, and always 0 for a gang
-//     backfilled behind the preemptor. Tier-1 gangs are victims only when no set of tier-0 gangs
-//     frees enough, so a gang is preempted at most max_preemptions times in any window_ms unless a
-//     higher-priority gang could not start otherwise. A gang that reached that count (Thrashed)
-//     is not backfilled on nodes held for a blocked gang either, whatever its priority, so it is
-//     never taken back exempt from its protection.
+//   - ProtectionTier (anti-thrash): kNeverVictim for a gang preempted preemption_limit times
+//     (AtPreemptionLimit); else 0 for a gang backfilled behind the preemptor; else 1 for a run
+//     younger than min_run_ms or a gang preempted max_preemptions times (Thrashed); else 0.
+//     Preemptions count within window_ms, or over the job's whole life when it is 0 (the newest
+//     core::kMaxPreemptionHistory are known). Tier-1 gangs are victims only when no set of tier-0
+//     gangs frees enough. So a gang is preempted at most preemption_limit times, and more than
+//     max_preemptions times only to start a gang nothing else could make room for. A Thrashed
+//     gang is not backfilled on nodes held for a blocked gang, and one at the limit does not pass
+//     a blocked gang of higher priority (admission.cc), since neither could be taken back freely.
 //   - MayPassOn: may a gang take `takes` on a node where a waiting head needs `unit` per member
 //     and `free` is left? Yes when it takes nothing of a resource the head is short of there (free
 //     below one member's request) and leaves at least one member's request of every other
@@ -32,10 +34,11 @@ namespace phalanx::preemption {
 
 struct PreemptionRules {
   bool provisional_backfill = true;
-  int64_t restart_overhead_ms = 60'000;   // Charged to every victim (pods recreated, reloaded).
-  int64_t min_run_ms = 5 * 60'000;        // Younger runs are a last resort.
-  int32_t max_preemptions = 3;            // Within window_ms; 0: no limit.
-  int64_t window_ms = 24 * 60 * 60'000;
+  int64_t restart_overhead_ms = 60'000;  // Charged to every victim (pods recreated, reloaded).
+  int64_t min_run_ms = 5 * 60'000;       // Younger runs are a last resort.
+  int32_t max_preemptions = 3;           // Then a last resort; 0: no such tier.
+  int32_t preemption_limit = 5;          // Then never a victim; 0: no limit.
+  int64_t window_ms = 0;                 // Where both count; 0: the job's whole life.
 };
 
 bool Reclaimable(const core::Gang& victim, const core::Gang& by);
@@ -52,10 +55,12 @@ struct VictimCost {
 VictimCost CostOf(const core::Gang& g, const gang::SlotPolicy& slots, const PreemptionRules& r,
                   int64_t now_ms);
 
-// Times `g` was preempted within the window ending at `now_ms`, and whether that reaches
-// max_preemptions.
+// Times `g` was preempted within the window ending at `now_ms`; whether that reaches
+// max_preemptions or preemption_limit (Thrashed), or preemption_limit.
 int32_t RecentPreemptions(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
 bool Thrashed(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
+bool AtPreemptionLimit(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
+inline constexpr int kNeverVictim = 2;
 int ProtectionTier(const core::Gang& victim, const core::Gang& by, const PreemptionRules& r,
                    int64_t now_ms);
 bool MayBackfillProvisionally(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);

@@ -138,6 +138,7 @@ struct Search {
         if (v->priority > preemptor.priority) break;  // Occupants come lowest priority first.
         if (!Reclaimable(*v, preemptor) || claimed.contains(v)) continue;
         const int tier = ProtectionTier(*v, preemptor, rules, now_ms);
+        if (tier == kNeverVictim) continue;
         if (tier > max_tier) {
           protected_left_out = true;
           continue;

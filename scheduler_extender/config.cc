@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "core/pod.h"
 #include "http/server.h"
 #include "yaml-cpp/yaml.h"
 
@@ -173,6 +174,11 @@ Entry RuleDurationEntry(const char* key, int64_t min, int64_t ExtenderConfig::*f
   return {key, {Int(min, field, key, kMaxRuleDurationMs), help, ShowInt(field)}};
 }
 
+// A count of preemptions: pods carry at most the newest core::kMaxPreemptionHistory.
+Entry CountEntry(const char* key, int64_t ExtenderConfig::*field, const char* help) {
+  return {key, {Int(0, field, key, core::kMaxPreemptionHistory), help, ShowInt(field)}};
+}
+
 Entry BoolEntry(const char* key, bool ExtenderConfig::*field, const char* help) {
   return {key, {Bool(field, key), help, ShowBool(field)}};
 }
@@ -235,13 +241,16 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
                         &ExtenderConfig::min_run_before_preemption_ms,
                         "MS up to 30 days: a run younger than this is a victim only when no other "
                         "set frees enough"),
-      IntEntry(
-          "max_preemptions", 0, &ExtenderConfig::max_preemptions,
-          "N: a gang preempted N times within preemption_window_ms is a victim only when no "
-          "other set frees enough, and keeps off nodes held for blocked gangs (0: no limit; at "
-          "most 16 count, as pods keep the 16 latest preemption times)"),
-      RuleDurationEntry("preemption_window_ms", 1, &ExtenderConfig::preemption_window_ms,
-                        "MS from 1 to 30 days: the window max_preemptions counts over"),
+      CountEntry("max_preemptions", &ExtenderConfig::max_preemptions,
+                 "N from 0 to 16: a gang preempted N times (within preemption_window_ms) is a "
+                 "victim only when no other set frees enough, and keeps off nodes held for "
+                 "blocked gangs (0: no such rule)"),
+      CountEntry("preemption_limit", &ExtenderConfig::preemption_limit,
+                 "N from 0 to 16: a gang preempted N times (within preemption_window_ms) is "
+                 "never a victim again (0: no limit)"),
+      RuleDurationEntry("preemption_window_ms", 0, &ExtenderConfig::preemption_window_ms,
+                        "MS up to 30 days: the window max_preemptions and preemption_limit count "
+                        "over (0: the job's whole life)"),
       IntEntry("reservation_ttl_ms", 1, &ExtenderConfig::reservation_ttl_ms,
                "MS >= 1: a filter-time reservation lives this long after its last use"),
       IntEntry("refused_placement_timeout_ms", 0, &ExtenderConfig::refused_placement_timeout_ms,

@@ -43,6 +43,7 @@ struct ExtenderConfig {
   int64_t restart_overhead_ms = preemption::PreemptionRules{}.restart_overhead_ms;
   int64_t min_run_before_preemption_ms = preemption::PreemptionRules{}.min_run_ms;
   int64_t max_preemptions = preemption::PreemptionRules{}.max_preemptions;
+  int64_t preemption_limit = preemption::PreemptionRules{}.preemption_limit;
   int64_t preemption_window_ms = preemption::PreemptionRules{}.window_ms;
   int64_t reservation_ttl_ms = 30'000;  // Filter-time reservations of foreign gangs.
   int64_t resync_ms = 1'000;            // Admission rounds run at least this often.

@@ -1,6 +1,5 @@
 // phalanx-extender: the kube-scheduler extender service. Loads its config, mirrors nodes and pods
 // through an informer, runs the admission loop, and serves the extender verbs until SIGTERM.
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -72,8 +71,8 @@ int Main(int argc, char** argv) {
       .rules = {.provisional_backfill = config->provisional_backfill,
                 .restart_overhead_ms = config->restart_overhead_ms,
                 .min_run_ms = config->min_run_before_preemption_ms,
-                .max_preemptions = static_cast<int32_t>(
-                    std::min<int64_t>(config->max_preemptions, core::kMaxPreemptionHistory)),
+                .max_preemptions = static_cast<int32_t>(config->max_preemptions),
+                .preemption_limit = static_cast<int32_t>(config->preemption_limit),
                 .window_ms = config->preemption_window_ms}};
   AdmissionLoop loop(admission, config->resync_ms,
                      LoopDeps{.client = &client,

@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/replay/report.h"
 #include "bench/replay/synthetic.h"
+#include "core/pod.h"
 #include "preemption/rules.h"
 
 namespace {
@@ -51,10 +52,14 @@ ABSL_FLAG(double, restart_overhead_s, kDefaultRules.restart_overhead_ms / 1000.0
 ABSL_FLAG(double, min_run_before_preemption_s, kDefaultRules.min_run_ms / 1000.0,
           "engine rule: runs younger than this are victims only as a last resort");
 ABSL_FLAG(int32_t, max_preemptions, kDefaultRules.max_preemptions,
-          "engine rule: a job preempted this often within --preemption_window_h is a victim only "
-          "as a last resort (0: no limit)");
+          "engine rule: a job preempted this often (within --preemption_window_h) is a victim "
+          "only as a last resort (0: no such rule)");
+ABSL_FLAG(int32_t, preemption_limit, kDefaultRules.preemption_limit,
+          "engine rule: a job preempted this often (within --preemption_window_h) is never a "
+          "victim again (0: no limit)");
 ABSL_FLAG(double, preemption_window_h, kDefaultRules.window_ms / 3'600'000.0,
-          "engine rule: the window of --max_preemptions, hours");
+          "engine rule: the window of --max_preemptions and --preemption_limit, hours (0: the "
+          "job's whole life)");
 ABSL_FLAG(int64_t, deadlock_timeout_min, 60, "greedy: minutes before a deadlock is broken");
 ABSL_FLAG(int64_t, bucket_min, 60, "time-series bucket, minutes");
 ABSL_FLAG(std::string, priority_source, "trace",
@@ -108,9 +113,15 @@ absl::StatusOr<preemption::PreemptionRules> Rules() {
   if (!(min_run_s >= 0)) {
     return absl::InvalidArgumentError("--min_run_before_preemption_s must be >= 0");
   }
-  if (!(window_h > 0)) return absl::InvalidArgumentError("--preemption_window_h must be > 0");
+  if (!(window_h >= 0)) return absl::InvalidArgumentError("--preemption_window_h must be >= 0");
   r.max_preemptions = absl::GetFlag(FLAGS_max_preemptions);
-  if (r.max_preemptions < 0) return absl::InvalidArgumentError("--max_preemptions must be >= 0");
+  r.preemption_limit = absl::GetFlag(FLAGS_preemption_limit);
+  for (int32_t n : {r.max_preemptions, r.preemption_limit}) {
+    if (n < 0 || n > core::kMaxPreemptionHistory) {
+      return absl::InvalidArgumentError(
+          "--max_preemptions and --preemption_limit must be from 0 to 16 (the history pods keep)");
+    }
+  }
   r.restart_overhead_ms = std::llround(restart_s * 1000);
   r.min_run_ms = std::llround(min_run_s * 1000);
   r.window_ms = std::llround(window_h * 3'600'000);

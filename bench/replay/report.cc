@@ -26,11 +26,17 @@ std::string Source(const ReplaySetup& setup, const Trace& trace) {
 std::string RulesText(const preemption::PreemptionRules& r) {
   std::string text = absl::StrFormat("restart overhead %g s; runs younger than %g min",
                                      r.restart_overhead_ms / 1000.0, Minutes(r.min_run_ms));
+  const std::string within =
+      r.window_ms == 0 ? std::string() : absl::StrFormat(" within %g h", Hours(r.window_ms));
   if (r.max_preemptions > 0) {
-    absl::StrAppendFormat(&text, ", and jobs preempted %d times within %g h,", r.max_preemptions,
-                          Hours(r.window_ms));
+    absl::StrAppendFormat(&text, ", and jobs preempted %d times%s,", r.max_preemptions, within);
   }
-  return text + " are victims only as a last resort";
+  text += " are victims only as a last resort";
+  if (r.preemption_limit > 0) {
+    absl::StrAppendFormat(&text, "; jobs preempted %d times%s never are", r.preemption_limit,
+                          within);
+  }
+  return text;
 }
 
 }  // namespace

@@ -46,9 +46,14 @@ TEST(ConfigTest, ErrorsNameTheField) {
            Case{"restart_overhead_ms: 9223372036854775807\n",
                 "extender.yaml: restart_overhead_ms: must be an integer from 0 to 2592000000, "
                 "got \"9223372036854775807\""},
-           Case{"preemption_window_ms: 0\n",
-                "extender.yaml: preemption_window_ms: must be an integer from 1 to 2592000000, "
-                "got \"0\""},
+           Case{"preemption_window_ms: -1\n",
+                "extender.yaml: preemption_window_ms: must be an integer from 0 to 2592000000, "
+                "got \"-1\""},
+           // Pods carry the newest 16 preemption times: a larger count could never be reached.
+           Case{"preemption_limit: 17\n",
+                "extender.yaml: preemption_limit: must be an integer from 0 to 16, got \"17\""},
+           Case{"max_preemptions: 100\n",
+                "extender.yaml: max_preemptions: must be an integer from 0 to 16, got \"100\""},
            Case{"listen: 8888\n", "extender.yaml: listen: must be host:port, got \"8888\""},
            Case{"status_listen: :99999\n",
                 "extender.yaml: status_listen: must be host:port, got \":99999\""},

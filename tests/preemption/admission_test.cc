@@ -144,7 +144,7 @@ TEST(AdmissionTest, PeersOfABlockedHeadBackfillOnItsHoldOnlyProvisionally) {
   EXPECT_EQ(FindDecision(r, "default/pinned-peer")->verdict, Verdict::kWait);
 }
 
-// Of the head's priority or lower, a gang preempted max_preemptions times lately keeps off the
+// Of the head's priority or lower, a gang preempted max_preemptions times keeps off the
 // nodes held for a blocked gang: there it would be taken back whatever its protection.
 TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledOnHeldNodes) {
   Cluster c;
@@ -169,9 +169,40 @@ TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledOnHeldNodes) {
       EXPECT_EQ(d->verdict, preemptions < 2 ? Verdict::kBackfill : Verdict::kWait)
           << priority << " " << preemptions << ": " << d->reason;
       if (preemptions == 2 && priority == 10) {
-        EXPECT_EQ(d->reason,
-                  "preempted 2 times lately: it waits for capacity no blocked gang holds");
+        EXPECT_EQ(d->reason, "preempted 2 times: it waits for capacity no blocked gang holds");
       }
+    }
+  }
+}
+
+// A gang at its preemption limit cannot be taken back, so it does not pass a blocked gang of
+// higher priority on the nodes that gang may use.
+TEST(AdmissionTest, AGangAtItsPreemptionLimitDoesNotPassAHigherHead) {
+  Cluster c;
+  c.AddNode(GpuNode("a", 8));
+  c.Submit({.name = "x", .gpus_per_pod = 6});
+  c.Step({});
+  c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
+  AdmissionOptions opts;
+  opts.now_ms = c.now_ms;
+  opts.rules.max_preemptions = 0;  // Only the limit: no last-resort tier, no keeping off holds.
+  opts.rules.preemption_limit = 2;
+  for (int64_t preemptions : {1, 2}) {
+    core::SnapshotBuilder b;
+    b.UpsertNode(GpuNode("a", 8));
+    c.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
+    core::PodInfo low = testing::GatedGang({.name = "low", .priority = 10, .created_ms = 2})[0];
+    for (int64_t k = preemptions; k > 0; --k) low.preempted_ms.push_back(c.now_ms - k * 1000);
+    b.UpsertPod(low);
+    RoundResult r = RunAdmissionRound(*b.Build(), opts);
+    const GangDecision* d = FindDecision(r, "default/low");
+    if (preemptions < 2) {
+      EXPECT_EQ(d->verdict, Verdict::kBackfill) << d->reason;
+    } else {
+      EXPECT_EQ(d->verdict, Verdict::kWait);
+      EXPECT_EQ(d->reason,
+                "waiting behind default/head (priority 50), which needs the capacity "
+                "it would use");
     }
   }
 }

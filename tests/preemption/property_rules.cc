@@ -119,9 +119,11 @@ class RoundChecker {
     if (p.preempt_requested) g.marked_by = p.preempted_by;
     if (!p.backfilled_behind.empty()) g.backfilled_behind = p.backfilled_behind;
     g.start_ms = p.start_ms;
-    g.recent_preemptions = std::count_if(
-        p.preempted_ms.begin(), p.preempted_ms.end(),
-        [&](int64_t t) { return t <= opts_.now_ms && opts_.now_ms - t < opts_.rules.window_ms; });
+    g.recent_preemptions =
+        std::count_if(p.preempted_ms.begin(), p.preempted_ms.end(), [&](int64_t t) {
+          return t <= opts_.now_ms &&
+                 (opts_.rules.window_ms == 0 || opts_.now_ms - t < opts_.rules.window_ms);
+        });
     if (holds) {
       ASSERT_GE(HeldNode(p), 0) << p.uid;
       used_[HeldNode(p)] += p.requests;
@@ -208,9 +210,16 @@ class RoundChecker {
                        [&](const auto& kv) { return kv.second.marked_by == key; });
   }
 
-  // Whether `by` may take `v` back: preemptible, and lower or backfilled behind it.
-  static bool MayTake(const GangView& by, const GangView& v) {
-    return v.preemptible && (v.priority < by.priority || v.backfilled_behind == by.key);
+  // Preempted preemption_limit times in the window: never a victim again.
+  bool AtLimit(const GangView& v) const {
+    const int32_t limit = opts_.rules.preemption_limit;
+    return limit > 0 && v.recent_preemptions >= static_cast<size_t>(limit);
+  }
+  // Whether `by` may take `v` back: preemptible, below its limit, and lower or backfilled behind
+  // it.
+  bool MayTake(const GangView& by, const GangView& v) const {
+    return v.preemptible && !AtLimit(v) &&
+           (v.priority < by.priority || v.backfilled_behind == by.key);
   }
   // Young or often preempted, and not backfilled behind `by`.
   bool Protected(const GangView& v, const GangView& by) const {
@@ -219,18 +228,27 @@ class RoundChecker {
     return opts_.now_ms - v.start_ms < opts_.rules.min_run_ms ||
            (max > 0 && v.recent_preemptions >= static_cast<size_t>(max));
   }
+  // Whether `c` holds a node `g` may use.
+  bool OnNodeFor(const GangView& c, const GangView& g) const {
+    return std::any_of(c.pods.begin(), c.pods.end(), [&](const core::PodInfo* p) {
+      return HeldNode(*p) >= 0 && (*g.eligible)[HeldNode(*p)];
+    });
+  }
   // Running, unmarked gangs `g` may take on a node it may use.
   std::vector<const GangView*> Candidates(const GangView& g) const {
     std::vector<const GangView*> out;
     for (const auto& [k, c] : gangs_) {
-      if (!c.Running() || c.Marked() || !MayTake(g, c)) continue;
-      if (std::any_of(c.pods.begin(), c.pods.end(), [&](const core::PodInfo* p) {
-            return HeldNode(*p) >= 0 && (*g.eligible)[HeldNode(*p)];
-          })) {
-        out.push_back(&c);
-      }
+      if (c.Running() && !c.Marked() && MayTake(g, c) && OnNodeFor(c, g)) out.push_back(&c);
     }
     return out;
+  }
+  // Whether a running gang `g` could take but for its preemption limit holds a node `g` may use.
+  bool SparesOneAtLimit(const GangView& g) const {
+    return std::any_of(gangs_.begin(), gangs_.end(), [&](const auto& kv) {
+      const GangView& c = kv.second;
+      return c.Running() && !c.Marked() && AtLimit(c) && c.preemptible && c.priority < g.priority &&
+             OnNodeFor(c, g);
+    });
   }
 
   void CheckOrder() {
@@ -367,6 +385,7 @@ class RoundChecker {
       }
     }
     const bool can = opts_.preemption && Fits(g, all);
+    seen_.at_limit_spared += opts_.preemption && SparesOneAtLimit(g);
     ++(can ? seen_.first_preempts : seen_.first_waits);
     EXPECT_EQ(d.verdict, can ? Verdict::kPreempt : Verdict::kWait) << what << "; it may preempt";
     if (d.verdict != Verdict::kPreempt) return;
@@ -410,7 +429,7 @@ class RoundChecker {
                          " (priority ", h->priority, ") waits for");
         EXPECT_TRUE(opts_.backfill) << "(b) strict order: " << what;
         EXPECT_TRUE(!opts_.backfill || g->priority >= h->priority ||
-                    (opts_.preemption && g->preemptible))
+                    (opts_.preemption && g->preemptible && !AtLimit(*g)))
             << "(c) not allowed to backfill: " << what;
       }
       EXPECT_TRUE(d.verdict == Verdict::kBackfill ? uses : !passes)
@@ -505,6 +524,7 @@ Coverage& Coverage::operator+=(const Coverage& o) {
   reclaimed += o.reclaimed;
   protected_spared += o.protected_spared;
   protected_taken += o.protected_taken;
+  at_limit_spared += o.at_limit_spared;
   return *this;
 }
 
@@ -512,6 +532,7 @@ PreemptionRules PropertyRules() {
   return {.restart_overhead_ms = 1'000,
           .min_run_ms = 5'000,
           .max_preemptions = 2,
+          .preemption_limit = 3,
           .window_ms = 3'600'000};
 }
 

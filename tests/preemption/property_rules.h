@@ -43,7 +43,10 @@ bool Eligible(const core::PodInfo& pod, const core::Node& node);
 //  - (g) anti-thrash: when the first gang to run takes a protected victim (a run younger than
 //    min_run_ms, or preempted max_preemptions times in the window; never one backfilled behind
 //    it), the unprotected ones it may take could not free enough. So no gang is preempted more
-//    than max_preemptions times in a window but to start a gang nothing else can make room for.
+//    than max_preemptions times in a window but to start a gang nothing else can make room for;
+//  - (h) preemption limit: a gang preempted preemption_limit times in the window is no victim
+//    (checked with (d): the first gang to run waits when only such gangs could free enough), and
+//    does not pass a waiting gang of higher priority (checked with (c)).
 // A waiting gang is a complete, feasible gang that neither starts nor preempts.
 // Returns how often the round met the cases the checks are about.
 struct Coverage {
@@ -59,6 +62,7 @@ struct Coverage {
   int reclaimed = 0;         // (d) victims backfilled behind their preemptor.
   int protected_spared = 0;  // (g) First gangs that preempt while protected victims run,
   int protected_taken = 0;   // and those that take one.
+  int at_limit_spared = 0;   // (h) First gangs to run beside a gang at its preemption limit.
   Coverage& operator+=(const Coverage& o);
 };
 // The rules' settings the random worlds are drawn against (property_world.h).

@@ -149,6 +149,33 @@ TEST(RulesTest, ProtectionTier) {
   EXPECT_FALSE(MayBackfillProvisionally(often, {.provisional_backfill = false}, kNow));
 }
 
+TEST(RulesTest, APreemptionLimitIsHardAndTheDefaultWindowIsTheWholeLife) {
+  const core::Gang by = Running("ns/head", 90, 0);
+  core::Gang v = Running("ns/v", 10, kNow - 60 * kMinute);
+  v.backfilled_behind = "ns/head";  // Even the head it passed may not take it back.
+  const PreemptionRules rules{.max_preemptions = 2, .preemption_limit = 3};
+  v.preempted_ms = {kNow - 90 * kMinute, kNow - 80 * kMinute, kNow - 70 * kMinute};
+  EXPECT_EQ(RecentPreemptions(v, rules, kNow), 3);
+  EXPECT_TRUE(AtPreemptionLimit(v, rules, kNow));
+  EXPECT_TRUE(Thrashed(v, rules, kNow));
+  EXPECT_EQ(ProtectionTier(v, by, rules, kNow), kNeverVictim);
+  EXPECT_FALSE(MayBackfillProvisionally(v, rules, kNow));
+  PreemptionRules hour = rules;
+  hour.window_ms = 60 * kMinute;
+  EXPECT_EQ(RecentPreemptions(v, hour, kNow), 0);
+  EXPECT_EQ(ProtectionTier(v, by, hour, kNow), 0);
+  PreemptionRules no_limit = rules;
+  no_limit.preemption_limit = 0;
+  EXPECT_FALSE(AtPreemptionLimit(v, no_limit, kNow));
+  EXPECT_EQ(ProtectionTier(v, by, no_limit, kNow), 0);
+  // The limit alone, without max_preemptions, also keeps the gang off held nodes.
+  PreemptionRules limit_only = rules;
+  limit_only.max_preemptions = 0;
+  EXPECT_TRUE(Thrashed(v, limit_only, kNow));
+  v.preempted_ms.pop_back();
+  EXPECT_FALSE(Thrashed(v, limit_only, kNow));
+}
+
 TEST(RulesTest, MayPassOnTakesNothingTheHeadIsShortOf) {
   const core::Resources head(4000, 16LL << 30, 8);  // Per member.
   struct Row {

@@ -189,11 +189,28 @@ TEST(VictimsTest, AGangPreemptedOftenIsTakenLast) {
   often.preempted_ms = {kNow - 5 * 60 * kMinute, kNow - 4 * 60 * kMinute};
   once.preempted_ms = {kNow - 3 * 60 * kMinute};
   EXPECT_EQ(VictimsFor({often, once}), std::vector<std::string>{"default/often"});
-  often.preempted_ms.push_back(kNow - 3 * 60 * kMinute);  // A third time within a day.
+  often.preempted_ms.push_back(kNow - 3 * 60 * kMinute);  // A third time.
   EXPECT_EQ(VictimsFor({often, once}), std::vector<std::string>{"default/once"});
   AdmissionOptions short_window;
   short_window.rules.window_ms = 60 * kMinute;
   EXPECT_EQ(VictimsFor({often, once}, short_window), std::vector<std::string>{"default/often"});
+}
+
+TEST(VictimsTest, AGangAtItsPreemptionLimitIsNeverAVictim) {
+  // Only `limit` frees enough; old preemptions count too, as the window is the job's whole life.
+  core::PodInfo limit = RunningOn("limit", 4, 10, "a", kNow - 60 * kMinute);
+  for (int k = 9; k > 4; --k) limit.preempted_ms.push_back(kNow - k * 60 * kMinute);
+  EXPECT_EQ(VictimsFor({limit}), std::vector<std::string>{});
+  limit.preempted_ms.erase(limit.preempted_ms.begin());  // Four: a last resort, but a victim.
+  EXPECT_EQ(VictimsFor({limit}), std::vector<std::string>{"default/limit"});
+  AdmissionOptions no_limit;
+  no_limit.rules.preemption_limit = 0;
+  limit.preempted_ms.push_back(kNow - kMinute);
+  EXPECT_EQ(VictimsFor({limit}, no_limit), std::vector<std::string>{"default/limit"});
+  // Backfilled behind the preemptor, it is still spared.
+  limit.backfilled = true;
+  limit.backfilled_behind = "default/high";
+  EXPECT_EQ(VictimsFor({limit}), std::vector<std::string>{});
 }
 
 TEST(VictimsTest, AProvisionalBackfillIsTheVictimOfItsHeadOnly) {
