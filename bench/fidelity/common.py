@@ -10,6 +10,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 NAMESPACE = "fidelity"
 PASSWORD = "fidelity"
+# The restart overhead both engines charge victims: a slice's jobs restart from scratch, and the
+# real cost of a restart (pods deleted and recreated) is measured as the requeue time instead.
+RESTART_OVERHEAD_MS = 0
 PRIORITY_CLASSES = {"phalanx-high-priority": 100, "phalanx-medium-priority": 50,
                     "phalanx-low-priority": 1}
 

@@ -16,7 +16,8 @@ import threading
 import time
 import urllib.request
 
-from fidelity.common import NAMESPACE, PASSWORD, PRIORITY_CLASSES, log, script, wait_for
+from fidelity.common import (NAMESPACE, PASSWORD, PRIORITY_CLASSES, RESTART_OVERHEAD_MS, log,
+                             script, wait_for)
 
 
 # --- 3. the real system ------------------------------------------------------------------------
@@ -182,7 +183,8 @@ class RealSystem:
                              open(f"{self.cluster_dir}/env").read()).group(1)
         self.spawn("extender", [os.path.join(a.build, "scheduler_extender/phalanx-extender"),
                                 "--kubeconfig", kubeconfig, "--listen", extender,
-                                f"--max-slots-per-pod={a.max_slots_per_pod}"])
+                                f"--max-slots-per-pod={a.max_slots_per_pod}",
+                                f"--restart-overhead-ms={RESTART_OVERHEAD_MS}"])
         wait_for("phalanx-extender /readyz", lambda: ready(f"http://{extender}/readyz"))
         config = os.path.join(self.dir, "master.yaml")
         with open(config, "w") as f:

@@ -6,7 +6,7 @@ import statistics
 import subprocess
 import textwrap
 
-from fidelity.common import ROOT
+from fidelity.common import RESTART_OVERHEAD_MS, ROOT
 
 
 READING = """\
@@ -119,7 +119,10 @@ def report(a, slice_jobs, n_pods, rejected, nominal_totals, runs, source, load):
         f"durations / {a.duration_scale:g}, clamped to {a.min_duration:g}..{a.max_duration:g} s "
         f"(median {statistics.median(durations):.1f} s, mean {statistics.fmean(durations):.1f} "
         f"s). Cluster `{a.cluster}`, maxSlotsPerPod {a.max_slots_per_pod}, priorities by the "
-        f"replay's seeded rule (seed {a.seed}), no checkpoints, victims acknowledged at once. "
+        f"replay's seeded rule (seed {a.seed}), no checkpoints, restart overhead "
+        f"{RESTART_OVERHEAD_MS / 1000:g} s in both engines' victim costs (a restart's real cost is "
+        f"the measured requeue), the engine's other preemption rules at their defaults, victims "
+        f"acknowledged at once. "
         f"{a.runs} real run(s) of the same slice, each on a fresh cluster, binaries of commit "
         f"{source}. Median victim exit (mark to pods deleted) / requeue (deleted to recreated) "
         f"per run: {medians} s; the nominal simulation assumes {a.preempt_exit:g} / "

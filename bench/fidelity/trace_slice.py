@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from fidelity.common import RESTART_OVERHEAD_MS
+
 
 # --- 1. the slice ------------------------------------------------------------------------------
 
@@ -48,6 +50,7 @@ def simulate(a, name, trace, preempt_exit_s, requeue_s):
          "--format=generic", f"--cluster={a.cluster}", "--policies=phalanx",
          f"--max_slots_per_pod={a.max_slots_per_pod}", f"--seed={a.seed}", "--checkpoint_min=0",
          f"--preempt_exit_s={preempt_exit_s:.3f}", f"--requeue_s={requeue_s:.3f}",
+         f"--restart_overhead_s={RESTART_OVERHEAD_MS / 1000}",
          "--bucket_min=1", f"--name={name}",
          f"--out={out}"], capture_output=True, text=True)
     if run.returncode:
