@@ -22,6 +22,10 @@ from fidelity.common import (NAMESPACE, PASSWORD, PRIORITY_CLASSES, RESTART_OVER
 
 # --- 3. the real system ------------------------------------------------------------------------
 
+# The pod annotation a slice job's duration travels in, copied to phalanx.io/sim-duration.
+DURATION_KEY = "fidelity/duration"
+
+
 class Api:
     """The test cluster's kube-apiserver (bearer token of its state file)."""
 
@@ -30,11 +34,11 @@ class Api:
         self.port, self.token = int(state["API_PORT"]), state["TOKEN"]
         self.ctx = ssl.create_default_context(cafile=f"{cluster_dir}/pki/ca.crt")
 
-    def request(self, method, path, body=None):
+    def request(self, method, path, body=None, content_type="application/json"):
         conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx)
         conn.request(method, path, body=body and json.dumps(body),
                      headers={"Authorization": f"Bearer {self.token}",
-                              "Content-Type": "application/json"})
+                              "Content-Type": content_type})
         return conn
 
     def create(self, path, obj):
@@ -60,6 +64,7 @@ class Watcher:
         self.runs = {}  # allocation -> Run
         self.lock = threading.Lock()
         self.ack_failures = []
+        self.patch_failures = []
         self.stopped = threading.Event()
         threading.Thread(target=self.loop, daemon=True).start()
 
@@ -79,6 +84,17 @@ class Watcher:
             except (http.client.HTTPException, OSError, ValueError):
                 time.sleep(0.1)
 
+    def set_duration(self, name, seconds):
+        """What kwok's pod-complete stage reads; only phalanx may write phalanx.io/ through a
+        pod_spec, so the experiment carries DURATION_KEY and the admin's token copies it."""
+        resp = self.api.request(
+            "PATCH", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}",
+            {"metadata": {"annotations": {"phalanx.io/sim-duration": seconds}}},
+            content_type="application/merge-patch+json").getresponse()
+        if resp.status != 200:
+            with self.lock:
+                self.patch_failures.append(f"{name}: {resp.status}")
+
     def on_pod(self, kind, pod, now):
         meta, labels = pod["metadata"], pod["metadata"].get("labels", {})
         gang = labels.get("phalanx.io/gang")
@@ -89,6 +105,9 @@ class Watcher:
             if run is None:
                 run = self.runs[gang] = Run(labels["phalanx.io/job-id"],
                                             int(labels["phalanx.io/gang-size"]))
+            if kind == "ADDED" and DURATION_KEY in meta.get("annotations", {}):
+                threading.Thread(target=self.set_duration, daemon=True,
+                                 args=(meta["name"], meta["annotations"][DURATION_KEY])).start()
             run.seen.add(meta["name"])
             if kind == "DELETED":
                 run.deleted.add(meta["name"])
@@ -227,7 +246,7 @@ def experiment_yaml(index, gpus, priority, duration):
     return (f"name: j{index:03d}\nsearcher: {{name: single}}\n"
             f"resources: {{slots_per_trial: {gpus}, priority: {priority}}}\n"
             f"environment: {{pod_spec: {{metadata: {{annotations: "
-            f"{{phalanx.io/sim-duration: \"{duration:g}\"}}}}}}}}\n")
+            f"{{{DURATION_KEY}: \"{duration:g}\"}}}}}}}}\n")
 
 
 def run_real(a, run_dir, slice_jobs, accepted):
@@ -272,6 +291,8 @@ def run_real(a, run_dir, slice_jobs, accepted):
         runs = watcher.snapshot()
         if watcher.ack_failures:
             log(f"acks that never went through: {watcher.ack_failures}")
+        if watcher.patch_failures:
+            log(f"sim-duration patches that failed (those pods ran on): {watcher.patch_failures}")
     with open(os.path.join(run_dir, "real-runs.csv"), "w") as f:
         f.write("allocation,job,all_seen_s,admitted_s,marked_s,gone_s,done_s,nodes\n")
         for name, r in sorted(runs.items(), key=lambda x: x[1]["all_seen"] or 0):
