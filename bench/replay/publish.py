@@ -36,9 +36,9 @@ Rules (details at the top of `bench/replay/*.h`):
   work since its last checkpoint and queues again with its creation time; its rerun costs the restart
   overhead on top. The engine sees what a cluster would show it: each running job's last checkpoint
   (refreshed before each round), each job's preemption history, and the same restart overhead in its
-  victim cost; runs younger than the minimum run and jobs preempted the maximum number of times
-  within the window are victims only as a last resort (`preemption/rules.h`; the settings are in
-  the line above each table).
+  victim cost; runs younger than the minimum run and jobs preempted `max_preemptions` times are
+  victims only as a last resort, and jobs preempted `preemption_limit` times never are
+  (`preemption/rules.h`; the settings are in the line above each table).
 - `greedy`: pods are gangs of one, placed in queue order wherever they fit, like kube-scheduler
   without gangs; a job runs when all its pods are placed, placed pods hold GPUs meanwhile. Deadlock =
   nothing runs while partially placed jobs hold GPUs; after the timeout the partially placed job

@@ -144,32 +144,46 @@ TEST(AdmissionTest, PeersOfABlockedHeadBackfillOnItsHoldOnlyProvisionally) {
   EXPECT_EQ(FindDecision(r, "default/pinned-peer")->verdict, Verdict::kWait);
 }
 
+// On node a (8 GPUs), 6 taken and an 8-GPU head (priority 50) blocked; `peer` (1 GPU, of
+// `priority`) was preempted `preemptions` times. Returns the round's decision for it.
+class BlockedHeadAndPeer {
+ public:
+  BlockedHeadAndPeer() {
+    c_.AddNode(GpuNode("a", 8));
+    c_.Submit({.name = "x", .gpus_per_pod = 6});
+    c_.Step({});
+    c_.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
+    opts_.now_ms = c_.now_ms;
+  }
+  AdmissionOptions& opts() { return opts_; }
+  GangDecision Decide(int32_t priority, int64_t preemptions) {
+    core::SnapshotBuilder b;
+    b.UpsertNode(GpuNode("a", 8));
+    c_.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
+    core::PodInfo peer =
+        testing::GatedGang({.name = "peer", .priority = priority, .created_ms = 2})[0];
+    for (int64_t k = preemptions; k > 0; --k) peer.preempted_ms.push_back(c_.now_ms - k * 1000);
+    b.UpsertPod(peer);
+    return *FindDecision(RunAdmissionRound(*b.Build(), opts_), "default/peer");
+  }
+
+ private:
+  Cluster c_;
+  AdmissionOptions opts_;
+};
+
 // Of the head's priority or lower, a gang preempted max_preemptions times keeps off the
 // nodes held for a blocked gang: there it would be taken back whatever its protection.
 TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledOnHeldNodes) {
-  Cluster c;
-  c.AddNode(GpuNode("a", 8));
-  c.Submit({.name = "x", .gpus_per_pod = 6});
-  c.Step({});
-  c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
-  AdmissionOptions opts;
-  opts.now_ms = c.now_ms;
-  opts.rules.max_preemptions = 2;
+  BlockedHeadAndPeer w;
+  w.opts().rules.max_preemptions = 2;
   for (int32_t priority : {50, 10}) {
     for (int64_t preemptions : {1, 2}) {
-      core::SnapshotBuilder b;
-      b.UpsertNode(GpuNode("a", 8));
-      c.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
-      core::PodInfo peer =
-          testing::GatedGang({.name = "peer", .priority = priority, .created_ms = 2})[0];
-      for (int64_t k = preemptions; k > 0; --k) peer.preempted_ms.push_back(c.now_ms - k * 1000);
-      b.UpsertPod(peer);
-      RoundResult r = RunAdmissionRound(*b.Build(), opts);
-      const GangDecision* d = FindDecision(r, "default/peer");
-      EXPECT_EQ(d->verdict, preemptions < 2 ? Verdict::kBackfill : Verdict::kWait)
-          << priority << " " << preemptions << ": " << d->reason;
+      const GangDecision d = w.Decide(priority, preemptions);
+      EXPECT_EQ(d.verdict, preemptions < 2 ? Verdict::kBackfill : Verdict::kWait)
+          << priority << " " << preemptions << ": " << d.reason;
       if (preemptions == 2 && priority == 10) {
-        EXPECT_EQ(d->reason, "preempted 2 times: it waits for capacity no blocked gang holds");
+        EXPECT_EQ(d.reason, "preempted 2 times: it waits for capacity no blocked gang holds");
       }
     }
   }
@@ -178,33 +192,14 @@ TEST(AdmissionTest, AGangPreemptedOftenIsNotBackfilledOnHeldNodes) {
 // A gang at its preemption limit cannot be taken back, so it does not pass a blocked gang of
 // higher priority on the nodes that gang may use.
 TEST(AdmissionTest, AGangAtItsPreemptionLimitDoesNotPassAHigherHead) {
-  Cluster c;
-  c.AddNode(GpuNode("a", 8));
-  c.Submit({.name = "x", .gpus_per_pod = 6});
-  c.Step({});
-  c.Submit({.name = "head", .gpus_per_pod = 8, .created_ms = 1});
-  AdmissionOptions opts;
-  opts.now_ms = c.now_ms;
-  opts.rules.max_preemptions = 0;  // Only the limit: no last-resort tier, no keeping off holds.
-  opts.rules.preemption_limit = 2;
-  for (int64_t preemptions : {1, 2}) {
-    core::SnapshotBuilder b;
-    b.UpsertNode(GpuNode("a", 8));
-    c.snapshot()->ForEachPod([&](const core::PodInfo& p) { b.UpsertPod(p); });
-    core::PodInfo low = testing::GatedGang({.name = "low", .priority = 10, .created_ms = 2})[0];
-    for (int64_t k = preemptions; k > 0; --k) low.preempted_ms.push_back(c.now_ms - k * 1000);
-    b.UpsertPod(low);
-    RoundResult r = RunAdmissionRound(*b.Build(), opts);
-    const GangDecision* d = FindDecision(r, "default/low");
-    if (preemptions < 2) {
-      EXPECT_EQ(d->verdict, Verdict::kBackfill) << d->reason;
-    } else {
-      EXPECT_EQ(d->verdict, Verdict::kWait);
-      EXPECT_EQ(d->reason,
-                "waiting behind default/head (priority 50), which needs the capacity "
-                "it would use");
-    }
-  }
+  BlockedHeadAndPeer w;
+  w.opts().rules.max_preemptions = 0;  // Only the limit: no last-resort tier, no keeping off holds.
+  w.opts().rules.preemption_limit = 2;
+  EXPECT_EQ(w.Decide(10, 1).verdict, Verdict::kBackfill);
+  const GangDecision d = w.Decide(10, 2);
+  EXPECT_EQ(d.verdict, Verdict::kWait);
+  EXPECT_EQ(d.reason,
+            "waiting behind default/head (priority 50), which needs the capacity it would use");
 }
 
 TEST(AdmissionTest, WorkTakingNoneOfWhatTheHeadLacksPassesIt) {
