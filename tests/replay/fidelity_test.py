@@ -131,6 +131,28 @@ class WatcherTest(unittest.TestCase):
         self.assertEqual(jobs[1]["nodes"], ["n-0"])
 
 
+class DurationTest(unittest.TestCase):
+    """A slice job's duration reaches kwok's pod-complete stage: the watcher copies the pod's
+    fidelity/duration annotation (users may not write phalanx.io/) when the pod is added."""
+
+    def test_added_pods_get_their_duration_copied_once(self):
+        w = real_system.Watcher.__new__(real_system.Watcher)
+        w.runs, w.lock, w.ack_failures = {}, threading.Lock(), []
+        copied = []
+        w.set_duration = lambda name, seconds: copied.append((name, seconds))
+        pod = WatcherTest.pod("exp-1-trial-1-r1")
+        pod["metadata"]["annotations"][real_system.DURATION_KEY] = "7.5"
+        w.on_pod("ADDED", pod, 1)
+        w.on_pod("MODIFIED", pod, 2)
+        for _ in range(500):  # The copy runs on its own thread.
+            if copied:
+                break
+            threading.Event().wait(0.01)
+        self.assertEqual(copied, [("exp-1-trial-1-r1-0", "7.5")])
+        self.assertIn(real_system.DURATION_KEY,
+                      real_system.experiment_yaml(0, 8, 50, 7.5))
+
+
 class ReportTest(unittest.TestCase):
     def totals(self, wait, preemptions):
         return {"waits": {"high": 0.01, "medium": wait, "low": 2 * wait}, "wait_p95": 3 * wait,
@@ -200,6 +222,13 @@ class EntryPointTest(unittest.TestCase):
                              cwd=tempfile.gettempdir())
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("--publish", run.stdout)
+
+    def test_zero_runs_is_refused_naming_the_flag(self):
+        script = os.path.join(ROOT, "bench", "replay_fidelity")
+        run = subprocess.run([sys.executable, script, "--runs", "0"], capture_output=True,
+                             text=True, cwd=tempfile.gettempdir())
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("--runs: must be at least 1, got 0", run.stderr)
 
 
 if __name__ == "__main__":
