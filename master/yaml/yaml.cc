@@ -58,47 +58,39 @@ std::string Kind(const YAML::Node& node) {
   return absl::StrCat("\"", node.Scalar(), "\"");
 }
 
-// The path of the first key that appears twice in one mapping under `node` ("a.b", "a[0].b"):
-// yaml-cpp keeps both entries, and readers would each see a different one.
-std::optional<std::string> DuplicateKey(const YAML::Node& node, const std::string& path) {
+absl::Status NotUtf8Error(const std::string& path, size_t byte) {
+  return FieldError(path.empty() ? "config" : path,
+                    absl::StrCat("invalid UTF-8 at byte ", byte,
+                                 " once its escapes are read (write the character itself, not \\_ "
+                                 "or \\N)"));
+}
+
+// In one walk, the first of: a key that appears twice in one mapping (yaml-cpp keeps both entries,
+// and readers would each see a different one), or a key or string that is not valid UTF-8 once its
+// escapes are read (yaml-cpp writes `\_` and `\N` as the single bytes 0xA0 and 0x85). Paths read
+// "a.b", "a[0].b".
+absl::Status Unreadable(const YAML::Node& node, const std::string& path) {
+  if (node.IsScalar()) {
+    const size_t at = FirstInvalidUtf8(node.Scalar());
+    return at == absl::string_view::npos ? absl::OkStatus() : NotUtf8Error(path, at);
+  }
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
-      if (auto d = DuplicateKey(node[i], absl::StrCat(path, "[", i, "]"))) return d;
+      if (absl::Status s = Unreadable(node[i], absl::StrCat(path, "[", i, "]")); !s.ok()) return s;
     }
   }
-  if (!node.IsMap()) return std::nullopt;
+  if (!node.IsMap()) return absl::OkStatus();
   absl::flat_hash_set<std::string> seen;
   for (const auto& entry : node) {
     const std::string& key = entry.first.Scalar();
     std::string at = path.empty() ? key : absl::StrCat(path, ".", key);
-    if (!seen.insert(key).second) return at;
-    if (auto d = DuplicateKey(entry.second, at)) return d;
-  }
-  return std::nullopt;
-}
-
-// The path of the first key or string that is not valid UTF-8 once its escapes are read (yaml-cpp
-// writes `\_` and `\N` as the single bytes 0xA0 and 0x85), and that byte's index; else nullopt.
-std::optional<std::pair<std::string, size_t>> NotUtf8(const YAML::Node& node,
-                                                      const std::string& path) {
-  if (node.IsScalar()) {
-    const size_t at = FirstInvalidUtf8(node.Scalar());
-    if (at == absl::string_view::npos) return std::nullopt;
-    return std::make_pair(path, at);
-  }
-  if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) {
-      if (auto bad = NotUtf8(node[i], absl::StrCat(path, "[", i, "]"))) return bad;
+    if (!seen.insert(key).second) {
+      return FieldError(at, "duplicate key (a key may appear once in a mapping)");
     }
+    if (absl::Status s = Unreadable(entry.first, at); !s.ok()) return s;
+    if (absl::Status s = Unreadable(entry.second, at); !s.ok()) return s;
   }
-  if (!node.IsMap()) return std::nullopt;
-  for (const auto& entry : node) {
-    std::string at =
-        path.empty() ? entry.first.Scalar() : absl::StrCat(path, ".", entry.first.Scalar());
-    if (auto bad = NotUtf8(entry.first, at)) return bad;
-    if (auto bad = NotUtf8(entry.second, at)) return bad;
-  }
-  return std::nullopt;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -112,15 +104,7 @@ absl::StatusOr<YAML::Node> ParseYaml(absl::string_view text) {
   try {
     YAML::Node node = YAML::Load(std::string(text));
     if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Map);
-    if (std::optional<std::string> key = DuplicateKey(node, "")) {
-      return FieldError(*key, "duplicate key (a key may appear once in a mapping)");
-    }
-    if (auto bad = NotUtf8(node, "")) {
-      return FieldError(bad->first.empty() ? "config" : bad->first,
-                        absl::StrCat("invalid UTF-8 at byte ", bad->second,
-                                     " once its escapes are read (write the character itself, "
-                                     "not \\_ or \\N)"));
-    }
+    if (absl::Status s = Unreadable(node, ""); !s.ok()) return s;
     return node;
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("invalid YAML at line ", e.mark.line + 1,
