@@ -26,6 +26,7 @@ struct Resource {
 };
 inline constexpr Resource kPods{"/api/v1", "pods", true};
 inline constexpr Resource kNodes{"/api/v1", "nodes", false};
+inline constexpr Resource kServices{"/api/v1", "services", true};
 inline constexpr Resource kNamespaces{"/api/v1", "namespaces", false};
 inline constexpr Resource kPriorityClasses{"/apis/scheduling.k8s.io/v1", "priorityclasses", false};
 

@@ -14,6 +14,7 @@
 #include "kube/json.h"
 #include "master/config/config_parts.h"
 #include "master/config/db_sslmode.h"
+#include "master/config/port_range.h"
 #include "master/yaml/yaml.h"
 
 namespace phalanx::master {
@@ -78,10 +79,13 @@ absl::StatusOr<DbConfig> ParseDb(const YamlMap& m) {
 }
 
 absl::StatusOr<PodSpecDefaults> ParseDefaults(const YamlMap& m) {
-  KUBE_RETURN_IF_ERROR(m.CheckKeys({"cpu_pod_spec", "gpu_pod_spec"}));
+  KUBE_RETURN_IF_ERROR(
+      m.CheckKeys({"cpu_pod_spec", "gpu_pod_spec", "gloo_port_range", "nccl_port_range"}));
   PodSpecDefaults d;
   KUBE_ASSIGN_OR_RETURN(d.cpu_pod_spec, ParsePodSpec(m, "cpu_pod_spec"));
   KUBE_ASSIGN_OR_RETURN(d.gpu_pod_spec, ParsePodSpec(m, "gpu_pod_spec"));
+  KUBE_ASSIGN_OR_RETURN(d.gloo_port_range, ParsePortRange(m, "gloo_port_range"));
+  KUBE_ASSIGN_OR_RETURN(d.nccl_port_range, ParsePortRange(m, "nccl_port_range"));
   return d;
 }
 
@@ -242,6 +246,14 @@ const nlohmann::json& MasterConfig::DefaultPodSpec(const ResourcePoolConfig& poo
     return pick(*pool.task_container_defaults);
   }
   return pick(task_container_defaults);
+}
+
+const std::string& MasterConfig::PortRange(const ResourcePoolConfig& pool,
+                                           std::string PodSpecDefaults::*range) const {
+  if (pool.task_container_defaults && !((*pool.task_container_defaults).*range).empty()) {
+    return (*pool.task_container_defaults).*range;
+  }
+  return task_container_defaults.*range;
 }
 
 absl::StatusOr<MasterConfig> ParseMasterConfig(absl::string_view yaml) {

@@ -25,10 +25,13 @@ enum class SlotType { kGpu, kCpu };
 // kDefault: pods keep Kubernetes' default-scheduler.
 enum class SchedulerKind { kPhalanx, kDefault };
 
-// Default pod specs (Kubernetes Pod objects as JSON; null when unset) for CPU-only and GPU tasks.
+// Default pod specs (Kubernetes Pod objects as JSON; null when unset) for CPU-only and GPU tasks,
+// and the port ranges of a run's GLOO and NCCL traffic ("MIN:MAX", port_range.h; "" when unset).
 struct PodSpecDefaults {
   nlohmann::json cpu_pod_spec;
   nlohmann::json gpu_pod_spec;
+  std::string gloo_port_range;
+  std::string nccl_port_range;
 };
 
 struct DbConfig {
@@ -95,6 +98,10 @@ struct MasterConfig {
   // The pool's default pod spec for GPU (slots > 0 and slot type gpu) or CPU tasks, else the
   // top-level one; null when neither is set.
   const nlohmann::json& DefaultPodSpec(const ResourcePoolConfig& pool, bool gpu) const;
+  // The pool's port range `range` (&PodSpecDefaults::gloo_port_range or nccl_port_range), else
+  // the top-level one; "" when neither is set.
+  const std::string& PortRange(const ResourcePoolConfig& pool,
+                               std::string PodSpecDefaults::*range) const;
 };
 
 // Parses and validates master.yaml text.

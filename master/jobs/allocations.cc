@@ -14,6 +14,7 @@
 #include "kube/status.h"
 #include "master/jobs/job_manager.h"
 #include "master/pods/pod_builder.h"
+#include "master/pods/rendezvous.h"
 #include "master/spec/experiment_config.h"
 #include "master/spec/task_config.h"
 #include "master/store/auth.h"
@@ -106,6 +107,7 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
   request->checkpoint_ms = history.checkpoint_ms;
   request->preempted_ms = history.preempted_ms;
   Launch launch{.pods = BuildPods(*request, config_)};
+  if (launch.pods.size() > 1) launch.service = RunService(request->pool->ns, id, job.job_id);
   launch.alloc = Alloc{.rec = {.id = id,
                                .job_id = job.job_id,
                                .trial_id = trial.id,
@@ -130,7 +132,7 @@ absl::Status JobManager::StartedLocked(const Alloc& launched, const absl::Status
   const std::string& id = launched.rec.id;
   auto it = allocs_.find(id);
   if (it == allocs_.end()) {  // Ended while its pods were being created: they go too.
-    for (const std::string& name : launched.pod_names) DeleteLaterLocked(launched.rec.ns, name);
+    DeleteRunLaterLocked(launched);
     return absl::OkStatus();
   }
   Alloc& a = it->second;
@@ -187,7 +189,7 @@ absl::Status JobManager::RequestPreemptionLocked(Alloc& a) {
 
 absl::Status JobManager::TerminateLocked(Alloc& a) {
   a.rec.state = AllocState::kTerminating;
-  for (const std::string& name : a.pod_names) DeleteLaterLocked(a.rec.ns, name);
+  DeleteRunLaterLocked(a);
   return StoreEndLocked(a);
 }
 

@@ -49,6 +49,9 @@
 //   6. Recover() at start-up re-attaches to pods by label, deletes pods of no open allocation, and
 //      replaces allocations whose pods went missing. Pod names are "<allocation>-<rank>", so a
 //      retried create can never duplicate a pod.
+//   7. A run of several pods has a headless Service of the allocation's name (rendezvous.h),
+//      created before its pods and deleted with them (run_services.cc). Recover() deletes those
+//      of no open allocation and creates those missing.
 #ifndef PHALANX_MASTER_JOBS_JOB_MANAGER_H_
 #define PHALANX_MASTER_JOBS_JOB_MANAGER_H_
 
@@ -245,6 +248,7 @@ class JobManager {
     StartedRun run;
     Alloc alloc;
     std::vector<nlohmann::json> pods;
+    nlohmann::json service;     // The run's headless Service; null for a run of one pod.
     double queue_position = 0;  // The job's, as labelled on `pods`.
   };
   struct Submission {
@@ -283,19 +287,29 @@ class JobManager {
    private:
     JobManager* manager_;
   };
-  // Creates the pods of every launch, kApiRequestsAtOnce at a time; for each launch, the first of
-  // its pods' failures (AlreadyExists is none) or OK. Needs no lock.
+  // Creates the Service (run_services.cc) and then the pods of every launch, kApiRequestsAtOnce
+  // at a time; for each launch, the Service's failure or the first of its pods' (AlreadyExists is
+  // none), or OK. Needs no lock.
   std::vector<absl::Status> CreatePods(const std::vector<Launch>& launches);
   struct PodRef {
     std::string ns;
     std::string name;
+    bool service = false;  // A run's Service, not a pod (in deletions only).
   };
+  // run_services.cc
+  // For each launch, OK or why its Service could not be created (AlreadyExists is OK).
+  std::vector<absl::Status> CreateServices(const std::vector<Launch>& launches);
+  // Queues the deletion of the run's pods and, for several pods, of its Service.
+  void DeleteRunLaterLocked(const Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At start: deletes the Services in `ns` of no open allocation and creates those missing for
+  // the open allocations of several pods that are not ending.
+  absl::Status RecoverServicesLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues the pod's deletion for DoQueuedPodWork (against the API server each deletion is a
   // round trip, and a gang's would hold up every other call).
   void DeleteLaterLocked(const std::string& ns, const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes `pods` without the lock, several at once; a deletion that fails (other than NotFound)
-  // is logged and queued again by the next Tick.
+  // Deletes `pods` (and Services) without the lock, several at once; a deletion that fails (other
+  // than NotFound) is logged and queued again by the next Tick.
   void DeletePods(const std::vector<PodRef>& pods) ABSL_LOCKS_EXCLUDED(mu_);
   // A pod's label phalanx.io/queue-position, to be set to its job's position.
   struct Relabel {

@@ -132,25 +132,27 @@ void JobManager::SetCheckpointTimes(const std::vector<CheckpointTime>& times) {
 }
 
 void JobManager::DeletePods(const std::vector<PodRef>& pods) {
-  auto failed =
-      Failures(pods, [this](const PodRef& pod) { return pods_.DeletePod(pod.ns, pod.name); });
+  auto failed = Failures(pods, [this](const PodRef& pod) {
+    return pod.service ? pods_.DeleteService(pod.ns, pod.name) : pods_.DeletePod(pod.ns, pod.name);
+  });
   if (failed.empty()) return;
   absl::MutexLock lock(&mu_);
   for (const auto& [pod, s] : failed) {
-    EventLocked(absl::StrCat("deleting pod ", pod->ns, "/", pod->name, ": ", s.message(),
-                             "; tried again at the next tick"));
+    EventLocked(absl::StrCat("deleting ", pod->service ? "Service " : "pod ", pod->ns, "/",
+                             pod->name, ": ", s.message(), "; tried again at the next tick"));
     failed_deletions_.push_back(*pod);
   }
 }
 
 std::vector<absl::Status> JobManager::CreatePods(const std::vector<Launch>& launches) {
+  std::vector<absl::Status> first = CreateServices(launches);
   std::vector<std::pair<size_t, const nlohmann::json*>> pods;  // Launch index, pod.
   for (size_t i = 0; i < launches.size(); ++i) {
+    if (!first[i].ok()) continue;  // No pod of a run its peers cannot find.
     for (const nlohmann::json& pod : launches[i].pods) pods.emplace_back(i, &pod);
   }
   const std::vector<absl::Status> created =
       CallEach(pods, [this](const auto& pod) { return pods_.CreatePod(*pod.second); });
-  std::vector<absl::Status> first(launches.size());
   for (size_t k = 0; k < pods.size(); ++k) {
     absl::Status& s = first[pods[k].first];
     if (s.ok() && !absl::IsAlreadyExists(created[k])) s = created[k];

@@ -183,6 +183,7 @@ absl::Status JobManager::Recover() {
         KUBE_RETURN_IF_ERROR(pods_.DeletePod(pod.ns, pod.name));  // An orphan.
       }
     }
+    KUBE_RETURN_IF_ERROR(RecoverServicesLocked(ns));
   }
   std::vector<Alloc*> all;
   for (auto& [id, a] : allocs_) all.push_back(&a);

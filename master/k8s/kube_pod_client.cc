@@ -14,10 +14,10 @@
 namespace phalanx::master {
 namespace {
 
-// metadata.name of `pod`, "" when absent: what is known of a pod that does not decode.
-std::string PodName(simdjson::dom::element pod) {
+// metadata.name of `object`, "" when absent: what is known of a pod that does not decode.
+std::string ObjectName(simdjson::dom::element object) {
   std::string_view name;
-  if (pod["metadata"]["name"].get(name) != simdjson::SUCCESS) return "";
+  if (object["metadata"]["name"].get(name) != simdjson::SUCCESS) return "";
   return std::string(name);
 }
 
@@ -200,12 +200,35 @@ absl::StatusOr<std::vector<PodState>> KubePodClient::ListPods(const std::string&
       [&](simdjson::dom::element item) -> absl::Status {
         absl::StatusOr<PodState> s = DecodePodState(item);
         if (!s.ok()) {
-          return absl::Status(s.status().code(), absl::StrCat("pod ", ns, "/", PodName(item), ": ",
-                                                              s.status().message()));
+          return absl::Status(s.status().code(), absl::StrCat("pod ", ns, "/", ObjectName(item),
+                                                              ": ", s.status().message()));
         }
         out.push_back(*std::move(s));
         return absl::OkStatus();
       });
+  if (!rv.ok()) return rv.status();
+  return out;
+}
+
+absl::Status KubePodClient::CreateService(const nlohmann::json& service) {
+  return client_
+      .Create(kube::kServices, service["metadata"]["namespace"].get<std::string>(), service.dump())
+      .status();
+}
+
+absl::Status KubePodClient::DeleteService(const std::string& ns, const std::string& name) {
+  absl::Status s = client_.Delete(kube::kServices, ns, name);
+  return absl::IsNotFound(s) ? absl::OkStatus() : s;
+}
+
+absl::StatusOr<std::vector<std::string>> KubePodClient::ListServices(const std::string& ns) {
+  std::vector<std::string> out;
+  absl::StatusOr<std::string> rv =
+      client_.ListAll(kube::kServices, ns, {.label_selector = ManagedPodSelector()},
+                      [&](simdjson::dom::element item) -> absl::Status {
+                        out.push_back(ObjectName(item));
+                        return absl::OkStatus();
+                      });
   if (!rv.ok()) return rv.status();
   return out;
 }
@@ -235,7 +258,7 @@ void PodWatcher::Run(const std::string& ns) {
                           [&](simdjson::dom::element item) {
                             absl::StatusOr<PodState> s = DecodePodState(item);
                             if (s.ok()) jobs_.OnPod(*s);
-                            listed.insert(s.ok() ? s->name : PodName(item));  // Not gone.
+                            listed.insert(s.ok() ? s->name : ObjectName(item));  // Not gone.
                             return absl::OkStatus();
                           });
       if (!list.ok()) {
@@ -251,7 +274,7 @@ void PodWatcher::Run(const std::string& ns) {
         [&](kube::EventType type, simdjson::dom::element object) {
           absl::StatusOr<PodState> s = DecodePodState(object);
           if (type == kube::EventType::kDeleted) {
-            jobs_.OnPodDeleted(ns, s.ok() ? s->name : PodName(object));
+            jobs_.OnPodDeleted(ns, s.ok() ? s->name : ObjectName(object));
           } else if (s.ok()) {
             jobs_.OnPod(*s);
           }

@@ -1,8 +1,8 @@
 // Kubernetes side of the master through kube::Client: KubePodClient (create, delete, label,
-// annotate and list the master's pods, and read whether a node is down; creates the
-// phalanx-priority-<value> class a pod names before its first pod) and PodWatcher (list + watch of
-// those pods in each pool namespace, feeding the JobManager; relists after 410 Gone or errors, and
-// reports pods that vanished meanwhile).
+// annotate and list the master's pods, create, delete and list its runs' Services, and read
+// whether a node is down; creates the phalanx-priority-<value> class a pod names before its first
+// pod) and PodWatcher (list + watch of those pods in each pool namespace, feeding the JobManager;
+// relists after 410 Gone or errors, and reports pods that vanished meanwhile).
 #ifndef PHALANX_MASTER_K8S_KUBE_POD_CLIENT_H_
 #define PHALANX_MASTER_K8S_KUBE_POD_CLIENT_H_
 
@@ -39,6 +39,9 @@ class KubePodClient final : public PodClient {
   absl::Status SetPodAnnotation(const std::string& ns, const std::string& name,
                                 const std::string& key, const std::string& value) override;
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
+  absl::Status CreateService(const nlohmann::json& service) override;
+  absl::Status DeleteService(const std::string& ns, const std::string& name) override;
+  absl::StatusOr<std::vector<std::string>> ListServices(const std::string& ns) override;
 
  private:
   // Creates class `name` if it is one of the master's per-value classes not known to exist; true

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "core/pod.h"
 #include "kube/decode.h"
+#include "master/pods/rendezvous.h"
 #include "master/policy/pod_spec_policy.h"
 #include "master/policy/strategic_merge.h"
 
@@ -157,6 +158,24 @@ void AddCheckpointStorage(json& spec, json& container, const json& storage) {
        {"hostPath", {{"path", storage.value("host_path", "")}, {"type", "DirectoryOrCreate"}}}});
 }
 
+// Step 7: hostname, subdomain and peer environment (rendezvous.h).
+void SetRendezvous(json& spec, json& container, const PodRequest& r, int rank, int pods,
+                   int slots_per_pod, const MasterConfig& master) {
+  const Rendezvous rv = RendezvousOf(
+      {.ns = r.pool->ns,
+       .allocation_id = r.allocation_id,
+       .pods = pods,
+       .rank = rank,
+       .slots_per_pod = slots_per_pod,
+       .gloo_port_range = master.PortRange(*r.pool, &PodSpecDefaults::gloo_port_range),
+       .nccl_port_range = master.PortRange(*r.pool, &PodSpecDefaults::nccl_port_range)});
+  if (!rv.hostname.empty()) {
+    spec["hostname"] = rv.hostname;
+    spec["subdomain"] = rv.subdomain;
+  }
+  for (const auto& [name, value] : rv.env) SetEnv(container, name, value);
+}
+
 void FillTaskContainer(json& spec, const PodRequest& r, int rank, int pods, int slots_per_pod,
                        const MasterConfig& master) {
   json& c = TaskContainer(spec);
@@ -175,6 +194,7 @@ void FillTaskContainer(json& spec, const PodRequest& r, int rank, int pods, int 
   };
   for (const auto& [name, value] : vars) SetEnv(c, name, value);
   for (const auto& [name, value] : r.env) SetEnv(c, name, value);
+  SetRendezvous(spec, c, r, rank, pods, slots_per_pod, master);
   AddCheckpointStorage(spec, c, r.checkpoint_storage);
   SetMasterAddress(c, master);
   SetEnv(c, "PHALANX_NODE_NAME", FieldRef("spec.nodeName"));

@@ -31,6 +31,9 @@
 //      names mapped to phalanx's classes, priority_classes.h); else the class of exactly the
 //      task's priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority
 //      admission plugin rejects a value not taken from a class.
+//   7. Rendezvous (rendezvous.h): in a run of several pods, hostname and subdomain that its
+//      headless Service resolves; in every run, the chief's address and port, the peers, the
+//      world size and the GLOO/NCCL port ranges as env of phalanx-container.
 #ifndef PHALANX_MASTER_PODS_POD_BUILDER_H_
 #define PHALANX_MASTER_PODS_POD_BUILDER_H_
 

@@ -1,5 +1,6 @@
 // The master's seam to Kubernetes: create, delete, label and annotate pods, and what it needs to
-// know about a pod (PodState). KubePodClient (kube_pod_client.h) is the real one; tests use a fake.
+// know about a pod (PodState); create, delete and list its runs' Services. KubePodClient
+// (kube_pod_client.h) is the real one; tests use a fake.
 #ifndef PHALANX_MASTER_PODS_POD_CLIENT_H_
 #define PHALANX_MASTER_PODS_POD_CLIENT_H_
 
@@ -75,6 +76,11 @@ class PodClient {
                                         const std::string& key, const std::string& value) = 0;
   // Every pod the master manages (label app.kubernetes.io/managed-by=phalanx-master) in `ns`.
   virtual absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) = 0;
+  // A run's headless Service (rendezvous.h): AlreadyExists when one of that name exists; OK when
+  // it is already gone; the names of those the master manages in `ns`.
+  virtual absl::Status CreateService(const nlohmann::json& service) = 0;
+  virtual absl::Status DeleteService(const std::string& ns, const std::string& name) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> ListServices(const std::string& ns) = 0;
 };
 
 }  // namespace phalanx::master

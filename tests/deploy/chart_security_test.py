@@ -71,11 +71,13 @@ class Rbac(unittest.TestCase):
         auth = self.r.get("RoleBinding", f"{n}-scheduler-authentication-reader", "kube-system")
         self.assertEqual(auth["roleRef"]["name"], "extension-apiserver-authentication-reader")
 
-    def test_master_manages_pods_in_each_pool(self):
+    def test_master_manages_pods_and_services_in_each_pool(self):
         for ns in ("phalanx-test-a100", "phalanx-test-t4"):
             role = self.r.get("Role", f"{self.r.fullname}-master", ns)
             pods = next(rule for rule in role["rules"] if rule["resources"] == ["pods"])
             self.assertEqual(set(pods["verbs"]), {"get", "list", "watch", "create", "delete", "patch"})
+            services = next(rule for rule in role["rules"] if rule["resources"] == ["services"])
+            self.assertEqual(set(services["verbs"]), {"list", "create", "delete"})
         self.assertIsNone(self.r.find("Role", f"{self.r.fullname}-master", "phalanx-test"))
 
 

@@ -97,7 +97,8 @@ class ResourcePools(unittest.TestCase):
     def test_master_yaml_lists_both_pools(self):
         self.assertEqual(self.r.config_file("master", "master.yaml")["resource_pools"], [
             {"pool_name": "a100", "kubernetes_namespace": "phalanx-test-a100", "max_slots_per_pod": 4,
-             "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}}}},
+             "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}},
+                                         "nccl_port_range": "31000:31999"}},
             {"pool_name": "t4", "kubernetes_namespace": "phalanx-test-t4"},
         ])
 
@@ -200,6 +201,13 @@ class UserSettings(unittest.TestCase):
         m = r.config_file("master", "master.yaml")
         self.assertEqual(m["auth"], {"default_password": "pw"})
         self.assertEqual(m["task_container_defaults"], {"cpu_pod_spec": cpu_spec})
+
+    def test_port_ranges_reach_master_yaml(self):
+        r = Rendered(COMBINATIONS["two-pools"])
+        m = r.config_file("master", "master.yaml")
+        self.assertEqual(m["task_container_defaults"], {"gloo_port_range": "20000-20999"})
+        with self.assertRaises(Exception):
+            Rendered({**REQUIRED, "taskContainerDefaults": {"ncclPortRange": "all"}})
 
     def test_kube_scheduler_image_follows_the_cluster_version(self):
         r = Rendered(REQUIRED, extra=["--kube-version", "v1.37.1"])

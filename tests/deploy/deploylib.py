@@ -157,9 +157,11 @@ def combinations(prefix="phalanx-test"):
                                            "user": "phx_user", "password": "s3cret", "sslmode": "require"}},
         "nodeport-tls": {**REQUIRED, "useNodePortForMaster": True, "tlsSecret": "phalanx-tls"},
         "cpu-slots": {"maxSlotsPerPod": 2, "slotType": "cpu", "slotResourceRequests": {"cpu": 7.5}},
-        "two-pools": {**REQUIRED, "extenderSettings": {"refused_placement_timeout_ms": 60000}, "resourcePools": [
+        "two-pools": {**REQUIRED, "extenderSettings": {"refused_placement_timeout_ms": 60000},
+                      "taskContainerDefaults": {"glooPortRange": "20000-20999"}, "resourcePools": [
             {"pool_name": "a100", "kubernetes_namespace": f"{prefix}-a100", "max_slots_per_pod": 4,
-             "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}}}},
+             "task_container_defaults": {"gpu_pod_spec": {"spec": {"nodeSelector": {"gpu": "a100"}}},
+                                         "nccl_port_range": "31000:31999"}},
             {"pool_name": "t4", "kubernetes_namespace": f"{prefix}-t4"},
         ]},
         # Every security setting away from its default.

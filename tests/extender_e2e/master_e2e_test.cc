@@ -1,11 +1,15 @@
 // phalanx-master end to end on the real cluster, through gRPC, with the real phalanx-extender and
 // kube-scheduler: the seeds' seven-step priority example (victims checkpoint through
-// AllocationService before their pods go, then resume from that checkpoint).
+// AllocationService before their pods go, then resume from that checkpoint), priorities,
+// placements, and the rendezvous of a run of two pods.
+#include <csignal>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kube/client.h"
+#include "nlohmann/json.hpp"
 #include "tests/extender_e2e/master_harness.h"
 
 namespace phalanx::e2e {
@@ -119,6 +123,67 @@ TEST_F(MasterPriorityE2e, AnyPriorityRunsUnderAClassOfItsOwnValue) {
   ASSERT_EQ(pods.size(), 1u);
   EXPECT_EQ(pods[0].info.priority, 70);
   EXPECT_EQ(Jobs().at(0).priority(), 70);
+}
+
+using MasterRendezvousE2e = MasterE2eTest;
+
+// A 16-slot trial at maxSlotsPerPod 8 runs as two pods with a headless Service that selects both
+// and names their hostnames; their env agrees on chief, peers and world size. A master killed and
+// restarted meanwhile neither duplicates nor loses the Service; it goes with the run. (The test
+// cluster runs no DNS: that the names resolve is Kubernetes' part, not exercised here.)
+TEST_F(MasterRendezvousE2e, ATwoPodTrialGetsItsServiceAndConsistentEnv) {
+  AddNodes("n", 2, 8);
+  StartExtender(8);
+  StartMaster(8, "task_container_defaults: {gloo_port_range: \"20000:20999\"}\n");
+  const v1::Experiment e = MustCreateExperiment(ExperimentYaml("dist", "{name: single}", 16, 50));
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(e.job_id()).size() == 1; }));
+  const std::string alloc = RunningAllocations(e.job_id())[0];
+  const std::vector<PodState> pods = GangPods(alloc);
+  ASSERT_EQ(pods.size(), 2u);
+
+  auto services = [&] {
+    std::vector<nlohmann::json> out;
+    absl::StatusOr<std::string> list =
+        client_->List(kube::kServices, ns_, {.label_selector = "phalanx.io/gang=" + alloc});
+    EXPECT_TRUE(list.ok()) << list.status();
+    if (list.ok()) out = nlohmann::json::parse(*list)["items"].get<std::vector<nlohmann::json>>();
+    return out;
+  };
+  std::vector<nlohmann::json> found = services();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0]["metadata"]["name"], alloc);
+  EXPECT_EQ(found[0]["spec"]["clusterIP"], "None");
+  const std::string chief = absl::StrCat(alloc, "-0.", alloc, ".", ns_, ".svc");
+  const std::string peers = absl::StrCat(chief, ",", alloc, "-1.", alloc, ".", ns_, ".svc");
+  for (int rank = 0; rank < 2; ++rank) {
+    absl::StatusOr<std::string> body =
+        client_->Get(kube::kPods, ns_, absl::StrCat(alloc, "-", rank));
+    ASSERT_TRUE(body.ok()) << body.status();
+    const nlohmann::json pod = nlohmann::json::parse(*body);
+    for (const auto& [key, value] : found[0]["spec"]["selector"].items()) {
+      EXPECT_EQ(pod["metadata"]["labels"][key], value) << key;
+    }
+    EXPECT_EQ(pod["spec"]["hostname"], absl::StrCat(alloc, "-", rank));
+    EXPECT_EQ(pod["spec"]["subdomain"], alloc);
+    EXPECT_EQ(PodEnv(alloc, "PHALANX_POD_RANK", rank), std::to_string(rank));
+    EXPECT_EQ(PodEnv(alloc, "PHALANX_NUM_PODS", rank), "2");
+    EXPECT_EQ(PodEnv(alloc, "PHALANX_SLOTS_PER_POD", rank), "8");
+    EXPECT_EQ(PodEnv(alloc, "PHALANX_WORLD_SIZE", rank), "16");
+    EXPECT_EQ(PodEnv(alloc, "MASTER_ADDR", rank), chief);
+    EXPECT_EQ(PodEnv(alloc, "MASTER_PORT", rank), "12355");
+    EXPECT_EQ(PodEnv(alloc, "PHALANX_PEER_ADDRS", rank), peers);
+    EXPECT_EQ(PodEnv(alloc, "GLOO_PORT_RANGE", rank), "20000:20999");
+  }
+
+  StopMaster(SIGKILL);
+  StartMaster(8);
+  Settle();
+  EXPECT_EQ(services().size(), 1u) << "a restarted master keeps the run's one Service";
+  EXPECT_EQ(RunningAllocations(e.job_id()), std::vector<std::string>{alloc});
+
+  Complete(alloc);
+  ASSERT_TRUE(WaitUntil([&] { return GangPods(alloc).empty() && services().empty(); }))
+      << "the Service outlived its run";
 }
 
 using MasterPlacementE2e = MasterE2eTest;

@@ -226,8 +226,10 @@ std::vector<std::string> MasterE2eTest::RunningAllocations(const std::string& jo
   return out;
 }
 
-std::string MasterE2eTest::PodEnv(const std::string& allocation, const std::string& name) {
-  absl::StatusOr<std::string> pod = client_->Get(kube::kPods, ns_, allocation + "-0");
+std::string MasterE2eTest::PodEnv(const std::string& allocation, const std::string& name,
+                                  int rank) {
+  absl::StatusOr<std::string> pod =
+      client_->Get(kube::kPods, ns_, absl::StrCat(allocation, "-", rank));
   if (!pod.ok()) {
     ADD_FAILURE() << pod.status();
     return "";

@@ -53,7 +53,8 @@ class MasterE2eTest : public ExtenderE2eTest {
   std::vector<std::string> Allocations(const std::string& job_id);
   std::vector<std::string> RunningAllocations(const std::string& job_id);
   // The trial process's side, with the allocation's token from its pod's environment.
-  std::string PodEnv(const std::string& allocation, const std::string& name);
+  // Env var `name` of the task container of the allocation's pod `rank`; "" when unset.
+  std::string PodEnv(const std::string& allocation, const std::string& name, int rank = 0);
   bool PreemptionSignalled(const std::string& allocation);
   void CheckpointAndAck(const std::string& allocation, const std::string& uuid);
   // Waits until `expected` allocations of the job are marked for preemption; each, signalled by

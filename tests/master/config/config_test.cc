@@ -6,6 +6,8 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -116,6 +118,21 @@ TEST(MasterConfigTest, LoadReadsWhatTaskPodsTrust) {
   c = LoadMasterConfig(write("c.yaml", base + ", ca: " + d + "/missing}\n"));
   EXPECT_THAT(c.status().message(), ::testing::HasSubstr("c.yaml: tls.ca: "));
   std::system(("rm -rf " + d).c_str());
+}
+
+// Determined's forms of a port range, and one port, read as "MIN:MAX".
+TEST(MasterConfigTest, PortRangesInEveryForm) {
+  for (const auto& [written, read] :
+       std::vector<std::pair<std::string, std::string>>{{"\"1024:2047\"", "1024:2047"},
+                                                        {"1024-2047", "1024:2047"},
+                                                        {"12355", "12355:12355"},
+                                                        {"\"1:65535\"", "1:65535"}}) {
+    absl::StatusOr<MasterConfig> c = ParseMasterConfig(absl::StrCat(
+        "max_slots_per_pod: 4\ntask_container_defaults: {gloo_port_range: ", written, "}\n"));
+    ASSERT_TRUE(c.ok()) << written << ": " << c.status();
+    EXPECT_EQ(c->task_container_defaults.gloo_port_range, read) << written;
+    EXPECT_EQ(c->task_container_defaults.nccl_port_range, "");
+  }
 }
 
 TEST(MasterConfigTest, CpuSlots) {
@@ -253,6 +270,20 @@ INSTANTIATE_TEST_SUITE_P(
          "max_slots_per_pod: 4\nresource_pools: [{pool_name: a, task_container_defaults: "
          "{gpu_pod_spec: {spec: {volumes: [{secret: {secretName: s}}]}}}}]\n",
          "resource_pools[0].task_container_defaults.gpu_pod_spec.spec.volumes[0].name: required"},
+        {"GlooPortRangeReversed",
+         "max_slots_per_pod: 4\ntask_container_defaults: {gloo_port_range: \"2000:1000\"}\n",
+         "task_container_defaults.gloo_port_range: must be \"MIN:MAX\" (or \"MIN-MAX\", or one "
+         "port), ports 1-65535 with MIN <= MAX, got \"2000:1000\""},
+        {"NcclPortRangeAboveMax",
+         "max_slots_per_pod: 4\ntask_container_defaults: {nccl_port_range: 1024-65536}\n",
+         "task_container_defaults.nccl_port_range: must be \"MIN:MAX\""},
+        {"PoolPortRangeNotAPort",
+         "max_slots_per_pod: 4\nresource_pools: [{pool_name: a, task_container_defaults: "
+         "{nccl_port_range: \"1:2:3\"}}]\n",
+         "resource_pools[0].task_container_defaults.nccl_port_range: must be \"MIN:MAX\""},
+        {"PortRangeSigned",
+         "max_slots_per_pod: 4\ntask_container_defaults: {gloo_port_range: \"+1:2\"}\n",
+         "task_container_defaults.gloo_port_range: must be"},
         {"StorageType", "max_slots_per_pod: 4\ncheckpoint_storage: {type: ftp}\n",
          "checkpoint_storage.type: must be shared_fs, s3, gcs or azure"},
         {"StorageBucket", "max_slots_per_pod: 4\ncheckpoint_storage: {type: s3}\n",

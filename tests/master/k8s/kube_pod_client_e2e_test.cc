@@ -1,15 +1,19 @@
 // KubePodClient against the real test cluster's kube-apiserver (tests/cluster, fixture
 // test_cluster): SetPodAnnotation sets one annotation of a pod, leaving its others and its labels
-// as they were, in a form kube::DecodePod reads back as phalanx-extender does.
+// as they were, in a form kube::DecodePod reads back as phalanx-extender does; a run's Service
+// (rendezvous.h) is valid to the API server, and is created once, listed and deleted.
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "kube/client.h"
 #include "kube/decode.h"
 #include "master/k8s/kube_pod_client.h"
 #include "master/pods/pod_builder.h"
+#include "master/pods/rendezvous.h"
 #include "nlohmann/json.hpp"
 #include "simdjson.h"
 #include "tests/kube/test_cluster.h"
@@ -85,6 +89,28 @@ TEST_F(KubePodClientE2eTest, SetPodAnnotationSetsThatAnnotationAlone) {
 
   const absl::Status gone = pods_->SetPodAnnotation(kNamespace, name_ + "-gone", key, "x");
   EXPECT_TRUE(absl::IsNotFound(gone)) << gone;
+}
+
+TEST_F(KubePodClientE2eTest, ARunsServiceIsCreatedOnceListedAndDeleted) {
+  const nlohmann::json service = RunService(kNamespace, name_, "exp-1");
+  ASSERT_TRUE(pods_->CreateService(service).ok());
+  const absl::Status again = pods_->CreateService(service);
+  EXPECT_TRUE(absl::IsAlreadyExists(again)) << again;
+  absl::StatusOr<std::vector<std::string>> listed = pods_->ListServices(kNamespace);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(absl::c_linear_search(*listed, name_));
+  absl::StatusOr<std::string> stored = client_->Get(kube::kServices, kNamespace, name_);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  const nlohmann::json spec = nlohmann::json::parse(*stored)["spec"];
+  EXPECT_EQ(spec["clusterIP"], "None");
+  EXPECT_EQ(spec["selector"], service["spec"]["selector"]);
+  EXPECT_EQ(spec["publishNotReadyAddresses"], true);
+
+  ASSERT_TRUE(pods_->DeleteService(kNamespace, name_).ok());
+  EXPECT_TRUE(pods_->DeleteService(kNamespace, name_).ok()) << "already gone is done";
+  listed = pods_->ListServices(kNamespace);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_FALSE(absl::c_linear_search(*listed, name_));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "master/pods/rendezvous.h"
 #include "master/policy/strategic_merge.h"
 #include "master/spec/task_config.h"
 #include "tests/master/testing/decoded_pod.h"
@@ -460,6 +461,85 @@ TEST(PodBuilderTest, PodsWithoutHistoryCarryNone) {
   EXPECT_EQ(info.contract_error, "");
   EXPECT_EQ(info.checkpoint_ms, 0);
   EXPECT_TRUE(info.preempted_ms.empty());
+}
+
+constexpr char kRendezvousMaster[] = R"(
+max_slots_per_pod: 8
+task_container_defaults: {gloo_port_range: "30000-30099", nccl_port_range: "31000:31999"}
+resource_pools:
+  - pool_name: default
+    kubernetes_namespace: team-a
+  - pool_name: own-ranges
+    kubernetes_namespace: team-b
+    task_container_defaults: {nccl_port_range: "32000"}
+)";
+
+// The pods of a run of `slots` slots under kRendezvousMaster, and its Service.
+std::vector<json> RendezvousPods(int slots, const std::string& pool = "default") {
+  return Build(TaskType::kExperiment,
+               absl::StrCat("resources: {slots: ", slots, ", resource_pool: ", pool, "}\n"),
+               kRendezvousMaster)
+      .pods;
+}
+
+// A 16-slot trial at 8 slots per pod: both pods resolve through the run's Service by the names
+// their env gives, and agree on everything but their rank.
+TEST(RendezvousTest, PodsOfARunFindEachOtherThroughItsService) {
+  const std::vector<json> pods = RendezvousPods(16);
+  ASSERT_EQ(pods.size(), 2u);
+  const json service = RunService("team-a", "exp-3-trial-7-r1", "exp-3");
+  EXPECT_EQ(service["metadata"]["name"], "exp-3-trial-7-r1");
+  EXPECT_EQ(service["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(service["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(service["spec"]["ports"][0]["port"], kRendezvousPort);
+  const std::string chief = "exp-3-trial-7-r1-0.exp-3-trial-7-r1.team-a.svc";
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& pod = pods[rank];
+    SCOPED_TRACE(pod["metadata"]["name"]);
+    for (const auto& [key, value] : service["spec"]["selector"].items()) {
+      EXPECT_EQ(pod["metadata"]["labels"][key], value) << key;
+    }
+    EXPECT_EQ(pod["spec"]["hostname"], pod["metadata"]["name"]);
+    EXPECT_EQ(pod["spec"]["subdomain"], service["metadata"]["name"]);
+    EXPECT_EQ(EnvValue(pod, "PHALANX_POD_RANK"), std::to_string(rank));
+    EXPECT_EQ(EnvValue(pod, "PHALANX_NUM_PODS"), "2");
+    EXPECT_EQ(EnvValue(pod, "PHALANX_SLOTS_PER_POD"), "8");
+    EXPECT_EQ(EnvValue(pod, "PHALANX_WORLD_SIZE"), "16");
+    EXPECT_EQ(EnvValue(pod, "PHALANX_CHIEF_ADDR"), chief);
+    EXPECT_EQ(EnvValue(pod, "MASTER_ADDR"), chief);
+    EXPECT_EQ(EnvValue(pod, "PHALANX_CHIEF_PORT"), "12355");
+    EXPECT_EQ(EnvValue(pod, "MASTER_PORT"), "12355");
+    EXPECT_EQ(EnvValue(pod, "PHALANX_PEER_ADDRS"),
+              absl::StrCat(chief, ",exp-3-trial-7-r1-1.exp-3-trial-7-r1.team-a.svc"));
+    EXPECT_EQ(EnvValue(pod, "GLOO_PORT_RANGE"), "30000:30099");
+    EXPECT_EQ(EnvValue(pod, "NCCL_PORT_RANGE"), "31000:31999");
+  }
+}
+
+// A run of one pod needs no Service: its chief is itself.
+TEST(RendezvousTest, ARunOfOnePodIsItsOwnChief) {
+  const std::vector<json> pods = RendezvousPods(4);
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_FALSE(pods[0]["spec"].contains("hostname"));
+  EXPECT_FALSE(pods[0]["spec"].contains("subdomain"));
+  EXPECT_EQ(EnvValue(pods[0], "MASTER_ADDR"), "localhost");
+  EXPECT_EQ(EnvValue(pods[0], "PHALANX_PEER_ADDRS"), "localhost");
+  EXPECT_EQ(EnvValue(pods[0], "PHALANX_WORLD_SIZE"), "4");
+  EXPECT_EQ(EnvValue(Build(TaskType::kTensorboard, "", kMaster, {}).pods[0], "PHALANX_WORLD_SIZE"),
+            "1");
+}
+
+// A pool's range replaces the top-level one of its kind; the other kind falls back.
+TEST(RendezvousTest, APoolsPortRangeReplacesTheTopLevelOne) {
+  const std::vector<json> pods = RendezvousPods(16, "own-ranges");
+  ASSERT_EQ(pods.size(), 2u);
+  EXPECT_EQ(EnvValue(pods[1], "NCCL_PORT_RANGE"), "32000:32000");
+  EXPECT_EQ(EnvValue(pods[1], "GLOO_PORT_RANGE"), "30000:30099");
+  EXPECT_EQ(EnvValue(pods[1], "MASTER_ADDR"), "exp-3-trial-7-r1-0.exp-3-trial-7-r1.team-b.svc");
+  EXPECT_EQ(
+      EnvValue(Build(TaskType::kExperiment, "resources: {slots: 1}\n").pods[0], "NCCL_PORT_RANGE"),
+      "");
 }
 
 TEST(PriorityClassTest, EveryPriorityHasAClassOfExactlyItsValue) {

@@ -22,6 +22,48 @@ absl::Status FakePodClient::CreatePod(const nlohmann::json& pod) {
   return absl::OkStatus();
 }
 
+absl::Status FakePodClient::CreateService(const nlohmann::json& service) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!service_error_.ok()) return service_error_;
+  const std::string key = absl::StrCat(service["metadata"]["namespace"].get<std::string>(), "/",
+                                       service["metadata"]["name"].get<std::string>());
+  if (services_.count(key)) return absl::AlreadyExistsError(key);
+  services_[key] = service;
+  ++service_creates_;
+  return absl::OkStatus();
+}
+
+absl::Status FakePodClient::DeleteService(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!service_error_.ok()) return service_error_;
+  services_.erase(absl::StrCat(ns, "/", name));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FakePodClient::ListServices(const std::string& ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [key, service] : services_) {
+    if (service["metadata"]["namespace"] == ns) out.push_back(service["metadata"]["name"]);
+  }
+  return out;
+}
+
+std::map<std::string, nlohmann::json> FakePodClient::services() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return services_;
+}
+
+int FakePodClient::service_creates() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return service_creates_;
+}
+
+void FakePodClient::FailServices(absl::Status error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  service_error_ = std::move(error);
+}
+
 void FakePodClient::OnCreate(std::function<absl::Status(const nlohmann::json& pod)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
   on_create_ = std::move(hook);

@@ -27,9 +27,18 @@ class FakePodClient final : public PodClient {
   absl::Status SetPodAnnotation(const std::string& ns, const std::string& name,
                                 const std::string& key, const std::string& value) override;
   absl::StatusOr<std::vector<PodState>> ListPods(const std::string& ns) override;
+  // Fails with `service_error` while it is not OK (FailServices).
+  absl::Status CreateService(const nlohmann::json& service) override;
+  absl::Status DeleteService(const std::string& ns, const std::string& name) override;
+  absl::StatusOr<std::vector<std::string>> ListServices(const std::string& ns) override;
 
   // Pods (JSON) by "namespace/name".
   std::map<std::string, nlohmann::json> pods();
+  // Services (JSON) by "namespace/name", and how many were created.
+  std::map<std::string, nlohmann::json> services();
+  int service_creates();
+  // CreateService and DeleteService answer `error` while it is not OK.
+  void FailServices(absl::Status error);
   int creates();
   std::vector<std::string> deleted();
   std::vector<std::string> force_deleted();
@@ -60,6 +69,9 @@ class FakePodClient final : public PodClient {
   std::mutex mu_;
   std::map<std::string, nlohmann::json> pods_;
   int creates_ = 0;
+  std::map<std::string, nlohmann::json> services_;
+  int service_creates_ = 0;
+  absl::Status service_error_;
   std::vector<std::string> deleted_;
   std::vector<std::string> force_deleted_;
   std::vector<std::string> node_reads_;
