@@ -46,7 +46,7 @@ constexpr char kUsage[] =
 const std::set<std::string> kGlobalOptions = {"master", "tls", "ca", "help"};
 const std::set<std::string> kValueOptions = {"master", "ca",    "password", "state",     "limit",
                                              "offset", "pool",  "ahead-of", "behind-of", "config",
-                                             "wait",   "steps", "error"};
+                                             "wait",   "steps", "error",    "group"};
 const std::set<std::string> kSwitches = {"tls", "paused", "admin"};
 
 std::string Env(const char* name, const std::string& fallback) {

@@ -4,6 +4,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "cli/session.h"
 #include "phalanx/v1/experiment.grpc.pb.h"
@@ -82,7 +83,12 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
   s.out << "Experiment " << e.id() << " (" << e.name() << ")  job " << e.job_id() << "\n"
         << "  state " << StateName(e.state()) << ", pool " << e.resource_pool() << ", priority "
         << e.priority() << ", " << e.slots_per_trial() << " slot(s) per trial, by " << e.username()
-        << "\n\n";
+        << "\n";
+  if (e.has_best_validation_metric()) {
+    s.out << "  best validation metric " << absl::StrFormat("%.6g", e.best_validation_metric())
+          << "\n";
+  }
+  s.out << "\n";
   std::vector<std::vector<std::string>> rows;
   for (const v1::Trial& t : resp.trials()) {
     std::string alloc = t.allocation_id().empty()
@@ -94,9 +100,14 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
     rows.push_back({std::to_string(t.id()),
                     EnumName(v1::TrialState_descriptor(), t.state(), "TRIAL_STATE_"),
                     t.hparams_json(), std::to_string(t.runs()), std::to_string(t.restarts()),
-                    t.latest_checkpoint().empty() ? "-" : t.latest_checkpoint(), alloc});
+                    t.latest_checkpoint().empty() ? "-" : t.latest_checkpoint(), alloc,
+                    t.has_best_validation_metric()
+                        ? absl::StrFormat("%.6g", t.best_validation_metric())
+                        : "-"});
   }
-  PrintTable(s.out, {"TRIAL", "STATE", "HPARAMS", "RUNS", "RESTARTS", "CHECKPOINT", "ALLOCATION"}, rows);
+  PrintTable(s.out,
+             {"TRIAL", "STATE", "HPARAMS", "RUNS", "RESTARTS", "CHECKPOINT", "ALLOCATION", "BEST"},
+             rows);
   for (const v1::Trial& t : resp.trials()) {
     if (!t.error().empty()) s.out << "trial " << t.id() << ": " << t.error() << "\n";
   }

@@ -1,26 +1,33 @@
 // phalanx trial preemption|checkpoint|ack|complete ALLOCATION: the trial process's side of
 // AllocationService, for the harness or script that runs a trial. Authenticates with the
 // allocation's own token ($PHALANX_ALLOCATION_TOKEN, which the master puts in every trial pod),
-// else with the login's.
+// else with the login's. phalanx trial metrics TRIAL: a trial's reported metrics, for users.
 #include <cstdlib>
+#include <map>
+#include <set>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "cli/session.h"
 #include "phalanx/v1/allocation.grpc.pb.h"
+#include "phalanx/v1/experiment.grpc.pb.h"
 
 namespace phalanx::cli {
 namespace {
 
 constexpr char kUsage[] =
     "usage: phalanx trial preemption ALLOCATION [--wait SECONDS] | checkpoint ALLOCATION UUID "
-    "[--steps N] | ack ALLOCATION | complete ALLOCATION [--error MESSAGE]\n"
-    "preemption prints preempt (exit 0) or continue (exit 3).";
+    "[--steps N] | ack ALLOCATION | complete ALLOCATION [--error MESSAGE] | metrics TRIAL "
+    "[--group training|validation]\n"
+    "preemption prints preempt (exit 0) or continue (exit 3); metrics prints the trial's reports "
+    "(training by default), one row per steps.";
 
 // The options of each verb, the global ones aside.
 std::set<std::string> OptionsOf(const std::string& verb) {
   if (verb == "preemption") return {"wait"};
   if (verb == "checkpoint") return {"steps"};
   if (verb == "complete") return {"error"};
+  if (verb == "metrics") return {"group"};
   return {};
 }
 
@@ -95,6 +102,48 @@ int Complete(const Session& s, const Args& args) {
   return 0;
 }
 
+// Every report of the group, page by page, as a table: STEPS, then each metric name.
+int Metrics(const Session& s, const Args& args) {
+  v1::GetTrialMetricsRequest req;
+  int64_t trial = 0;
+  if (int rc = s.ReadNumber("trial id", args.positional[2], trial)) return rc;
+  req.set_trial_id(trial);
+  const std::string group = args.Option("group").value_or("training");
+  if (group != "training" && group != "validation") {
+    return s.Usage("--group: training or validation");
+  }
+  req.set_group(group == "training" ? v1::METRIC_GROUP_TRAINING : v1::METRIC_GROUP_VALIDATION);
+  req.set_after_steps(-1);
+  auto stub = s.Stub<v1::ExperimentService>();
+  if (stub == nullptr) return 2;
+  std::vector<v1::MetricReport> reports;
+  std::set<std::string> names;
+  for (bool more = true; more;) {
+    v1::GetTrialMetricsResponse resp;
+    if (int rc = s.Check(stub->GetTrialMetrics(s.Context().get(), req, &resp))) return rc;
+    for (const v1::MetricReport& r : resp.reports()) {
+      for (const auto& [name, value] : r.metrics()) names.insert(name);
+      reports.push_back(r);
+      req.set_after_steps(r.steps_completed());
+    }
+    more = resp.more() && resp.reports_size() > 0;
+  }
+  std::vector<std::string> header = {"STEPS"};
+  header.insert(header.end(), names.begin(), names.end());
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::MetricReport& r : reports) {
+    std::vector<std::string> row = {std::to_string(r.steps_completed())};
+    for (const std::string& name : names) {
+      auto it = r.metrics().find(name);
+      row.push_back(it == r.metrics().end() ? "" : absl::StrFormat("%.6g", it->second));
+    }
+    rows.push_back(std::move(row));
+  }
+  PrintTable(s.out, header, rows);
+  s.out << rows.size() << " " << group << " report(s) of trial " << trial << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int RunTrialCommand(const Session& s, const Args& args) {
@@ -102,13 +151,15 @@ int RunTrialCommand(const Session& s, const Args& args) {
   if (args.positional.size() < 2) return s.Usage(kUsage);
   const std::string& verb = args.positional[1];
   if (int rc = s.CheckOptions(args, OptionsOf(verb))) return rc;
-  if (verb != "preemption" && verb != "checkpoint" && verb != "ack" && verb != "complete") {
+  if (verb != "preemption" && verb != "checkpoint" && verb != "ack" && verb != "complete" &&
+      verb != "metrics") {
     return s.Usage(kUsage);
   }
   if (int rc = s.ExpectPositionals(args, verb == "checkpoint" ? 4 : 3, kUsage)) return rc;
   if (verb == "preemption") return Preemption(s, args);
   if (verb == "checkpoint") return Checkpoint(s, args);
   if (verb == "ack") return Ack(s, args);
+  if (verb == "metrics") return Metrics(s, args);
   return Complete(s, args);
 }
 

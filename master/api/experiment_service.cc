@@ -61,6 +61,9 @@ grpc::Status ExperimentServiceImpl::GetExperiment(grpc::ServerContext* ctx,
     ToProto(t, req->id(), trial);
     if (redact) trial->set_hparams_json(RedactJsonSecrets(trial->hparams_json()));
   }
+  absl::StatusOr<BestValidationValues> best = jobs_.BestValidation(view->job);
+  if (!best.ok()) return ToGrpcStatus(best.status());
+  ToProto(*best, resp);
   return grpc::Status::OK;
 }
 
@@ -81,7 +84,13 @@ grpc::Status ExperimentServiceImpl::ListExperiments(grpc::ServerContext* ctx,
   filter.states = *std::move(states);
   auto jobs = jobs_.ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (const JobRecord& job : jobs->first) ToProto(Visible(job, *user), resp->add_experiments());
+  for (const JobRecord& job : jobs->first) {
+    v1::Experiment* exp = resp->add_experiments();
+    ToProto(Visible(job, *user), exp);
+    absl::StatusOr<BestValidationValues> best = jobs_.BestValidation(job);
+    if (!best.ok()) return ToGrpcStatus(best.status());
+    if (best->experiment) exp->set_best_validation_metric(*best->experiment);
+  }
   resp->mutable_pagination()->set_offset(filter.offset);
   resp->mutable_pagination()->set_limit(filter.limit);
   resp->mutable_pagination()->set_total(jobs->second);

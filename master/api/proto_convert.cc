@@ -148,6 +148,37 @@ std::optional<QueueState> FromProto(v1::JobState state) {
   }
 }
 
+std::optional<MetricGroup> FromProto(v1::MetricGroup group) {
+  switch (group) {
+    case v1::METRIC_GROUP_TRAINING:
+      return MetricGroup::kTraining;
+    case v1::METRIC_GROUP_VALIDATION:
+      return MetricGroup::kValidation;
+    default:
+      return std::nullopt;
+  }
+}
+
+MetricReport FromProto(const v1::MetricReport& report) {
+  MetricReport out{.steps = report.steps_completed()};
+  for (const auto& [name, value] : report.metrics()) out.metrics.emplace_back(name, value);
+  return out;
+}
+
+void ToProto(const MetricReport& report, v1::MetricReport* out) {
+  out->set_steps_completed(report.steps);
+  for (const auto& [name, value] : report.metrics) (*out->mutable_metrics())[name] = value;
+}
+
+void ToProto(const BestValidationValues& best, v1::GetExperimentResponse* out) {
+  if (best.experiment) out->mutable_experiment()->set_best_validation_metric(*best.experiment);
+  for (v1::Trial& trial : *out->mutable_trials()) {
+    if (auto it = best.trials.find(trial.id()); it != best.trials.end()) {
+      trial.set_best_validation_metric(it->second);
+    }
+  }
+}
+
 v1::JobState ToProto(QueueState s) {
   return s == QueueState::kQueued      ? v1::JOB_STATE_QUEUED
          : s == QueueState::kScheduled ? v1::JOB_STATE_SCHEDULED

@@ -4,6 +4,7 @@
 #define PHALANX_MASTER_API_PROTO_CONVERT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "phalanx/v1/auth.pb.h"
 #include "phalanx/v1/experiment.pb.h"
 #include "phalanx/v1/job.pb.h"
+#include "phalanx/v1/metrics.pb.h"
 #include "phalanx/v1/task.pb.h"
 
 namespace phalanx::master {
@@ -58,6 +60,11 @@ void ToProto(const TrialView& trial, int64_t experiment_id, v1::Trial* out);
 // A task's view: the job and its one trial.
 void ToProto(const JobView& task, v1::Task* out);
 v1::JobState ToProto(QueueState state);
+std::optional<MetricGroup> FromProto(v1::MetricGroup group);
+MetricReport FromProto(const v1::MetricReport& report);
+void ToProto(const MetricReport& report, v1::MetricReport* out);
+// Sets the experiment's best_validation_metric and its trials' (those that have one).
+void ToProto(const BestValidationValues& best, v1::GetExperimentResponse* out);
 void ToProto(const QueueEntry& entry, v1::Job* out);
 
 }  // namespace phalanx::master

@@ -113,6 +113,9 @@ class ExperimentServiceImpl final : public v1::ExperimentService::Service {
                               v1::KillExperimentResponse*) override;
   grpc::Status SetExperimentPriority(grpc::ServerContext*, const v1::SetExperimentPriorityRequest*,
                                      v1::SetExperimentPriorityResponse*) override;
+  // trial_metrics_service.cc
+  grpc::Status GetTrialMetrics(grpc::ServerContext*, const v1::GetTrialMetricsRequest*,
+                               v1::GetTrialMetricsResponse*) override;
 
  private:
   JobManager& jobs_;
@@ -164,6 +167,9 @@ class AllocationServiceImpl final : public v1::AllocationService::Service {
                                 v1::ReportCheckpointResponse*) override;
   grpc::Status ReportCompletion(grpc::ServerContext*, const v1::ReportCompletionRequest*,
                                 v1::ReportCompletionResponse*) override;
+  // trial_metrics_service.cc
+  grpc::Status ReportMetrics(grpc::ServerContext*, const v1::ReportMetricsRequest*,
+                             v1::ReportMetricsResponse*) override;
 
  private:
   // The allocation's own token, or the token of its job's owner or of an admin.

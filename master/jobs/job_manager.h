@@ -78,6 +78,13 @@ namespace phalanx::master {
 
 struct ExperimentConfig;
 
+// Bounds of trial metrics (ReportMetrics): reports per call, names per report, a name's length,
+// and the steps a trial keeps reports of in each group.
+inline constexpr size_t kMaxMetricReportsPerCall = 1000;
+inline constexpr size_t kMaxMetricNames = 64;
+inline constexpr size_t kMaxMetricName = 128;
+inline constexpr int kMaxMetricReportsPerTrial = 20000;
+
 struct TrialView {
   TrialRecord trial;
   std::optional<AllocationRecord> allocation;  // The open one, if any.
@@ -86,6 +93,13 @@ struct TrialView {
 struct JobView {
   JobRecord job;
   std::vector<TrialView> trials;  // Tasks: their one trial.
+};
+
+// An experiment's best validation values of its searcher's metric (smallest, or largest when
+// smaller_is_better is false), finite values only.
+struct BestValidationValues {
+  std::map<int64_t, double> trials;  // By trial id, those that reported one.
+  std::optional<double> experiment;  // The best of them.
 };
 
 enum class QueueState { kQueued, kScheduled, kBackfilled };
@@ -165,6 +179,19 @@ class JobManager {
                                 int64_t steps_completed);
   absl::Status ReportCompletion(const std::string& allocation_id, bool success,
                                 const std::string& error);
+  // trial_metrics.cc: stores the run's trial's metric reports (Store::AddMetrics), merged by
+  // steps. INVALID_ARGUMENT naming the field for none, more than kMaxMetricReportsPerCall, negative
+  // steps, or a report without names, with more than kMaxMetricNames or a name that is not 1-128
+  // of [A-Za-z0-9_./-]; RESOURCE_EXHAUSTED past kMaxMetricReportsPerTrial steps in the group.
+  absl::Status ReportMetrics(const std::string& allocation_id, MetricGroup group,
+                             const std::vector<MetricReport>& reports);
+  // The best validation values of the experiment's searcher metric (none for tasks, or without a
+  // metric).
+  absl::StatusOr<BestValidationValues> BestValidation(const JobRecord& job);
+  // The trial's reports (Store::GetMetrics); NotFound for no such trial.
+  absl::StatusOr<std::vector<MetricReport>> GetTrialMetrics(int64_t trial_id, MetricGroup group,
+                                                            int64_t after_steps, int limit,
+                                                            bool* more);
 
   // Kubernetes observations (from the pod watcher).
   void OnPod(const PodState& pod);

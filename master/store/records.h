@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -83,6 +84,13 @@ struct AllocationRecord {
 
 // Whether `user` may change `job` (and read its secrets): its owner or an admin.
 bool OwnsOrAdmin(const JobRecord& job, const User& user);
+
+// Trial metrics (Store::AddMetrics).
+enum class MetricGroup { kTraining = 1, kValidation = 2 };
+struct MetricReport {
+  int64_t steps = 0;
+  std::vector<std::pair<std::string, double>> metrics;  // By name, each name once.
+};
 
 // Filters of ListJobs; empty fields match everything.
 struct JobFilter {

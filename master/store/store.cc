@@ -88,6 +88,25 @@ CREATE TABLE checkpoints (
 ALTER TABLE allocations ADD COLUMN victim_at TIMESTAMPTZ;
 CREATE INDEX allocations_victims ON allocations (trial_id, victim_at) WHERE victim_at IS NOT NULL;
 )sql",
+    // Version 9: trial metrics (store_metrics.cc): the steps each group reported at, and the
+    // values.
+    R"sql(
+CREATE TABLE trial_metric_steps (
+  trial_id BIGINT NOT NULL REFERENCES trials(id),
+  grp SMALLINT NOT NULL,
+  steps BIGINT NOT NULL,
+  PRIMARY KEY (trial_id, grp, steps));
+CREATE TABLE trial_metrics (
+  trial_id BIGINT NOT NULL,
+  grp SMALLINT NOT NULL,
+  steps BIGINT NOT NULL,
+  name TEXT NOT NULL,
+  value DOUBLE PRECISION NOT NULL,
+  allocation_id TEXT NOT NULL,
+  reported_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (trial_id, grp, steps, name),
+  FOREIGN KEY (trial_id, grp, steps) REFERENCES trial_metric_steps);
+)sql",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -120,6 +121,21 @@ class Store {
   absl::Status UpdateAllocation(const AllocationRecord& allocation);
   // Allocations not TERMINATED, oldest first.
   absl::StatusOr<std::vector<AllocationRecord>> ListOpenAllocations();
+
+  // Trial metrics (store_metrics.cc). Stores `reports` of run `allocation_id` of the trial in one
+  // transaction, a value of steps and name already stored replaced; ResourceExhausted (and nothing
+  // stored) when the trial would then hold reports of more than `max_reports` steps in the group.
+  absl::Status AddMetrics(int64_t trial_id, const std::string& allocation_id, MetricGroup group,
+                          const std::vector<MetricReport>& reports, int max_reports);
+  // The trial's reports in the group of more than `after_steps` steps, in steps order, of at most
+  // `limit` steps; `more` says whether reports of more steps follow.
+  absl::StatusOr<std::vector<MetricReport>> GetMetrics(int64_t trial_id, MetricGroup group,
+                                                       int64_t after_steps, int limit, bool* more);
+  // For each trial of the job that reported a finite validation value of `metric`: its best, the
+  // smallest (or the largest when !smaller_is_better).
+  absl::StatusOr<std::map<int64_t, double>> BestValidation(const std::string& job_id,
+                                                           const std::string& metric,
+                                                           bool smaller_is_better);
 
  private:
   explicit Store(std::string url);

@@ -509,5 +509,40 @@ TEST_F(CliTest, TrialCommandsUseTheAllocationToken) {
   EXPECT_EQ(Run({"trial", "frob", a}), 2);
 }
 
+// A trial's metrics as a table, one column per name, every page read.
+TEST_F(CliTest, TrialMetricsPrintEveryReport) {
+  ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
+  const v1::Experiment exp =
+      Create("searcher: {name: single, metric: loss}\nresources: {slots_per_trial: 4}\n");
+  const v1::Trial trial = Get(exp.id()).trials(0);
+  std::vector<MetricReport> reports;
+  for (int64_t steps = 1; steps <= 1001; ++steps) {
+    reports.push_back({.steps = steps, .metrics = {{"loss", 1.0 / steps}}});
+  }
+  reports.back().metrics.emplace_back("acc", 0.75);
+  const std::vector<MetricReport> last = {reports.back()};
+  reports.pop_back();
+  for (const auto& part : {reports, last}) {
+    ASSERT_TRUE(jobs_->ReportMetrics(trial.allocation_id(), MetricGroup::kTraining, part).ok());
+  }
+  ASSERT_EQ(Run({"trial", "metrics", std::to_string(trial.id())}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("STEPS  acc   loss"));
+  EXPECT_THAT(out_, HasSubstr("1001   0.75  0.000999001"));
+  EXPECT_THAT(out_, HasSubstr("1001 training report(s) of trial " + std::to_string(trial.id())));
+  ASSERT_EQ(Run({"trial", "metrics", std::to_string(trial.id()), "--group", "validation"}), 0)
+      << err_;
+  EXPECT_THAT(out_, HasSubstr("0 validation report(s)"));
+  EXPECT_EQ(Run({"trial", "metrics", std::to_string(trial.id()), "--group", "test"}), 2);
+  EXPECT_THAT(err_, HasSubstr("--group: training or validation"));
+  ASSERT_TRUE(jobs_
+                  ->ReportMetrics(trial.allocation_id(), MetricGroup::kValidation,
+                                  {{.steps = 10, .metrics = {{"loss", 0.25}}}})
+                  .ok());
+  ASSERT_EQ(Run({"experiment", "describe", std::to_string(exp.id())}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("best validation metric 0.25"));
+  EXPECT_EQ(Run({"trial", "metrics", "999"}), 1);
+  EXPECT_THAT(err_, HasSubstr("NOT_FOUND"));
+}
+
 }  // namespace
 }  // namespace phalanx::master

@@ -1,18 +1,22 @@
 // Store tests on a real Postgres (fixture `postgres`): migrations, users and tokens, jobs with
 // trials, filters and paging, allocations, checkpoints and their times, a trial's preemption
-// history, durability across a reopen,
-// reconnecting after the database restarts, and the connection string the master builds.
+// history, trial metrics (exact values, paging, the bound, best validation values), durability
+// across a reopen, reconnecting after the database restarts, and the connection string the master
+// builds.
 #include "master/store/store.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <regex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master/store/auth.h"
 #include "pqxx/pqxx"
@@ -20,6 +24,8 @@
 
 namespace phalanx::master {
 namespace {
+
+using ::testing::HasSubstr;
 
 JobRecord Job(const std::string& id, TaskType type, const std::string& pool) {
   return JobRecord{.job_id = id,
@@ -285,6 +291,99 @@ TEST_F(StoreTest, TrialHistoryHoldsItsNewestVictimRunsOldestFirst) {
   EXPECT_TRUE(store_->GetAllocation(other.id)->victim);
   EXPECT_EQ(store_->GetTrialHistory(trials[1].id, 16)->preempted_ms, first);
   EXPECT_FALSE(store_->GetAllocation("exp-1-trial-1-r3")->victim);
+}
+
+// Metric values come back exactly, NaN and infinities included; a value of steps and name already
+// stored is replaced, other names at those steps stay.
+TEST_F(StoreTest, MetricsRoundTripAndMergeBySteps) {
+  const int64_t trial =
+      InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 1)[0].id;
+  const double tiny = 4.9406564584124654e-324;
+  ASSERT_TRUE(store_
+                  ->AddMetrics(trial, "exp-1-trial-1-r1", MetricGroup::kTraining,
+                               {{.steps = 10, .metrics = {{"loss", std::nan("")}, {"lr", tiny}}},
+                                {.steps = 20, .metrics = {{"loss", HUGE_VAL}}}},
+                               100)
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->AddMetrics(trial, "exp-1-trial-1-r2", MetricGroup::kTraining,
+                               {{.steps = 10, .metrics = {{"loss", 0.1}}}}, 100)
+                  .ok());
+  bool more = true;
+  absl::StatusOr<std::vector<MetricReport>> got =
+      store_->GetMetrics(trial, MetricGroup::kTraining, -1, 10, &more);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(more);
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].steps, 10);
+  ASSERT_EQ((*got)[0].metrics.size(), 2u);
+  EXPECT_EQ((*got)[0].metrics[0], (std::pair<std::string, double>("loss", 0.1)));
+  EXPECT_EQ((*got)[0].metrics[1], (std::pair<std::string, double>("lr", tiny)));
+  EXPECT_EQ((*got)[1].metrics[0].second, HUGE_VAL);
+  EXPECT_TRUE(store_->GetMetrics(trial, MetricGroup::kValidation, -1, 10, &more)->empty());
+}
+
+TEST_F(StoreTest, MetricsPageByStepsAndStayBounded) {
+  const int64_t trial =
+      InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 1)[0].id;
+  for (int64_t steps : {30, 10, 20}) {
+    ASSERT_TRUE(store_
+                    ->AddMetrics(trial, "a", MetricGroup::kValidation,
+                                 {{.steps = steps, .metrics = {{"acc", 0.5}, {"loss", 1.0}}}}, 3)
+                    .ok());
+  }
+  bool more = false;
+  std::vector<MetricReport> page =
+      *store_->GetMetrics(trial, MetricGroup::kValidation, -1, 2, &more);
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_EQ(page[1].steps, 20);
+  EXPECT_EQ(page[1].metrics.size(), 2u);
+  EXPECT_TRUE(more);
+  page = *store_->GetMetrics(trial, MetricGroup::kValidation, 20, 2, &more);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0].steps, 30);
+  EXPECT_FALSE(more);
+
+  // A fourth steps value is refused and nothing of the call is stored; steps already held are not.
+  const absl::Status full = store_->AddMetrics(
+      trial, "a", MetricGroup::kValidation,
+      {{.steps = 5, .metrics = {{"acc", 0.9}}}, {.steps = 10, .metrics = {{"acc", 0.9}}}}, 3);
+  EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
+  EXPECT_THAT(std::string(full.message()), HasSubstr("at most 3"));
+  page = *store_->GetMetrics(trial, MetricGroup::kValidation, -1, 10, &more);
+  ASSERT_EQ(page.size(), 3u);
+  EXPECT_EQ(page[0].steps, 10);
+  EXPECT_EQ(page[0].metrics[0].second, 0.5);
+  EXPECT_TRUE(store_
+                  ->AddMetrics(trial, "a", MetricGroup::kValidation,
+                               {{.steps = 10, .metrics = {{"acc", 0.7}}}}, 3)
+                  .ok());
+}
+
+// The best finite validation value of each trial: NaN and infinities never count.
+TEST_F(StoreTest, BestValidationIgnoresValuesThatAreNotFinite) {
+  const auto trials = InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 3);
+  auto report = [&](int i, double v, int64_t steps) {
+    ASSERT_TRUE(store_
+                    ->AddMetrics(trials[i].id, "a", MetricGroup::kValidation,
+                                 {{.steps = steps, .metrics = {{"loss", v}}}}, 100)
+                    .ok());
+  };
+  report(0, 0.5, 1);
+  report(0, 0.2, 2);
+  report(0, -HUGE_VAL, 3);
+  report(1, std::nan(""), 1);
+  report(1, 0.7, 2);
+  report(2, std::nan(""), 1);
+  ASSERT_TRUE(store_
+                  ->AddMetrics(trials[2].id, "a", MetricGroup::kTraining,
+                               {{.steps = 1, .metrics = {{"loss", 0.01}}}}, 100)
+                  .ok());
+  EXPECT_EQ(*store_->BestValidation("exp-1", "loss", true),
+            (std::map<int64_t, double>{{trials[0].id, 0.2}, {trials[1].id, 0.7}}));
+  EXPECT_EQ(*store_->BestValidation("exp-1", "loss", false),
+            (std::map<int64_t, double>{{trials[0].id, 0.5}, {trials[1].id, 0.7}}));
+  EXPECT_TRUE(store_->BestValidation("exp-1", "acc", true)->empty());
 }
 
 TEST_F(StoreTest, AcknowledgedWritesSurviveReopen) {

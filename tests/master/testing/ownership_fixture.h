@@ -57,17 +57,6 @@ class OwnershipTest : public ServiceTest {
     return s;
   }
 
-  // The PHALANX_ALLOCATION_TOKEN its pods got.
-  std::string AllocationToken(const std::string& allocation) {
-    for (const auto& [key, pod] : pods_.pods()) {
-      if (pod["metadata"]["labels"][std::string(kube::kGangLabel)] != allocation) continue;
-      for (const nlohmann::json& env : pod["spec"]["containers"][0]["env"]) {
-        if (env["name"] == "PHALANX_ALLOCATION_TOKEN") return env["value"];
-      }
-    }
-    return "";
-  }
-
   grpc::Status LoginStatus(const std::string& user, const std::string& password,
                            std::string* retry_after = nullptr) {
     grpc::ClientContext ctx;

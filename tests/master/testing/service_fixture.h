@@ -150,6 +150,17 @@ class ServiceTest : public ::testing::Test {
     }
   }
 
+  // The PHALANX_ALLOCATION_TOKEN its pods got.
+  std::string AllocationToken(const std::string& allocation) {
+    for (const auto& [key, pod] : pods_.pods()) {
+      if (pod["metadata"]["labels"][std::string(kube::kGangLabel)] != allocation) continue;
+      for (const nlohmann::json& env : pod["spec"]["containers"][0]["env"]) {
+        if (env["name"] == "PHALANX_ALLOCATION_TOKEN") return env["value"];
+      }
+    }
+    return "";
+  }
+
   // The cluster finishes deleting what the master deleted.
   void ReapDeleted() {
     for (const std::string& name : pods_.deleted()) {
