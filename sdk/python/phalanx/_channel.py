@@ -1,0 +1,31 @@
+"""How the SDK reaches phalanx-master: the address ("host:port", or "https://host:port" for a master
+serving TLS, trusting PHALANX_MASTER_CA or the given PEM), bearer-token metadata, and calls retried
+while the master is UNAVAILABLE (a restart, a takeover)."""
+import time
+
+import grpc
+
+RETRY_FOR_S = 30.0  # How long a call keeps retrying UNAVAILABLE.
+
+
+def channel(address, ca_pem=None):
+    """A gRPC channel to `address`."""
+    if address.startswith("https://"):
+        creds = grpc.ssl_channel_credentials(root_certificates=ca_pem.encode() if ca_pem else None)
+        return grpc.secure_channel(address[len("https://"):], creds)
+    return grpc.insecure_channel(address.removeprefix("http://"))
+
+
+def call(method, request, token, timeout=60.0, retry_for=RETRY_FOR_S):
+    """method(request) with the token, retried with backoff while UNAVAILABLE for `retry_for` s."""
+    deadline = time.monotonic() + retry_for
+    delay = 0.2
+    while True:
+        try:
+            return method(request, metadata=[("authorization", f"Bearer {token}")] if token else None,
+                          timeout=timeout)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)

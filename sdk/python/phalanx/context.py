@@ -1,0 +1,224 @@
+"""phalanx.init(): the context of a trial process inside its task pod, from the environment the
+master gives every task pod (docs/reference.md, "What task pods get" and "Rendezvous"). It talks to
+phalanx-master with the allocation's own token."""
+import contextlib
+import json
+import os
+import threading
+import time
+import uuid as uuidlib
+
+import grpc
+
+from phalanx import _channel
+from phalanx.v1 import allocation_pb2, allocation_pb2_grpc, metrics_pb2
+
+TRAINING_BATCH = 100  # Training reports sent together; validation reports go at once.
+TRAINING_FLUSH_S = 10.0  # Buffered training reports wait at most this long (checked per report).
+WATCH_S = 10  # Seconds of each WatchPreemption long poll.
+
+
+def _env(env, name):
+    value = env.get(name)
+    if not value:
+        raise RuntimeError(f"phalanx.init: {name} is not set: run inside a phalanx task pod")
+    return value
+
+
+class DistributedContext:
+    """The run's shape: one pod per rank, `local_size` processes per pod at one per slot."""
+
+    def __init__(self, env):
+        self.rank = int(env.get("PHALANX_POD_RANK", "0"))
+        self.size = int(env.get("PHALANX_NUM_PODS", "1"))
+        self.local_size = max(int(env.get("PHALANX_SLOTS_PER_POD", "1")), 1)
+        self.world_size = int(env.get("PHALANX_WORLD_SIZE", str(self.size * self.local_size)))
+        self.chief_addr = env.get("PHALANX_CHIEF_ADDR", "localhost")
+        self.chief_port = int(env.get("PHALANX_CHIEF_PORT", "12355"))
+        self.peers = env.get("PHALANX_PEER_ADDRS", self.chief_addr).split(",")
+
+    @property
+    def is_chief(self):
+        return self.rank == 0
+
+
+class PreemptContext:
+    """Whether the master asked this run to stop: a background thread long-polls WatchPreemption,
+    so should_preempt() never blocks."""
+
+    def __init__(self, stub, allocation_id, token):
+        self._stub, self._id, self._token = stub, allocation_id, token
+        self._signal = threading.Event()
+        self._stop = threading.Event()
+        self.error = None  # Why watching stopped, when the master refused it.
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self):
+        req = allocation_pb2.WatchPreemptionRequest(allocation_id=self._id, timeout_seconds=WATCH_S)
+        while not self._stop.is_set() and not self._signal.is_set():
+            try:
+                resp = _channel.call(self._stub.WatchPreemption, req, self._token,
+                                     timeout=WATCH_S + 30)
+                if resp.preempt:
+                    self._signal.set()
+            except grpc.RpcError as e:
+                if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    self._stop.wait(1.0)
+                    continue
+                self.error = e
+                return
+
+    def should_preempt(self):
+        return self._signal.is_set()
+
+    def acknowledge(self):
+        """Tells the master the run checkpointed and stops: its pods are deleted."""
+        _channel.call(self._stub.AckPreemption,
+                      allocation_pb2.AckPreemptionRequest(allocation_id=self._id), self._token)
+
+    def close(self):
+        self._stop.set()
+
+
+class CheckpointContext:
+    """Checkpoints in the master's storage. store_path() works on shared_fs storage (a directory
+    every pod mounts, PHALANX_CHECKPOINT_DIR); with object storage, upload yourself and report()."""
+
+    def __init__(self, stub, allocation_id, token, env):
+        self._stub, self._id, self._token = stub, allocation_id, token
+        self.latest = env.get("PHALANX_LATEST_CHECKPOINT") or None
+        self.directory = env.get("PHALANX_CHECKPOINT_DIR") or None
+        self.storage = json.loads(env.get("PHALANX_CHECKPOINT_STORAGE") or "null")
+
+    def _dir(self):
+        if self.directory is None:
+            raise RuntimeError("checkpoint storage is not shared_fs: no PHALANX_CHECKPOINT_DIR")
+        return self.directory
+
+    @contextlib.contextmanager
+    def store_path(self, metadata):
+        """Yields (path, uuid) of a new checkpoint directory; on a clean exit writes
+        metadata.json there and reports it at metadata["steps_completed"]."""
+        uuid = str(uuidlib.uuid4())
+        path = os.path.join(self._dir(), uuid)
+        os.makedirs(path)
+        yield path, uuid
+        with open(os.path.join(path, "metadata.json"), "w") as f:
+            json.dump(metadata, f)
+        self.report(uuid, int(metadata.get("steps_completed", 0)))
+
+    def restore_path(self, uuid=None):
+        """The directory of checkpoint `uuid` (the trial's latest by default); None when none."""
+        uuid = uuid or self.latest
+        return None if uuid is None else os.path.join(self._dir(), uuid)
+
+    def report(self, uuid, steps_completed):
+        req = allocation_pb2.ReportCheckpointRequest(allocation_id=self._id, uuid=uuid,
+                                                     steps_completed=steps_completed)
+        _channel.call(self._stub.ReportCheckpoint, req, self._token)
+        self.latest = uuid
+
+
+class TrainContext:
+    """Training and validation metrics. Training reports are sent in batches (TRAINING_BATCH, or
+    after TRAINING_FLUSH_S, or before a validation report and at close); validation at once."""
+
+    def __init__(self, stub, allocation_id, token):
+        self._stub, self._id, self._token = stub, allocation_id, token
+        self._pending = []
+        self._since = time.monotonic()
+
+    @staticmethod
+    def _report(steps_completed, metrics):
+        return metrics_pb2.MetricReport(steps_completed=steps_completed,
+                                        metrics={k: float(v) for k, v in metrics.items()})
+
+    def _send(self, group, reports):
+        req = allocation_pb2.ReportMetricsRequest(allocation_id=self._id, group=group,
+                                                  reports=reports)
+        _channel.call(self._stub.ReportMetrics, req, self._token)
+
+    def report_training_metrics(self, steps_completed, metrics):
+        self._pending.append(self._report(steps_completed, metrics))
+        if len(self._pending) >= TRAINING_BATCH or time.monotonic() - self._since > TRAINING_FLUSH_S:
+            self.flush()
+
+    def report_validation_metrics(self, steps_completed, metrics):
+        self.flush()
+        self._send(metrics_pb2.METRIC_GROUP_VALIDATION, [self._report(steps_completed, metrics)])
+
+    def flush(self):
+        pending, self._pending = self._pending, []
+        self._since = time.monotonic()
+        if pending:
+            self._send(metrics_pb2.METRIC_GROUP_TRAINING, pending)
+
+
+class SearcherOperation:
+    """Train until `length` (in the searcher's max_length unit, `unit`)."""
+
+    def __init__(self, length, unit):
+        self.length, self.unit = length, unit
+
+
+class SearcherContext:
+    """The experiment's searcher as trials see it (PHALANX_SEARCHER): metric, smaller_is_better and
+    max_length ({"batches": N}, {"epochs": N}, {"records": N}, or N)."""
+
+    def __init__(self, env):
+        searcher = json.loads(env.get("PHALANX_SEARCHER") or "{}")
+        self.metric = searcher.get("metric", "")
+        self.smaller_is_better = searcher.get("smaller_is_better", True)
+        max_length = searcher.get("max_length")
+        if isinstance(max_length, dict) and len(max_length) == 1:
+            (self.unit, self.max_length), = max_length.items()
+        else:
+            self.unit, self.max_length = "batches", max_length
+
+    def operations(self):
+        """How far to train: the searchers phalanx has (single, grid, random) ask for max_length,
+        once."""
+        if self.max_length is not None:
+            yield SearcherOperation(int(self.max_length), self.unit)
+
+
+class Context:
+    """What phalanx.init() gives a trial process; close() (or a `with` block) flushes metrics and
+    stops watching for preemption."""
+
+    def __init__(self, env):
+        self.allocation_id = _env(env, "PHALANX_ALLOCATION_ID")
+        token = _env(env, "PHALANX_ALLOCATION_TOKEN")
+        ch = _channel.channel(_env(env, "PHALANX_MASTER"), env.get("PHALANX_MASTER_CA"))
+        stub = allocation_pb2_grpc.AllocationServiceStub(ch)
+        self._stub, self._token = stub, token
+        self.trial_id = int(env["PHALANX_TRIAL_ID"]) if env.get("PHALANX_TRIAL_ID") else None
+        self.hparams = json.loads(env.get("PHALANX_HPARAMS") or "{}")
+        self.distributed = DistributedContext(env)
+        self.searcher = SearcherContext(env)
+        self.checkpoint = CheckpointContext(stub, self.allocation_id, token, env)
+        self.train = TrainContext(stub, self.allocation_id, token)
+        self.preempt = PreemptContext(stub, self.allocation_id, token)
+
+    def complete(self, success=True, error=""):
+        """Reports the trial's end: success, or failure with `error` (not restarted)."""
+        self.train.flush()
+        req = allocation_pb2.ReportCompletionRequest(allocation_id=self.allocation_id,
+                                                     success=success, error=error)
+        _channel.call(self._stub.ReportCompletion, req, self._token)
+
+    def close(self):
+        self.train.flush()
+        self.preempt.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def init():
+    """The trial's context, from its pod's environment."""
+    return Context(os.environ)

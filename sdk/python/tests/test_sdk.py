@@ -1,0 +1,128 @@
+"""The SDK against a real phalanx-master (conftest.py): a trial process of a two-pod run uses every
+part of phalanx.init()'s context with its pod's environment, is preempted and resumes from its
+checkpoint; the plain client reads what it reported; bad input is refused with the field named."""
+import json
+import os
+import time
+
+import grpc
+import pytest
+
+import phalanx
+
+EXPERIMENT = """
+name: sdk
+hyperparameters: {lr: 0.1, layers: {type: categorical, vals: [4]}}
+searcher: {name: single, metric: loss, smaller_is_better: true, max_length: {batches: 300}}
+resources: {slots_per_trial: 16}
+"""
+
+
+def wait_for(predicate, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+    return value
+
+
+def trial_context(kube, ns, allocation, rank, checkpoint_dir):
+    """phalanx.Context as the trial process of pod `rank` gets it (its checkpoint mount, which the
+    test cluster's fake nodes lack, is a local directory)."""
+    env = kube.pod_env(ns, f"{allocation}-{rank}")
+    env["PHALANX_CHECKPOINT_DIR"] = str(checkpoint_dir)
+    return phalanx.Context(env)
+
+
+def test_a_trial_reports_checkpoints_is_preempted_and_resumes(client, master, kube, tmp_path):
+    _, ns, _ = master
+    exp = client.create_experiment(EXPERIMENT)
+    trial = client.get_experiment(exp.id).trials[0]
+    alloc = trial.allocation_id
+
+    with trial_context(kube, ns, alloc, 1, tmp_path) as ctx:
+        d = ctx.distributed
+        chief = f"{alloc}-0.{alloc}.{ns}.svc"
+        assert (d.rank, d.size, d.local_size, d.world_size) == (1, 2, 8, 16)
+        assert not d.is_chief
+        assert (d.chief_addr, d.chief_port) == (chief, 12355)
+        assert d.peers == [chief, f"{alloc}-1.{alloc}.{ns}.svc"]
+        assert ctx.hparams == {"lr": 0.1, "layers": 4}
+        assert ctx.trial_id == trial.id
+        assert (ctx.searcher.metric, ctx.searcher.smaller_is_better) == ("loss", True)
+        assert [(op.length, op.unit) for op in ctx.searcher.operations()] == [(300, "batches")]
+        assert ctx.checkpoint.latest is None
+
+        for step in range(1, 251):
+            ctx.train.report_training_metrics(step, {"loss": 1.0 / step, "lr": 0.1})
+        ctx.train.report_validation_metrics(250, {"loss": 0.25, "accuracy": 0.9})
+        with ctx.checkpoint.store_path({"steps_completed": 250}) as (path, uuid):
+            with open(os.path.join(path, "weights"), "w") as f:
+                f.write("w")
+
+        assert not ctx.preempt.should_preempt()
+        running = phalanx.v1.common_pb2.ALLOCATION_STATE_RUNNING
+        wait_for(lambda: client.get_experiment(exp.id).trials[0].allocation_state == running,
+                 "the run to be running")
+        for rank in (0, 1):
+            kube.mark_preempted(ns, f"{alloc}-{rank}")
+        wait_for(ctx.preempt.should_preempt, "the preemption signal", timeout=30)
+        ctx.preempt.acknowledge()
+
+    training = client.trial_metrics(trial.id, "training")
+    assert [s for s, _ in training] == list(range(1, 251))
+    assert training[-1][1] == {"loss": 1.0 / 250, "lr": 0.1}
+    assert client.trial_metrics(trial.id, "validation") == [(250, {"loss": 0.25, "accuracy": 0.9})]
+    with open(os.path.join(tmp_path, uuid, "metadata.json")) as f:
+        assert json.load(f) == {"steps_completed": 250}
+
+    # The next run resumes from the checkpoint, then completes.
+    got = wait_for(lambda: (g := client.get_experiment(exp.id)).trials[0].allocation_id != alloc and g,
+                   "the trial's next run")
+    assert got.experiment.best_validation_metric == 0.25
+    assert got.trials[0].latest_checkpoint == uuid
+    nxt = got.trials[0].allocation_id
+    with trial_context(kube, ns, nxt, 0, tmp_path) as ctx:
+        assert ctx.distributed.is_chief
+        assert ctx.checkpoint.latest == uuid
+        assert os.path.exists(os.path.join(ctx.checkpoint.restore_path(), "weights"))
+        ctx.train.report_validation_metrics(300, {"loss": 0.125})
+        ctx.complete()
+    got = client.get_experiment(exp.id)
+    assert got.trials[0].state == phalanx.v1.experiment_pb2.TRIAL_STATE_COMPLETED
+    assert got.trials[0].best_validation_metric == 0.125
+    assert any(e.id == exp.id for e in client.list_experiments(name="sdk"))
+
+
+def test_a_run_of_one_pod_is_its_own_chief(client, master, kube, tmp_path):
+    _, ns, _ = master
+    exp = client.create_experiment("name: one\nresources: {slots_per_trial: 4}\n")
+    alloc = client.get_experiment(exp.id).trials[0].allocation_id
+    with trial_context(kube, ns, alloc, 0, tmp_path) as ctx:
+        d = ctx.distributed
+        assert (d.rank, d.size, d.local_size, d.world_size, d.chief_addr) == (0, 1, 4, 4, "localhost")
+        assert d.peers == ["localhost"]
+    client.kill_experiment(exp.id)
+
+
+def test_bad_input_is_refused_naming_the_field(client, master, kube, tmp_path):
+    address, ns, _ = master
+    with pytest.raises(grpc.RpcError) as e:
+        phalanx.Client(address).login("admin", "wrong")
+    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(RuntimeError, match="PHALANX_ALLOCATION_ID is not set"):
+        phalanx.Context({})
+    with pytest.raises(ValueError, match="group: training or validation"):
+        client.trial_metrics(1, "test")
+
+    exp = client.create_experiment("name: bad\nresources: {slots_per_trial: 1}\n")
+    alloc = client.get_experiment(exp.id).trials[0].allocation_id
+    with trial_context(kube, ns, alloc, 0, tmp_path) as ctx:
+        with pytest.raises(grpc.RpcError) as e:
+            ctx.train.report_validation_metrics(1, {"bad name": 1})
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert 'reports[0].metrics: a name is 1-128 of [A-Za-z0-9_./-], got "bad name"' in e.value.details()
+    with pytest.raises(grpc.RpcError) as e:
+        phalanx.Client(address, token="not-a-token").jobs()
+    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    client.kill_experiment(exp.id)
