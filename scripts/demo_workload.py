@@ -102,12 +102,37 @@ def checkpoint_victims():
 
 def complete(allocation):
     cli("trial", "complete", allocation, env=token_env(allocation))
+    complete_pods(allocation)
+
+
+def complete_pods(allocation):
+    """The run's containers exit; waits until its pods are gone."""
     kubectl("annotate", "pods", "-l", f"phalanx.io/gang={allocation}", "--overwrite",
             "phalanx.io/sim-duration=0")
     for _ in range(150):
         if allocation not in {gang(p) for p in pods() if live(p)}:
             return
         time.sleep(0.2)
+
+
+def run_example(allocation):
+    """examples/train.py (the Python SDK) as the run's trial process, with its pod's environment; it
+    finds no files of the checkpoint the CLI reported above, so it trains from step 0."""
+    pod = json.loads(kubectl("get", "pod", f"{allocation}-0", "-o", "json"))
+    (container,) = [c for c in pod["spec"]["containers"] if c["name"] == "phalanx-container"]
+    env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+    env.update(PHALANX_CHECKPOINT_DIR=os.path.join(os.environ["PHALANX_DEMO_DIR"], "checkpoints"),
+               PYTHONPATH=os.environ["PHALANX_SDK_PATH"])
+    os.makedirs(env["PHALANX_CHECKPOINT_DIR"], exist_ok=True)
+    print(f"\n== 8. examples/train.py runs as {allocation}'s trial process (Python SDK)")
+    print("  $ python3 examples/train.py")
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "train.py")
+    for line in run(["/usr/bin/python3", example], env=env).splitlines():
+        print("   ", line)
+    complete_pods(allocation)
+    print(f"  $ phalanx trial metrics {env['PHALANX_TRIAL_ID']} --group validation")
+    for line in cli("trial", "metrics", env["PHALANX_TRIAL_ID"], "--group", "validation").splitlines():
+        print("   ", line)
 
 
 def settle():
@@ -168,7 +193,7 @@ def main():
     dist2 = experiment("dist-2", "{name: single}", 8, 100)
     show("5. priority-1 8-slot experiment: cannot run (the notebook holds 1 GPU, not preemptible)")
 
-    dist3 = experiment("dist-3", "{name: single}", 4, 50)
+    dist3 = experiment("dist-3", "{name: single, metric: loss, max_length: {batches: 300}}", 4, 50)
     show("6. priority-2 4-slot experiment: backfills onto the idle 4 GPUs")
 
     print(f"  $ phalanx notebook kill {notebook}")
@@ -179,6 +204,7 @@ def main():
     show("7. ... dist-2 completes; dist-3 restarts from its checkpoint")
     resumed = allocations(dist3, running=True)[0]
     print(f"  {resumed} resumes from checkpoint {pod_env(resumed, 'PHALANX_LATEST_CHECKPOINT')}")
+    run_example(resumed)
     print("\n  $ phalanx experiment list")
     for line in cli("experiment", "list").splitlines():
         print("   ", line)

@@ -3,6 +3,9 @@ part of phalanx.init()'s context with its pod's environment, is preempted and re
 checkpoint; the plain client reads what it reported; bad input is refused with the field named."""
 import json
 import os
+import pathlib
+import subprocess
+import sys
 import time
 
 import grpc
@@ -126,3 +129,29 @@ def test_bad_input_is_refused_naming_the_field(client, master, kube, tmp_path):
         phalanx.Client(address, token="not-a-token").jobs()
     assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
     client.kill_experiment(exp.id)
+
+
+def test_the_example_trains_checkpoints_and_completes(client, master, kube, tmp_path):
+    """examples/train.py as the trial process of a one-pod trial: 250 batches, validated and
+    checkpointed every 100 and at the end, then completed."""
+    _, ns, _ = master
+    exp = client.create_experiment(
+        "name: example\nhyperparameters: {lr: 0.01}\n"
+        "searcher: {name: single, metric: loss, max_length: {batches: 250}}\n"
+        "resources: {slots_per_trial: 2}\n")
+    trial = client.get_experiment(exp.id).trials[0]
+    env = kube.pod_env(ns, f"{trial.allocation_id}-0")
+    env["PHALANX_CHECKPOINT_DIR"] = str(tmp_path)
+    example = pathlib.Path(__file__).parents[3] / "examples" / "train.py"
+    run = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **env})
+    assert run.returncode == 0, run.stderr
+    assert "completed at step 250" in run.stdout
+    assert [s for s, _ in client.trial_metrics(trial.id, "validation")] == [100, 200, 250]
+    assert len(client.trial_metrics(trial.id, "training")) == 250
+    got = client.get_experiment(exp.id)
+    assert got.trials[0].state == phalanx.v1.experiment_pb2.TRIAL_STATE_COMPLETED
+    assert got.trials[0].best_validation_metric == pytest.approx(0.99 ** 250)
+    latest = got.trials[0].latest_checkpoint
+    with open(tmp_path / latest / "state.json") as f:
+        assert json.load(f)["steps"] == 250
