@@ -10,6 +10,12 @@
 namespace phalanx::cli {
 namespace {
 
+// "70", or "70 (runs at 50)" when running pods carry priorities from before a change.
+std::string PriorityText(const v1::Job& j) {
+  if (j.running_priorities().empty()) return std::to_string(j.priority());
+  return absl::StrCat(j.priority(), " (runs at ", absl::StrJoin(j.running_priorities(), ", "), ")");
+}
+
 constexpr char kJobUsage[] =
     "usage: phalanx job list [--pool P] [--limit N] [--offset N] "
     "| move JOB (--ahead-of J | --behind-of J) | set-priority JOB PRIORITY | set-pool JOB POOL "
@@ -45,8 +51,7 @@ int ListJobs(const Session& s, const Args& args) {
     // position is 0-based; # counts from 1, as the count under the table does.
     rows.push_back({j.resource_pool(), std::to_string(j.position() + 1), j.job_id(),
                     EnumName(v1::TaskType_descriptor(), j.type(), "TASK_TYPE_"), j.name(),
-                    EnumName(v1::JobState_descriptor(), j.state(), "JOB_STATE_"),
-                    std::to_string(j.priority()),
+                    EnumName(v1::JobState_descriptor(), j.state(), "JOB_STATE_"), PriorityText(j),
                     absl::StrCat(j.allocated_slots(), "/", j.requested_slots()), j.username(),
                     absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(j.submit_time_ms()),
                                      absl::UTCTimeZone()),

@@ -204,6 +204,7 @@ void ToProto(const QueueEntry& e, v1::Job* out) {
   out->set_preemptible(e.job.type == TaskType::kExperiment);
   out->set_pending_reason(e.pending_reason);
   out->set_submit_time_ms(e.job.submit_ms);
+  for (int p : e.running_priorities) out->add_running_priorities(p);
 }
 
 }  // namespace phalanx::master

@@ -113,6 +113,9 @@ struct QueueEntry {
   int requested_slots = 0;
   int allocated_slots = 0;
   std::string pending_reason;
+  // The priorities its bound pods carry that are not job.priority, ascending: runs that started
+  // before a priority change keep the priority they started with (a pod's priority is fixed).
+  std::vector<int> running_priorities;
 };
 
 // What the manager did since start, and its open allocations now (for metrics).
@@ -265,6 +268,7 @@ class JobManager {
     const std::string* pending_reason = nullptr;
     QueueState state = QueueState::kQueued;
     int position = 0, jobs_ahead = 0, requested_slots = 0, allocated_slots = 0;
+    std::set<int> running_priorities;  // QueueEntry's.
   };
   // The rows of ForEach(pool) in order, positions counted per pool, until `visit` returns false.
   void ForEachRowLocked(const std::string& pool, const std::function<bool(const QueueRow&)>& visit)

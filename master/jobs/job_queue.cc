@@ -49,6 +49,7 @@ JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
     queued = queued || a->pods.size() < a->pod_names.size();
     for (const auto& [name, pod] : a->pods) {
       if (pod.bound()) row.allocated_slots += job.slots / std::max(a->rec.pods, 1);
+      if (pod.bound() && pod.priority != job.priority) row.running_priorities.insert(pod.priority);
       queued = queued || !pod.bound();
       backfilled = backfilled || pod.backfilled;
       if (row.pending_reason == nullptr && !pod.pending_reason.empty()) {
@@ -99,13 +100,15 @@ JobManager::QueuePage JobManager::Queue(const std::string& pool,
     }
     const int index = page.total++;
     if (index >= offset && index < page_end) {
-      page.entries.push_back({.job = Summary(*row.job),
-                              .position = row.position,
-                              .jobs_ahead = row.jobs_ahead,
-                              .state = row.state,
-                              .requested_slots = row.requested_slots,
-                              .allocated_slots = row.allocated_slots,
-                              .pending_reason = row.pending_reason ? *row.pending_reason : ""});
+      page.entries.push_back(
+          {.job = Summary(*row.job),
+           .position = row.position,
+           .jobs_ahead = row.jobs_ahead,
+           .state = row.state,
+           .requested_slots = row.requested_slots,
+           .allocated_slots = row.allocated_slots,
+           .pending_reason = row.pending_reason ? *row.pending_reason : "",
+           .running_priorities = {row.running_priorities.begin(), row.running_priorities.end()}});
     }
     // With every state wanted, the rows past the page only count toward the total.
     return !states.empty() || index + 1 < page_end;

@@ -96,6 +96,7 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
              .preempt_requested = info.preempt_requested,
              .preempted_by = info.preempted_by,
              .backfilled = info.backfilled,
+             .priority = info.priority,
              .deletion_deadline =
                  deletion_ms == 0 ? absl::InfiniteFuture() : absl::FromUnixMillis(deletion_ms),
              .disrupted = disrupted,

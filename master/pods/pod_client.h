@@ -36,6 +36,9 @@ struct PodState {
   // ("namespace/allocation") when the extender only re-plans its gang.
   std::string preempted_by;
   bool backfilled = false;  // Annotation phalanx.io/backfilled=true.
+  // spec.priority, which the API server sets from the pod's class: what kube-scheduler and the
+  // extender rank the pod by. Pods keep it for life.
+  int32_t priority = 0;
   // metadata.deletionTimestamp: when the kubelet is to have stopped the pod's containers (the
   // deletion's time plus its grace period); InfiniteFuture while the pod is not being deleted.
   absl::Time deletion_deadline = absl::InfiniteFuture();

@@ -243,6 +243,8 @@ TEST_F(CliTest, SetPrioritySaysRunningTrialsKeepTheirs) {
   EXPECT_EQ(out_, "Priority of exp-1 set to 70" + kept);
   ASSERT_EQ(Run({"job", "set-priority", "exp-1", "80"}), 0) << err_;
   EXPECT_EQ(out_, "Priority of exp-1 set to 80" + kept);
+  ASSERT_EQ(Run({"job", "list"}), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("SCHEDULED  80 (runs at 50)"));
 }
 
 // Options are checked against what the command takes; --help and -h print the usage.

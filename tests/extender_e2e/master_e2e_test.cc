@@ -112,7 +112,8 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
 using MasterPriorityE2e = MasterE2eTest;
 
 // A priority no chart class has runs under a class of exactly that value, which the master
-// creates on first use: the pod's priority is what the experiment asked for.
+// creates on first use: the pod's priority is what the experiment asked for. A later change leaves
+// the running pods' priority, which the queue shows beside the new one.
 TEST_F(MasterPriorityE2e, AnyPriorityRunsUnderAClassOfItsOwnValue) {
   AddNodes("n", 1, 4);
   StartExtender(4);
@@ -123,6 +124,14 @@ TEST_F(MasterPriorityE2e, AnyPriorityRunsUnderAClassOfItsOwnValue) {
   ASSERT_EQ(pods.size(), 1u);
   EXPECT_EQ(pods[0].info.priority, 70);
   EXPECT_EQ(Jobs().at(0).priority(), 70);
+  EXPECT_TRUE(Jobs().at(0).running_priorities().empty());
+
+  // The running trial keeps the priority its pods carry; the queue says so.
+  SetExperimentPriority(e.id(), 80);
+  const v1::Job job = Jobs().at(0);
+  EXPECT_EQ(job.priority(), 80);
+  ASSERT_EQ(job.running_priorities_size(), 1);
+  EXPECT_EQ(job.running_priorities(0), 70);
 }
 
 using MasterRendezvousE2e = MasterE2eTest;

@@ -165,6 +165,15 @@ v1::GetExperimentResponse MasterE2eTest::GetExperiment(int64_t id) {
   return resp;
 }
 
+void MasterE2eTest::SetExperimentPriority(int64_t id, int priority) {
+  v1::SetExperimentPriorityRequest req;
+  req.set_id(id);
+  req.set_priority(priority);
+  v1::SetExperimentPriorityResponse resp;
+  grpc::Status s = experiments_->SetExperimentPriority(Ctx().get(), req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
 v1::Task MasterE2eTest::LaunchTask(v1::TaskType type, const std::string& yaml) {
   v1::LaunchTaskRequest req;
   req.set_type(type);

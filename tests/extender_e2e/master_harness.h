@@ -43,6 +43,7 @@ class MasterE2eTest : public ExtenderE2eTest {
   // ASSERTs success; returns the experiment.
   v1::Experiment MustCreateExperiment(const std::string& yaml);
   v1::GetExperimentResponse GetExperiment(int64_t id);
+  void SetExperimentPriority(int64_t id, int priority);
   v1::Task LaunchTask(v1::TaskType type, const std::string& yaml);
   void KillTask(const std::string& id);
   std::vector<v1::Job> Jobs();

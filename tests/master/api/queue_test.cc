@@ -301,6 +301,33 @@ resource_pools:
   EXPECT_EQ(priority(), 70);
 }
 
+// A priority change reaches the runs that start after it: the running trial keeps the priority its
+// pods carry, which the queue shows beside the new one; the queued trial's pods are recreated.
+TEST_F(ServiceTest, TheQueueShowsThePriorityRunningPodsCarry) {
+  const v1::Experiment exp = Create(R"(
+hyperparameters: {lr: {type: categorical, vals: [0.1, 0.2]}}
+searcher: {name: grid}
+resources: {slots_per_trial: 4, priority: 50}
+)");
+  const v1::GetExperimentResponse got = Get(exp.id());
+  Play(got.trials(0).allocation_id(), core::PodPhase::kRunning);
+  EXPECT_TRUE(Jobs().at(0).running_priorities().empty());
+  ASSERT_TRUE(jobs_->SetPriority(exp.job_id(), 70, admin_).ok());
+  v1::Job job = Jobs().at(0);
+  EXPECT_EQ(job.priority(), 70);
+  EXPECT_THAT(job.running_priorities(), ::testing::ElementsAre(50));
+  for (const auto& [key, pod] : pods_.pods()) {
+    const bool running =
+        pod["metadata"]["labels"]["phalanx.io/gang"] == got.trials(0).allocation_id();
+    EXPECT_EQ(pod["spec"]["priorityClassName"],
+              running ? "phalanx-medium-priority" : "phalanx-priority-70")
+        << key;
+  }
+  // Once the queued trial runs at 70 too, only the old run's 50 differs.
+  Play(Get(exp.id()).trials(1).allocation_id(), core::PodPhase::kRunning);
+  EXPECT_THAT(Jobs().at(0).running_priorities(), ::testing::ElementsAre(50));
+}
+
 TEST_F(ServiceTest, JobStatesPendingReasonsAndStats) {
   v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
   v1::Experiment b = Create("resources: {slots_per_trial: 8}\n");

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kube/decode.h"
+#include "master/policy/priority_classes.h"
 
 namespace phalanx::master::testing {
 
@@ -193,12 +194,15 @@ std::vector<std::string> FakePodClient::deleted() {
 
 PodState FakePodClient::StateOf(const nlohmann::json& pod, core::PodPhase phase, bool bound) {
   const nlohmann::json& meta = pod["metadata"];
-  return PodState{.ns = meta["namespace"],
-                  .name = meta["name"],
-                  .allocation_id = meta["labels"][std::string(kube::kGangLabel)],
-                  .phase = phase,
-                  .node = bound ? "node-1" : "",
-                  .gated = !bound};
+  return PodState{
+      .ns = meta["namespace"],
+      .name = meta["name"],
+      .allocation_id = meta["labels"][std::string(kube::kGangLabel)],
+      .phase = phase,
+      .node = bound ? "node-1" : "",
+      .gated = !bound,
+      // As the API server's Priority admission sets it from the pod's class.
+      .priority = PriorityOfClass(pod["spec"].value("priorityClassName", "")).value_or(0)};
 }
 
 }  // namespace phalanx::master::testing

@@ -46,7 +46,7 @@ class FakePodClient final : public PodClient {
   void SetNodeDown(const std::string& name, bool down);
   // NodeDown answers `error` while it is not OK.
   void FailNodeReads(absl::Status error);
-  // The PodState of a stored pod, with the given phase and binding.
+  // The PodState of a stored pod, with the given phase and binding, and the priority of its class.
   static PodState StateOf(const nlohmann::json& pod, core::PodPhase phase, bool bound);
   // Runs `hook` at the start of every CreatePod, without the fake's lock; an error from it fails
   // the creation.
