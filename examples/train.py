@@ -19,6 +19,8 @@ VALIDATE_EVERY = 100  # Batches between validations and checkpoints.
 
 def restore(ctx):
     """(steps, weight) of the trial's latest checkpoint, or a fresh start."""
+    if ctx.checkpoint.directory is None:  # Object storage: this example keeps no state there.
+        return 0, 1.0
     path = ctx.checkpoint.restore_path()
     state = os.path.join(path, "state.json") if path else None
     if state and os.path.exists(state):
@@ -53,8 +55,10 @@ def main():
                     continue
                 if d.is_chief:
                     ctx.train.report_validation_metrics(steps, {ctx.searcher.metric or "loss": weight})
-                    uuid = checkpoint(ctx, steps, weight)
+                    uuid = checkpoint(ctx, steps, weight) if ctx.checkpoint.directory else None
                     print(f"step {steps}: validation loss {weight:.6f}, checkpoint {uuid}")
+                # Every rank asks the master (a run's pods are signalled together). A job with
+                # collectives broadcasts the chief's answer instead, so that all stop at one step.
                 if ctx.preempt.should_preempt():
                     print("preempted: checkpointed; exiting")
                     if d.is_chief:

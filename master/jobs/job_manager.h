@@ -79,11 +79,12 @@ namespace phalanx::master {
 struct ExperimentConfig;
 
 // Bounds of trial metrics (ReportMetrics): reports per call, names per report, a name's length,
-// and the steps a trial keeps reports of in each group.
+// the values a trial keeps in each group, and the values of a page GetTrialMetrics answers.
 inline constexpr size_t kMaxMetricReportsPerCall = 1000;
 inline constexpr size_t kMaxMetricNames = 64;
 inline constexpr size_t kMaxMetricName = 128;
-inline constexpr int kMaxMetricReportsPerTrial = 20000;
+inline constexpr int64_t kMaxMetricValuesPerTrial = 200000;
+inline constexpr size_t kMaxMetricValuesPerPage = 20000;
 
 struct TrialView {
   TrialRecord trial;
@@ -185,7 +186,7 @@ class JobManager {
   // trial_metrics.cc: stores the run's trial's metric reports (Store::AddMetrics), merged by
   // steps. INVALID_ARGUMENT naming the field for none, more than kMaxMetricReportsPerCall, negative
   // steps, or a report without names, with more than kMaxMetricNames or a name that is not 1-128
-  // of [A-Za-z0-9_./-]; RESOURCE_EXHAUSTED past kMaxMetricReportsPerTrial steps in the group.
+  // of [A-Za-z0-9_./-]; RESOURCE_EXHAUSTED past kMaxMetricValuesPerTrial values in the group.
   absl::Status ReportMetrics(const std::string& allocation_id, MetricGroup group,
                              const std::vector<MetricReport>& reports);
   // The best validation values of the experiment's searcher metric (none for tasks, or without a

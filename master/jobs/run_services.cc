@@ -19,7 +19,12 @@ std::vector<absl::Status> JobManager::CreateServices(const std::vector<Launch>& 
     if (launches[i].service.is_null()) return;
     absl::Status s = pods_.CreateService(launches[i].service);
     if (!s.ok() && !absl::IsAlreadyExists(s)) {
+      // The API server's HTTP code (a payload) stays: it decides whether the run is refused for
+      // good (StartedLocked).
       done[i] = absl::Status(s.code(), absl::StrCat("its Service: ", s.message()));
+      s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+        done[i].SetPayload(url, payload);
+      });
     }
   });
   return done;
@@ -36,7 +41,10 @@ absl::Status JobManager::RecoverServicesLocked(const std::string& ns) {
   KUBE_ASSIGN_OR_RETURN(std::vector<std::string> listed, pods_.ListServices(ns));
   const std::set<std::string> existing(listed.begin(), listed.end());
   for (const std::string& name : existing) {
-    if (!allocs_.contains(name)) KUBE_RETURN_IF_ERROR(pods_.DeleteService(ns, name));  // Orphan.
+    auto it = allocs_.find(name);
+    if (it == allocs_.end() || it->second.rec.ns != ns) {
+      KUBE_RETURN_IF_ERROR(pods_.DeleteService(ns, name));  // An orphan.
+    }
   }
   for (const auto& [id, a] : allocs_) {
     if (a.rec.ns != ns || a.rec.pods < 2 || a.rec.state == AllocState::kTerminating ||

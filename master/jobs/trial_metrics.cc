@@ -76,16 +76,16 @@ absl::Status JobManager::ReportMetrics(const std::string& allocation_id, MetricG
         absl::StrCat(allocation_id, " runs a task; only trials report metrics"));
   }
   return store_.AddMetrics(*rec.trial_id, allocation_id, group, MergedBySteps(reports),
-                           kMaxMetricReportsPerTrial);
+                           kMaxMetricValuesPerTrial);
 }
 
 absl::StatusOr<BestValidationValues> JobManager::BestValidation(const JobRecord& job) {
   BestValidationValues best;
   if (job.type != TaskType::kExperiment) return best;
-  KUBE_ASSIGN_OR_RETURN(ExperimentConfig c, ParseExperimentConfig(job.config, config_));
-  if (c.searcher.metric.empty()) return best;
-  const bool smaller = c.searcher.smaller_is_better;
-  KUBE_ASSIGN_OR_RETURN(best.trials, store_.BestValidation(job.job_id, c.searcher.metric, smaller));
+  absl::StatusOr<SearcherConfig> searcher = ParseStoredSearcher(job.config);
+  if (!searcher.ok() || searcher->metric.empty()) return best;  // Stored configs parsed before.
+  const bool smaller = searcher->smaller_is_better;
+  KUBE_ASSIGN_OR_RETURN(best.trials, store_.BestValidation(job.job_id, searcher->metric, smaller));
   for (const auto& [trial, value] : best.trials) {
     if (!best.experiment || (smaller ? value < *best.experiment : value > *best.experiment)) {
       best.experiment = value;
@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<MetricReport>> JobManager::GetTrialMetrics(int64_t tr
                                                                       int64_t after_steps,
                                                                       int limit, bool* more) {
   KUBE_RETURN_IF_ERROR(store_.GetTrial(trial_id).status());
-  return store_.GetMetrics(trial_id, group, after_steps, limit, more);
+  return store_.GetMetrics(trial_id, group, after_steps, limit, kMaxMetricValuesPerPage, more);
 }
 
 }  // namespace phalanx::master

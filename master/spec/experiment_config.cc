@@ -182,6 +182,12 @@ nlohmann::json SearcherConfig::ForTrials() const {
   return {{"metric", metric}, {"smaller_is_better", smaller_is_better}, {"max_length", max_length}};
 }
 
+absl::StatusOr<SearcherConfig> ParseStoredSearcher(absl::string_view yaml) {
+  KUBE_ASSIGN_OR_RETURN(YAML::Node node, ParseYaml(yaml));
+  KUBE_ASSIGN_OR_RETURN(YamlMap root, YamlMap::Of(node, ""));
+  return ParseSearcher(root);
+}
+
 absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
                                                        const MasterConfig& master) {
   KUBE_ASSIGN_OR_RETURN(YAML::Node node, ParseYaml(yaml));

@@ -67,6 +67,9 @@ struct ExperimentConfig {
 
 absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
                                                        const MasterConfig& master);
+// The `searcher` of a stored config alone: what reading its metrics needs, whatever master.yaml
+// says now (a pool the experiment names may be gone).
+absl::StatusOr<SearcherConfig> ParseStoredSearcher(absl::string_view yaml);
 
 }  // namespace phalanx::master
 

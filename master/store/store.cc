@@ -88,9 +88,14 @@ CREATE TABLE checkpoints (
 ALTER TABLE allocations ADD COLUMN victim_at TIMESTAMPTZ;
 CREATE INDEX allocations_victims ON allocations (trial_id, victim_at) WHERE victim_at IS NOT NULL;
 )sql",
-    // Version 9: trial metrics (store_metrics.cc): the steps each group reported at, and the
-    // values.
+    // Version 9: trial metrics (store_metrics.cc): the steps each group reported at, the values,
+    // and how many values each trial holds in each group (its bound).
     R"sql(
+CREATE TABLE trial_metric_counts (
+  trial_id BIGINT NOT NULL REFERENCES trials(id),
+  grp SMALLINT NOT NULL,
+  n BIGINT NOT NULL,
+  PRIMARY KEY (trial_id, grp));
 CREATE TABLE trial_metric_steps (
   trial_id BIGINT NOT NULL REFERENCES trials(id),
   grp SMALLINT NOT NULL,

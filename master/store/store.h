@@ -124,13 +124,15 @@ class Store {
 
   // Trial metrics (store_metrics.cc). Stores `reports` of run `allocation_id` of the trial in one
   // transaction, a value of steps and name already stored replaced; ResourceExhausted (and nothing
-  // stored) when the trial would then hold reports of more than `max_reports` steps in the group.
+  // stored) when the trial would then hold more than `max_values` values in the group.
   absl::Status AddMetrics(int64_t trial_id, const std::string& allocation_id, MetricGroup group,
-                          const std::vector<MetricReport>& reports, int max_reports);
-  // The trial's reports in the group of more than `after_steps` steps, in steps order, of at most
-  // `limit` steps; `more` says whether reports of more steps follow.
+                          const std::vector<MetricReport>& reports, int64_t max_values);
+  // The trial's reports in the group of more than `after_steps` steps, in steps order: at most
+  // `limit` reports, none begun once `max_values` values are in (a page's size stays bounded);
+  // `more` says whether reports of more steps follow.
   absl::StatusOr<std::vector<MetricReport>> GetMetrics(int64_t trial_id, MetricGroup group,
-                                                       int64_t after_steps, int limit, bool* more);
+                                                       int64_t after_steps, int limit,
+                                                       size_t max_values, bool* more);
   // For each trial of the job that reported a finite validation value of `metric`: its best, the
   // smallest (or the largest when !smaller_is_better).
   absl::StatusOr<std::map<int64_t, double>> BestValidation(const std::string& job_id,

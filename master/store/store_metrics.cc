@@ -16,7 +16,7 @@ namespace phalanx::master {
 namespace {
 
 // Rows $4 (JSON [{steps, name, value}]) of trial $1, group $2, run $3: their steps recorded once,
-// their values stored or replaced.
+// their values stored or replaced; one row per value, `added` true for a new one.
 constexpr char kAddMetrics[] = R"sql(
 WITH new AS (
   SELECT * FROM json_to_recordset($4::JSON) AS x(steps BIGINT, name TEXT, value TEXT)),
@@ -27,6 +27,13 @@ INSERT INTO trial_metrics (trial_id, grp, steps, name, value, allocation_id)
 SELECT $1, $2, steps, name, value::DOUBLE PRECISION, $3 FROM new
 ON CONFLICT (trial_id, grp, steps, name) DO UPDATE
   SET value = EXCLUDED.value, allocation_id = EXCLUDED.allocation_id, reported_at = now()
+RETURNING (xmax = 0) AS added
+)sql";
+
+// Adds $3 values to what trial $1 holds in group $2; the new total.
+constexpr char kCountMetrics[] = R"sql(
+INSERT INTO trial_metric_counts (trial_id, grp, n) VALUES ($1, $2, $3)
+ON CONFLICT (trial_id, grp) DO UPDATE SET n = trial_metric_counts.n + EXCLUDED.n RETURNING n
 )sql";
 
 // A value as Postgres reads it back exactly.
@@ -48,7 +55,7 @@ double ValueOf(const pqxx::field& f) {
 
 absl::Status Store::AddMetrics(int64_t trial_id, const std::string& allocation_id,
                                MetricGroup group, const std::vector<MetricReport>& reports,
-                               int max_reports) {
+                               int64_t max_values) {
   nlohmann::json rows = nlohmann::json::array();
   for (const MetricReport& r : reports) {
     for (const auto& [name, value] : r.metrics) {
@@ -57,16 +64,16 @@ absl::Status Store::AddMetrics(int64_t trial_id, const std::string& allocation_i
   }
   const int grp = static_cast<int>(group);
   return Transact([&](pqxx::transaction_base& tx) {
-    tx.exec_params(kAddMetrics, trial_id, grp, allocation_id, rows.dump());
-    const int64_t held = tx.exec_params1(
-                               "SELECT count(*) FROM trial_metric_steps "
-                               "WHERE trial_id = $1 AND grp = $2",
-                               trial_id, grp)[0]
-                             .as<int64_t>();
-    if (held > max_reports) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("trial ", trial_id, " would hold reports of ", held, " steps in the group; ",
-                       "a trial keeps at most ", max_reports));
+    int64_t added = 0;
+    for (const pqxx::row& row :
+         tx.exec_params(kAddMetrics, trial_id, grp, allocation_id, rows.dump())) {
+      added += row[0].as<bool>() ? 1 : 0;
+    }
+    const int64_t held = tx.exec_params1(kCountMetrics, trial_id, grp, added)[0].as<int64_t>();
+    if (held > max_values) {
+      return absl::ResourceExhaustedError(absl::StrCat("trial ", trial_id, " would hold ", held,
+                                                       " metric values in the group; a ",
+                                                       "trial keeps at most ", max_values));
     }
     return absl::OkStatus();
   });
@@ -74,7 +81,7 @@ absl::Status Store::AddMetrics(int64_t trial_id, const std::string& allocation_i
 
 absl::StatusOr<std::vector<MetricReport>> Store::GetMetrics(int64_t trial_id, MetricGroup group,
                                                             int64_t after_steps, int limit,
-                                                            bool* more) {
+                                                            size_t max_values, bool* more) {
   std::vector<MetricReport> out;
   *more = false;
   absl::Status s = Read([&](pqxx::transaction_base& tx) {
@@ -84,15 +91,17 @@ absl::StatusOr<std::vector<MetricReport>> Store::GetMetrics(int64_t trial_id, Me
         "SELECT m.steps, m.name, m.value::TEXT FROM trial_metrics m JOIN page USING (steps) "
         "WHERE m.trial_id = $1 AND m.grp = $2 ORDER BY m.steps, m.name",
         trial_id, static_cast<int>(group), after_steps, limit + 1);
+    size_t values = 0;
     for (const pqxx::row& row : rows) {
       const int64_t steps = row[0].as<int64_t>();
       if (out.empty() || out.back().steps != steps) {
-        if (static_cast<int>(out.size()) == limit) {
+        if (static_cast<int>(out.size()) == limit || values >= max_values) {
           *more = true;
           break;
         }
         out.push_back({.steps = steps});
       }
+      ++values;
       out.back().metrics.emplace_back(row[1].as<std::string>(), ValueOf(row[2]));
     }
     return absl::OkStatus();

@@ -17,7 +17,9 @@ def channel(address, ca_pem=None):
 
 
 def call(method, request, token, timeout=60.0, retry_for=RETRY_FOR_S):
-    """method(request) with the token, retried with backoff while UNAVAILABLE for `retry_for` s."""
+    """method(request) with the token, retried with backoff while UNAVAILABLE for `retry_for` s.
+    Only for calls that may be repeated (reads, and the trial's reports, which the master stores
+    once however often they come)."""
     deadline = time.monotonic() + retry_for
     delay = 0.2
     while True:

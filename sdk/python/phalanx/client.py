@@ -28,8 +28,10 @@ class Client:
         return self.token
 
     def create_experiment(self, config_yaml, activate=True):
+        """Not retried: a submission whose answer was lost may have been stored."""
         req = experiment_pb2.CreateExperimentRequest(config=config_yaml, activate=activate)
-        return self._call(self._experiments.CreateExperiment, req).experiment
+        return _channel.call(self._experiments.CreateExperiment, req, self.token,
+                             retry_for=0).experiment
 
     def get_experiment(self, experiment_id):
         """The experiment and its trials (GetExperimentResponse)."""

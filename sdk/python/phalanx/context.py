@@ -4,6 +4,7 @@ phalanx-master with the allocation's own token."""
 import contextlib
 import json
 import os
+import re
 import threading
 import time
 import uuid as uuidlib
@@ -16,6 +17,7 @@ from phalanx.v1 import allocation_pb2, allocation_pb2_grpc, metrics_pb2
 TRAINING_BATCH = 100  # Training reports sent together; validation reports go at once.
 TRAINING_FLUSH_S = 10.0  # Buffered training reports wait at most this long (checked per report).
 WATCH_S = 10  # Seconds of each WatchPreemption long poll.
+METRIC_NAME = re.compile(r"[A-Za-z0-9_./-]{1,128}")  # What the master takes (docs/reference.md).
 
 
 def _env(env, name):
@@ -131,6 +133,10 @@ class TrainContext:
 
     @staticmethod
     def _report(steps_completed, metrics):
+        """ValueError for a name the master would refuse, before it joins a batch."""
+        for name in metrics:
+            if not isinstance(name, str) or not METRIC_NAME.fullmatch(name):
+                raise ValueError(f"metric name {name!r}: 1-128 of [A-Za-z0-9_./-]")
         return metrics_pb2.MetricReport(steps_completed=steps_completed,
                                         metrics={k: float(v) for k, v in metrics.items()})
 
@@ -149,10 +155,12 @@ class TrainContext:
         self._send(metrics_pb2.METRIC_GROUP_VALIDATION, [self._report(steps_completed, metrics)])
 
     def flush(self):
-        pending, self._pending = self._pending, []
+        """Sends the buffered training reports; kept for the next flush when sending fails."""
+        if not self._pending:
+            return
+        self._send(metrics_pb2.METRIC_GROUP_TRAINING, self._pending)
+        self._pending = []
         self._since = time.monotonic()
-        if pending:
-            self._send(metrics_pb2.METRIC_GROUP_TRAINING, pending)
 
 
 class SearcherOperation:
@@ -209,14 +217,20 @@ class Context:
         _channel.call(self._stub.ReportCompletion, req, self._token)
 
     def close(self):
-        self.train.flush()
-        self.preempt.close()
+        try:
+            self.train.flush()
+        finally:
+            self.preempt.close()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except Exception:
+            if exc_type is None:
+                raise  # Else the block's own exception goes on, not this one.
 
 
 def init():

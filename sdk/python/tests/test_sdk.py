@@ -121,10 +121,18 @@ def test_bad_input_is_refused_naming_the_field(client, master, kube, tmp_path):
     exp = client.create_experiment("name: bad\nresources: {slots_per_trial: 1}\n")
     alloc = client.get_experiment(exp.id).trials[0].allocation_id
     with trial_context(kube, ns, alloc, 0, tmp_path) as ctx:
-        with pytest.raises(grpc.RpcError) as e:
-            ctx.train.report_validation_metrics(1, {"bad name": 1})
+        # Refused before it joins a batch, which would otherwise be lost with it.
+        with pytest.raises(ValueError, match=r"metric name 'bad name': 1-128 of \[A-Za-z0-9_./-\]"):
+            ctx.train.report_training_metrics(1, {"bad name": 1})
+        ctx.train.report_training_metrics(1, {"loss": 1})
+        with pytest.raises(grpc.RpcError) as e:  # The master's own check.
+            ctx.train._send(phalanx.v1.metrics_pb2.METRIC_GROUP_VALIDATION,
+                            [phalanx.v1.metrics_pb2.MetricReport(steps_completed=1,
+                                                                 metrics={"bad name": 1})])
         assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert 'reports[0].metrics: a name is 1-128 of [A-Za-z0-9_./-], got "bad name"' in e.value.details()
+    trial_id = client.get_experiment(exp.id).trials[0].id
+    assert client.trial_metrics(trial_id, "training") == [(1, {"loss": 1.0})]
     with pytest.raises(grpc.RpcError) as e:
         phalanx.Client(address, token="not-a-token").jobs()
     assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
@@ -155,3 +163,25 @@ def test_the_example_trains_checkpoints_and_completes(client, master, kube, tmp_
     latest = got.trials[0].latest_checkpoint
     with open(tmp_path / latest / "state.json") as f:
         assert json.load(f)["steps"] == 250
+
+
+def test_training_reports_survive_a_failed_send(monkeypatch):
+    """A batch the master did not take stays buffered for the next flush."""
+    from phalanx.context import TrainContext
+
+    sent, fail = [], [True]
+
+    def send(self, group, reports):
+        if fail[0]:
+            raise ConnectionError("master down")
+        sent.append([r.steps_completed for r in reports])
+
+    monkeypatch.setattr(TrainContext, "_send", send)
+    train = TrainContext(stub=None, allocation_id="exp-1-trial-1-r1", token="t")
+    train.report_training_metrics(1, {"loss": 1})
+    with pytest.raises(ConnectionError):
+        train.flush()
+    train.report_training_metrics(2, {"loss": 0.5})
+    fail[0] = False
+    train.flush()
+    assert sent == [[1, 2]]

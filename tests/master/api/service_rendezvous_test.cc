@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "kube/status.h"
 #include "master/pods/rendezvous.h"
 #include "tests/master/testing/service_fixture.h"
 
@@ -64,6 +65,22 @@ TEST_F(ServiceTest, ARunWhoseServiceIsRefusedStartsAgain) {
   EXPECT_EQ(pods_.pods().size(), 2u);
 }
 
+// The master may not create Services (its Role lacks them): the API server's 403 is for good, so
+// the trial is in ERROR with the refusal as why, instead of starting run after run.
+TEST_F(ServiceTest, AServiceRefusedForGoodPutsTheTrialInError) {
+  pods_.FailServices(
+      kube::HttpError(403, "Forbidden", "services is forbidden: User cannot create"));
+  grpc::Status refused;
+  Create("resources: {slots_per_trial: 8}\n", &refused);
+  EXPECT_THAT(refused.error_message(), HasSubstr("refused for good, the trial is in ERROR"));
+  jobs_->Tick(absl::Now());
+  const v1::Trial trial = Get(1).trials(0);
+  EXPECT_EQ(trial.state(), v1::TRIAL_STATE_ERROR);
+  EXPECT_EQ(trial.runs(), 1);
+  EXPECT_THAT(trial.error(), HasSubstr("its Service: services is forbidden"));
+  EXPECT_TRUE(pods_.pods().empty());
+}
+
 TEST_F(ServiceTest, AFailedServiceDeletionIsRetriedAtTheNextTick) {
   const v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");
   std::vector<std::string> events;
@@ -84,13 +101,15 @@ TEST_F(ServiceTest, RecoveryDeletesOrphanServicesAndCreatesMissingOnes) {
   const v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");
   const std::string alloc = Get(exp.id()).trials(0).allocation_id();
   ASSERT_TRUE(pods_.CreateService(RunService("gpu-ns", "exp-999-trial-1-r1", "exp-999")).ok());
+  // The run's name, in a namespace the run is not in.
+  ASSERT_TRUE(pods_.CreateService(RunService("cpu-ns", alloc, "exp-1")).ok());
   ASSERT_TRUE(pods_.DeleteService("gpu-ns", alloc).ok());
   const int creates = pods_.service_creates();
 
   server_.reset();
   jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);
   ASSERT_TRUE(jobs_->Recover().ok());
-  EXPECT_THAT(ServiceNames(pods_), ElementsAre(alloc));
+  EXPECT_THAT(pods_.services(), ElementsAre(::testing::Key("gpu-ns/" + alloc)));
   EXPECT_EQ(pods_.service_creates(), creates + 1);
 
   jobs_ = std::make_unique<JobManager>(config_, *store_, pods_);

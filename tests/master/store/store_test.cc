@@ -311,7 +311,7 @@ TEST_F(StoreTest, MetricsRoundTripAndMergeBySteps) {
                   .ok());
   bool more = true;
   absl::StatusOr<std::vector<MetricReport>> got =
-      store_->GetMetrics(trial, MetricGroup::kTraining, -1, 10, &more);
+      store_->GetMetrics(trial, MetricGroup::kTraining, -1, 10, 1000, &more);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_FALSE(more);
   ASSERT_EQ(got->size(), 2u);
@@ -320,43 +320,49 @@ TEST_F(StoreTest, MetricsRoundTripAndMergeBySteps) {
   EXPECT_EQ((*got)[0].metrics[0], (std::pair<std::string, double>("loss", 0.1)));
   EXPECT_EQ((*got)[0].metrics[1], (std::pair<std::string, double>("lr", tiny)));
   EXPECT_EQ((*got)[1].metrics[0].second, HUGE_VAL);
-  EXPECT_TRUE(store_->GetMetrics(trial, MetricGroup::kValidation, -1, 10, &more)->empty());
+  EXPECT_TRUE(store_->GetMetrics(trial, MetricGroup::kValidation, -1, 10, 1000, &more)->empty());
 }
 
+// Pages end at `limit` reports, or once `max_values` values are in; a trial holds at most
+// `max_values` values of a group, new names at old steps included.
 TEST_F(StoreTest, MetricsPageByStepsAndStayBounded) {
   const int64_t trial =
       InsertWithTrials(*store_, Job("exp-1", TaskType::kExperiment, "gpu"), 1)[0].id;
   for (int64_t steps : {30, 10, 20}) {
     ASSERT_TRUE(store_
                     ->AddMetrics(trial, "a", MetricGroup::kValidation,
-                                 {{.steps = steps, .metrics = {{"acc", 0.5}, {"loss", 1.0}}}}, 3)
+                                 {{.steps = steps, .metrics = {{"acc", 0.5}, {"loss", 1.0}}}}, 6)
                     .ok());
   }
   bool more = false;
   std::vector<MetricReport> page =
-      *store_->GetMetrics(trial, MetricGroup::kValidation, -1, 2, &more);
+      *store_->GetMetrics(trial, MetricGroup::kValidation, -1, 2, 1000, &more);
   ASSERT_EQ(page.size(), 2u);
   EXPECT_EQ(page[1].steps, 20);
   EXPECT_EQ(page[1].metrics.size(), 2u);
   EXPECT_TRUE(more);
-  page = *store_->GetMetrics(trial, MetricGroup::kValidation, 20, 2, &more);
+  page = *store_->GetMetrics(trial, MetricGroup::kValidation, 20, 2, 1000, &more);
   ASSERT_EQ(page.size(), 1u);
   EXPECT_EQ(page[0].steps, 30);
   EXPECT_FALSE(more);
+  page = *store_->GetMetrics(trial, MetricGroup::kValidation, -1, 10, 3, &more);
+  ASSERT_EQ(page.size(), 2u) << "the second report is begun below 3 values, the third is not";
+  EXPECT_TRUE(more);
 
-  // A fourth steps value is refused and nothing of the call is stored; steps already held are not.
-  const absl::Status full = store_->AddMetrics(
-      trial, "a", MetricGroup::kValidation,
-      {{.steps = 5, .metrics = {{"acc", 0.9}}}, {.steps = 10, .metrics = {{"acc", 0.9}}}}, 3);
+  // A seventh value, a new name at steps already held, is refused and nothing of the call is
+  // stored; replacing a value is not a new one.
+  const absl::Status full =
+      store_->AddMetrics(trial, "a", MetricGroup::kValidation,
+                         {{.steps = 10, .metrics = {{"acc", 0.9}, {"f1", 0.1}}}}, 6);
   EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
-  EXPECT_THAT(std::string(full.message()), HasSubstr("at most 3"));
-  page = *store_->GetMetrics(trial, MetricGroup::kValidation, -1, 10, &more);
+  EXPECT_THAT(std::string(full.message()), HasSubstr("would hold 7 metric values"));
+  page = *store_->GetMetrics(trial, MetricGroup::kValidation, -1, 10, 1000, &more);
   ASSERT_EQ(page.size(), 3u);
-  EXPECT_EQ(page[0].steps, 10);
-  EXPECT_EQ(page[0].metrics[0].second, 0.5);
+  EXPECT_EQ(page[0].metrics,
+            (std::vector<std::pair<std::string, double>>{{"acc", 0.5}, {"loss", 1.0}}));
   EXPECT_TRUE(store_
                   ->AddMetrics(trial, "a", MetricGroup::kValidation,
-                               {{.steps = 10, .metrics = {{"acc", 0.7}}}}, 3)
+                               {{.steps = 10, .metrics = {{"acc", 0.7}}}}, 6)
                   .ok());
 }
 
