@@ -89,6 +89,8 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
           << "\n";
   }
   s.out << "\n";
+  bool searched = false;  // adaptive_asha: where each trial is in its bracket.
+  for (const v1::Trial& t : resp.trials()) searched = searched || !t.searcher_progress().empty();
   std::vector<std::vector<std::string>> rows;
   for (const v1::Trial& t : resp.trials()) {
     std::string alloc = t.allocation_id().empty()
@@ -104,10 +106,12 @@ int Describe(const Session& s, v1::ExperimentService::Stub& stub, int64_t id) {
                     t.has_best_validation_metric()
                         ? absl::StrFormat("%.6g", t.best_validation_metric())
                         : "-"});
+    if (searched) rows.back().push_back(t.searcher_progress());
   }
-  PrintTable(s.out,
-             {"TRIAL", "STATE", "HPARAMS", "RUNS", "RESTARTS", "CHECKPOINT", "ALLOCATION", "BEST"},
-             rows);
+  std::vector<std::string> header = {"TRIAL",      "STATE",      "HPARAMS", "RUNS", "RESTARTS",
+                                     "CHECKPOINT", "ALLOCATION", "BEST"};
+  if (searched) header.push_back("SEARCHER");
+  PrintTable(s.out, header, rows);
   for (const v1::Trial& t : resp.trials()) {
     if (!t.error().empty()) s.out << "trial " << t.id() << ": " << t.error() << "\n";
   }

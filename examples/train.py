@@ -8,7 +8,10 @@ decays towards 0 at the rate `lr`, so the script needs nothing but the SDK.
 Run it as the trial process of a phalanx experiment (the pod's environment says where the master is
 and which run this is), e.g. `entrypoint: python3 train.py` with
 hyperparameters {lr: {type: double, minval: 0.01, maxval: 0.1}} and
-searcher {name: single, metric: loss, max_length: {batches: 500}}."""
+searcher {name: single, metric: loss, max_length: {batches: 500}}. Under adaptive_asha the same loop
+trains rung by rung: each operation is a rung, validated at its end; when the trial waits for a
+promotion the operations end and the run stops (the master resumes it from its checkpoint if it is
+promoted later)."""
 import json
 import os
 

@@ -115,21 +115,38 @@ def complete_pods(allocation):
         time.sleep(0.2)
 
 
-def run_example(allocation):
-    """examples/train.py (the Python SDK) as the run's trial process, with its pod's environment; it
-    finds no files of the checkpoint the CLI reported above, so it trains from step 0."""
+def example(allocation):
+    """examples/train.py (the Python SDK) as the run's trial process, with its pod's environment;
+    its output. A checkpoint the CLI reported above has no files: the trial then starts at step 0."""
     pod = json.loads(kubectl("get", "pod", f"{allocation}-0", "-o", "json"))
     (container,) = [c for c in pod["spec"]["containers"] if c["name"] == "phalanx-container"]
     env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
     env.update(PHALANX_CHECKPOINT_DIR=os.path.join(os.environ["PHALANX_DEMO_DIR"], "checkpoints"),
                PYTHONPATH=os.environ["PHALANX_SDK_PATH"])
     os.makedirs(env["PHALANX_CHECKPOINT_DIR"], exist_ok=True)
+    script = os.path.join(os.path.dirname(__file__), "..", "examples", "train.py")
+    out = run(["/usr/bin/python3", script], env=env)
+    complete_pods(allocation)  # Its process is done (a run the searcher stops is gone already).
+    return out
+
+
+def play_asha(allocation):
+    """One run of an ASHA trial, played by examples/train.py: it trains to its rung and goes on while
+    the searcher promotes it, else stops."""
+    out = example(allocation).splitlines()
+    print(f"  {allocation}: {out[-1].strip() if out else 'no output'}")
+
+
+def finished(experiment_job):
+    """Whether the experiment ("exp-3") is COMPLETED."""
+    return "state COMPLETED" in cli("experiment", "describe", experiment_job.split("-")[1])
+
+
+def run_example(allocation):
     print(f"\n== 8. examples/train.py runs as {allocation}'s trial process (Python SDK)")
     print("  $ python3 examples/train.py")
-    example = os.path.join(os.path.dirname(__file__), "..", "examples", "train.py")
-    for line in run(["/usr/bin/python3", example], env=env).splitlines():
+    for line in example(allocation).splitlines():
         print("   ", line)
-    complete_pods(allocation)
     print(f"  $ phalanx trial metrics {env['PHALANX_TRIAL_ID']} --group validation")
     for line in cli("trial", "metrics", env["PHALANX_TRIAL_ID"], "--group", "validation").splitlines():
         print("   ", line)
@@ -168,7 +185,8 @@ def show(title):
 def main():
     os.makedirs(SPECS, exist_ok=True)
     cli("login", "admin", "--password", os.environ["PHALANX_PASSWORD"])
-    asha = experiment("asha", "{name: random, max_trials: 20, max_concurrent_trials: 20}", 1, 50)
+    asha = experiment("asha", "{name: adaptive_asha, metric: loss, max_trials: 20, "
+                      "max_length: {batches: 300}, max_concurrent_trials: 20}", 1, 50)
     show("1. priority-2 ASHA experiment, 20 one-slot trials: 8 run on all 8 GPUs")
 
     dist1 = experiment("dist-1", "{name: single}", 4, 100)
@@ -181,13 +199,34 @@ def main():
     print("  $ phalanx notebook start --config notebook.yaml")
     notebook = cli("notebook", "start", "--config", nb_config).split()[2]
     show("3. priority-3 notebook: waits behind the queued trials")
-    while not allocations(notebook, running=True):
-        complete(allocations(asha, running=True)[0])
+    print("  ASHA's runs, played by examples/train.py (its last line):")
+    for _ in range(200):
+        if allocations(notebook, running=True):
+            break
+        running = allocations(asha, running=True)
+        if running:
+            play_asha(running[0])
         settle()
-    show("3. ... trials complete; once the experiments need at most 7 GPUs the notebook runs")
+    else:
+        sys.exit("demo: the notebook never ran")
+    show("3. ... ASHA trials stop at their rungs or finish; once the experiments need at most 7 GPUs "
+         "the notebook runs")
 
-    for a in allocations(asha, running=True) + allocations(dist1, running=True):
+    for a in allocations(dist1, running=True):
         complete(a)
+    print("  ASHA's runs, played by examples/train.py (its last line):")
+    for _ in range(200):
+        if finished(asha):
+            break
+        running = allocations(asha, running=True)
+        if running:
+            play_asha(running[0])
+        settle()
+    else:
+        sys.exit(f"demo: the ASHA search {asha} did not end")
+    print(f"  $ phalanx experiment describe {asha.split('-')[1]}")
+    for line in cli("experiment", "describe", asha.split("-")[1]).splitlines():
+        print("   ", line)
     show("4. ASHA and dist-1 complete; the notebook keeps running")
 
     dist2 = experiment("dist-2", "{name: single}", 8, 100)

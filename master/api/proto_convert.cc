@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "master/search/asha.h"
 
 namespace phalanx::master {
 namespace {
@@ -113,6 +114,10 @@ void ToProto(const TrialView& t, int64_t experiment_id, v1::Trial* out) {
   if (t.allocation) {
     out->set_allocation_id(t.allocation->id);
     out->set_allocation_state(ToProto(t.allocation->state));
+  }
+  if (absl::StatusOr<search::TrialSearch> s = search::TrialSearchFromJson(t.trial.searcher_state);
+      s.ok()) {
+    out->set_searcher_progress(search::Progress(*s, IsTerminal(t.trial.state)));
   }
 }
 

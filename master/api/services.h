@@ -170,6 +170,8 @@ class AllocationServiceImpl final : public v1::AllocationService::Service {
   // trial_metrics_service.cc
   grpc::Status ReportMetrics(grpc::ServerContext*, const v1::ReportMetricsRequest*,
                              v1::ReportMetricsResponse*) override;
+  grpc::Status GetSearcherOperation(grpc::ServerContext*, const v1::GetSearcherOperationRequest*,
+                                    v1::GetSearcherOperationResponse*) override;
 
  private:
   // The allocation's own token, or the token of its job's owner or of an admin.

@@ -1,5 +1,5 @@
-// Trial metrics over gRPC (see services.h): AllocationService.ReportMetrics from the trial process,
-// ExperimentService.GetTrialMetrics for users.
+// Trial metrics over gRPC (see services.h): AllocationService.ReportMetrics and
+// GetSearcherOperation from the trial process, ExperimentService.GetTrialMetrics for users.
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -34,6 +34,17 @@ grpc::Status AllocationServiceImpl::ReportMetrics(grpc::ServerContext* ctx,
   reports.reserve(std::min<size_t>(req->reports_size(), kMaxMetricReportsPerCall + 1));
   for (const v1::MetricReport& r : req->reports()) reports.push_back(FromProto(r));
   return ToGrpcStatus(jobs_.ReportMetrics(req->allocation_id(), *group, reports));
+}
+
+grpc::Status AllocationServiceImpl::GetSearcherOperation(grpc::ServerContext* ctx,
+                                                         const v1::GetSearcherOperationRequest* req,
+                                                         v1::GetSearcherOperationResponse* resp) {
+  if (absl::Status s = Authorize(*ctx, req->allocation_id()); !s.ok()) return ToGrpcStatus(s);
+  absl::StatusOr<SearcherOp> op = jobs_.SearcherOperation(req->allocation_id());
+  if (!op.ok()) return ToGrpcStatus(op.status());
+  resp->set_length(op->length);
+  resp->set_done(op->done);
+  return grpc::Status::OK;
 }
 
 grpc::Status ExperimentServiceImpl::GetTrialMetrics(grpc::ServerContext* ctx,

@@ -253,6 +253,8 @@ absl::StatusOr<std::string> JobManager::StoreOutcomeLocked(const Alloc& a,
   if (a.rec.preempt_requested) return what;
   KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a.rec.trial_id));
   if (IsTerminal(trial.state)) return what;
+  if (error.empty() && HeldBySearcher(trial))
+    return absl::StrCat(what, "; the trial waits at a rung");
   if (error.empty()) {
     trial.state = RunState::kCompleted;
     KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));

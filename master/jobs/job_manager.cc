@@ -79,7 +79,12 @@ JobRecord NewJob(TaskType type, const std::string& name, const User& user,
 
 // How many trials of an experiment may hold allocations at once.
 int ConcurrencyCap(const ExperimentConfig& c, int slots) {
-  int cap = c.searcher.max_concurrent_trials.value_or(std::numeric_limits<int>::max());
+  const SearcherConfig& s = c.searcher;
+  int cap = std::numeric_limits<int>::max();
+  if (s.kind == SearcherConfig::Kind::kAdaptiveAsha) {
+    cap = search::DefaultConcurrency(s.asha, search::PlanBrackets(s.asha));
+  }
+  cap = s.max_concurrent_trials.value_or(cap);
   if (c.resources.max_slots && slots > 0) cap = std::min(cap, *c.resources.max_slots / slots);
   return std::max(cap, 1);
 }
@@ -88,6 +93,16 @@ int ConcurrencyCap(const JobRecord& job, const MasterConfig& config) {
   if (job.type != TaskType::kExperiment) return 1;
   absl::StatusOr<ExperimentConfig> c = ParseExperimentConfig(job.config, config);
   return c.ok() ? ConcurrencyCap(*c, job.slots) : std::numeric_limits<int>::max();
+}
+
+// Deals the trials of an adaptive_asha search to its brackets, each at its first rung.
+void StartSearch(const search::AshaParams& params, std::vector<TrialRecord>& trials) {
+  const std::vector<search::Bracket> brackets = search::PlanBrackets(params);
+  const std::vector<int> dealt = search::AssignBrackets(brackets);
+  for (size_t i = 0; i < trials.size() && i < dealt.size(); ++i) {
+    trials[i].searcher_state =
+        search::ToJson({.bracket = dealt[i], .rungs = brackets[dealt[i]].rungs});
+  }
 }
 
 RunState FinalState(const std::vector<TrialRecord>& trials) {
@@ -118,6 +133,7 @@ absl::StatusOr<JobView> JobManager::CreateExperiment(const std::string& yaml, co
   std::vector<TrialRecord> trials;
   for (const nlohmann::json& h : hparams)
     trials.push_back({.hparams = h.dump(), .state = job.state});
+  if (c.searcher.kind == SearcherConfig::Kind::kAdaptiveAsha) StartSearch(c.searcher.asha, trials);
   const int cap = activate ? ConcurrencyCap(c, job.slots) : 0;
   return Submit(std::move(job), std::move(trials), cap, &c);
 }
@@ -400,16 +416,17 @@ absl::Status JobManager::ReconcileOnceLocked(const std::string& job_id) {
     return stopped;
   }
   if (job.state != RunState::kActive) return StopAllocationsLocked(job);
+  const int cap = ConcurrencyCap(job, config_);
+  KUBE_ASSIGN_OR_RETURN(const bool searched, ReconcileSearchLocked(job, cap));
   KUBE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.ListTrials(job_id));
   std::vector<Alloc*> allocs = AllocsOfJobLocked(job_id);
   int open = static_cast<int>(allocs.size());
-  const int cap = ConcurrencyCap(job, config_);
   bool all_done = true;
   for (const TrialRecord& t : trials) {
     all_done = all_done && IsTerminal(t.state);
     bool has_alloc = false;
     for (Alloc* a : allocs) has_alloc = has_alloc || a->rec.trial_id == t.id;
-    if (t.state != RunState::kActive || has_alloc || open >= cap) continue;
+    if (searched || t.state != RunState::kActive || has_alloc || open >= cap) continue;
     KUBE_RETURN_IF_ERROR(StartAllocationLocked(job, t));
     ++open;
   }

@@ -71,12 +71,14 @@
 #include "master/jobs/active_jobs.h"
 #include "master/config/config.h"
 #include "master/pods/pod_client.h"
+#include "master/search/asha.h"
 #include "master/store/records.h"
 #include "master/store/store.h"
 
 namespace phalanx::master {
 
 struct ExperimentConfig;
+struct SearcherConfig;
 
 // Bounds of trial metrics (ReportMetrics): reports per call, names per report, a name's length,
 // the values a trial keeps in each group, and the values of a page GetTrialMetrics answers.
@@ -85,6 +87,12 @@ inline constexpr size_t kMaxMetricNames = 64;
 inline constexpr size_t kMaxMetricName = 128;
 inline constexpr int64_t kMaxMetricValuesPerTrial = 200000;
 inline constexpr size_t kMaxMetricValuesPerPage = 20000;
+
+// What an adaptive_asha trial's run is to do (SearcherOperation).
+struct SearcherOp {
+  int64_t length = 0;  // Train to this length, then report the searcher's metric.
+  bool done = false;   // Nothing more for this run: it ends (checkpointed).
+};
 
 struct TrialView {
   TrialRecord trial;
@@ -189,6 +197,9 @@ class JobManager {
   // of [A-Za-z0-9_./-]; RESOURCE_EXHAUSTED past kMaxMetricValuesPerTrial values in the group.
   absl::Status ReportMetrics(const std::string& allocation_id, MetricGroup group,
                              const std::vector<MetricReport>& reports);
+  // trial_search.cc: the run's operation: its trial's target rung; FAILED_PRECONDITION for a
+  // trial of another searcher (they train to max_length) or a task.
+  absl::StatusOr<SearcherOp> SearcherOperation(const std::string& allocation_id);
   // The best validation values of the experiment's searcher metric (none for tasks, or without a
   // metric).
   absl::StatusOr<BestValidationValues> BestValidation(const JobRecord& job);
@@ -262,6 +273,24 @@ class JobManager {
   void ShowLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobRecord> GetActiveJobLocked(const std::string& job_id, bool allow_paused)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // trial_search.cc (adaptive_asha; see search/asha.h).
+  // The experiment's trials as the searcher sees them.
+  std::vector<search::SearchTrial> SearchViewLocked(const std::string& job_id,
+                                                    const std::vector<TrialRecord>& trials)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When the run's trial is searched and a validation report reaches its target rung: stores
+  // `reports` with the result (search::Record) and acts on the verdict (a trial that waits has its
+  // run preempted); true. False (nothing stored) otherwise. Takes mu_.
+  absl::StatusOr<bool> ReportToSearcher(const AllocationRecord& rec,
+                                        const std::vector<MetricReport>& reports)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // For an ACTIVE adaptive_asha experiment (else false, nothing done): completes the trials past
+  // their top rung, starts the runs search::NextRuns picks within `cap` open runs, and completes
+  // the trials left once the search is over; true.
+  absl::StatusOr<bool> ReconcileSearchLocked(const JobRecord& job, int cap)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The trial waits at a rung for a promotion: its run's success does not complete it.
+  static bool HeldBySearcher(const TrialRecord& trial);
   // job_queue.cc
   // A queue entry that points into active_jobs_ and allocs_ (valid while mu_ is held).
   struct QueueRow {
@@ -374,6 +403,8 @@ class JobManager {
   absl::Status StartAllocationLocked(const JobRecord& job, TrialRecord trial)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RequestPreemptionLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The preempted run's trial acknowledged: its pods go, then ReconcileDirtyLocked.
+  absl::Status AckLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues the deletion of the allocation's pods, whatever the store says, then StoreEndLocked.
   absl::Status TerminateLocked(Alloc& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores the TERMINATING allocation, then FinishIfGoneLocked; a write the store refuses is

@@ -76,10 +76,14 @@ absl::Status JobManager::AckPreemption(const std::string& allocation_id) {
   if (!a->rec.preempt_requested) {
     return absl::FailedPreconditionError(absl::StrCat(allocation_id, " is not being preempted"));
   }
-  a->rec.preempt_acked = true;
+  return AckLocked(*a);
+}
+
+absl::Status JobManager::AckLocked(Alloc& a) {
+  a.rec.preempt_acked = true;
   ++stats_.preemptions_acknowledged;
-  EventLocked(absl::StrCat(allocation_id, ": preemption acknowledged; deleting its pods"));
-  KUBE_RETURN_IF_ERROR(TerminateLocked(*a));
+  EventLocked(absl::StrCat(a.rec.id, ": preemption acknowledged; deleting its pods"));
+  KUBE_RETURN_IF_ERROR(TerminateLocked(a));
   return ReconcileDirtyLocked();
 }
 
@@ -106,8 +110,16 @@ absl::Status JobManager::ReportCompletion(const std::string& allocation_id, bool
   KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a->rec.trial_id));
   // As for pod phases (UpdateFromPodsLocked): a trial that already ended (killed, say) keeps its
   // state, and a failure while the run is being preempted is the preemption's doing (the trial
-  // resumes later). The pods exit on their own; their phases then end the allocation.
-  if (IsTerminal(trial.state) || (!success && a->rec.preempt_requested)) {
+  // resumes later). A trial waiting at a rung for a promotion is not complete either. The pods
+  // exit on their own; their phases then end the allocation.
+  if (success && HeldBySearcher(trial) && a->rec.state == AllocState::kPreempting) {
+    // The process stops as the searcher asked: as good as an acknowledgement.
+    EventLocked(absl::StrCat(allocation_id, ": reported success; trial ", trial.id,
+                             " waits for a promotion"));
+    return AckLocked(*a);
+  }
+  if (IsTerminal(trial.state) || (!success && a->rec.preempt_requested) ||
+      (success && HeldBySearcher(trial))) {
     EventLocked(absl::StrCat(allocation_id, ": reported ", success ? "success" : "failure",
                              "; trial ", trial.id, " stays ", RunStateName(trial.state)));
     return absl::OkStatus();

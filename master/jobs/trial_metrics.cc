@@ -75,8 +75,12 @@ absl::Status JobManager::ReportMetrics(const std::string& allocation_id, MetricG
     return absl::FailedPreconditionError(
         absl::StrCat(allocation_id, " runs a task; only trials report metrics"));
   }
-  return store_.AddMetrics(*rec.trial_id, allocation_id, group, MergedBySteps(reports),
-                           kMaxMetricValuesPerTrial);
+  const std::vector<MetricReport> merged = MergedBySteps(reports);
+  if (group == MetricGroup::kValidation) {
+    KUBE_ASSIGN_OR_RETURN(const bool searched, ReportToSearcher(rec, merged));
+    if (searched) return absl::OkStatus();
+  }
+  return store_.AddMetrics(*rec.trial_id, allocation_id, group, merged, kMaxMetricValuesPerTrial);
 }
 
 absl::StatusOr<BestValidationValues> JobManager::BestValidation(const JobRecord& job) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
 #include "master/spec/searcher.h"
@@ -116,29 +117,89 @@ absl::StatusOr<Hyperparameters> ParseHyperparameters(const YamlMap& root) {
   return out;
 }
 
+// max_length of adaptive_asha: N, or {batches|records|epochs: N}, N from 1 to 10^12.
+absl::StatusOr<int64_t> AshaLength(const YamlMap& m, const nlohmann::json& v) {
+  const std::string field = m.FieldPath("max_length");
+  nlohmann::json n = v;
+  if (v.is_object() && v.size() == 1) {
+    const std::string unit = v.begin().key();
+    if (unit != "batches" && unit != "records" && unit != "epochs") {
+      return FieldError(field, absl::StrCat("the unit must be batches, records or epochs, got \"",
+                                            absl::CHexEscape(unit.substr(0, 64)), "\""));
+    }
+    n = v.begin().value();
+  }
+  if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > int64_t{1000000000000}) {
+    return FieldError(field,
+                      "required for adaptive_asha: an integer from 1 to 10^12, or one of "
+                      "{batches: N}, {records: N}, {epochs: N}");
+  }
+  return n.get<int64_t>();
+}
+
+absl::Status ParseAsha(const YamlMap& m, SearcherConfig& s) {
+  KUBE_ASSIGN_OR_RETURN(s.asha.max_length, AshaLength(m, s.max_length));
+  s.asha.max_trials = s.max_trials;
+  if (s.metric.empty()) return FieldError(m.FieldPath("metric"), "required for adaptive_asha");
+  KUBE_ASSIGN_OR_RETURN(std::optional<double> divisor, m.Double("divisor"));
+  if (divisor && !(*divisor > 1 && *divisor <= 100)) {
+    return FieldError(m.FieldPath("divisor"), "must be > 1 and at most 100");
+  }
+  s.asha.divisor = divisor.value_or(4);
+  KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> max_rungs, m.Int("max_rungs"));
+  KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> num_rungs, m.Int("num_rungs"));
+  if (max_rungs && num_rungs) {
+    return FieldError(m.FieldPath("num_rungs"), "another name for max_rungs: give one of them");
+  }
+  const std::string rungs_key = num_rungs ? "num_rungs" : "max_rungs";
+  const int64_t rungs = max_rungs.value_or(num_rungs.value_or(5));
+  if (rungs < 1 || rungs > 20) return FieldError(m.FieldPath(rungs_key), "must be 1 to 20");
+  s.asha.max_rungs = static_cast<int>(rungs);
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> mode, m.String("mode"));
+  if (!mode || *mode == "standard") {
+    s.asha.mode = search::AshaMode::kStandard;
+  } else if (*mode == "aggressive") {
+    s.asha.mode = search::AshaMode::kAggressive;
+  } else if (*mode == "conservative") {
+    s.asha.mode = search::AshaMode::kConservative;
+  } else {
+    return FieldError(m.FieldPath("mode"),
+                      absl::StrCat("must be aggressive, standard or conservative, got \"",
+                                   absl::CHexEscape(mode->substr(0, 64)), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SearcherConfig::Kind> SearcherKind(const YamlMap& m) {
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> name, m.String("name"));
+  if (!name || *name == "single") return SearcherConfig::Kind::kSingle;
+  if (*name == "grid") return SearcherConfig::Kind::kGrid;
+  if (*name == "random") return SearcherConfig::Kind::kRandom;
+  if (*name == "adaptive_asha") return SearcherConfig::Kind::kAdaptiveAsha;
+  return FieldError(m.FieldPath("name"),
+                    absl::StrCat("must be single, grid, random or adaptive_asha, got \"",
+                                 absl::CHexEscape(name->substr(0, 64)), "\""));
+}
+
 absl::StatusOr<SearcherConfig> ParseSearcher(const YamlMap& root) {
   KUBE_ASSIGN_OR_RETURN(YamlMap m, root.Map("searcher"));
-  KUBE_RETURN_IF_ERROR(m.CheckKeys({"name", "metric", "smaller_is_better", "max_trials",
-                                    "max_concurrent_trials", "max_length"}));
+  KUBE_RETURN_IF_ERROR(
+      m.CheckKeys({"name", "metric", "smaller_is_better", "max_trials", "max_concurrent_trials",
+                   "max_length", "divisor", "max_rungs", "num_rungs", "mode"}));
   SearcherConfig s;
-  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> name, m.String("name"));
-  if (!name || *name == "single") {
-    s.kind = SearcherConfig::Kind::kSingle;
-  } else if (*name == "grid") {
-    s.kind = SearcherConfig::Kind::kGrid;
-  } else if (*name == "random") {
-    s.kind = SearcherConfig::Kind::kRandom;
-  } else {
-    return FieldError(m.FieldPath("name"),
-                      absl::StrCat("must be single, grid or random, got \"", *name, "\""));
-  }
+  KUBE_ASSIGN_OR_RETURN(s.kind, SearcherKind(m));
+  const bool samples =
+      s.kind == SearcherConfig::Kind::kRandom || s.kind == SearcherConfig::Kind::kAdaptiveAsha;
   KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> max_trials, m.Int("max_trials"));
-  if (s.kind == SearcherConfig::Kind::kRandom && !max_trials) {
-    return FieldError(m.FieldPath("max_trials"), "required for the random searcher");
-  }
-  if (s.kind != SearcherConfig::Kind::kRandom && max_trials) {
+  if (samples && !max_trials) {
     return FieldError(m.FieldPath("max_trials"),
-                      "only for the random searcher (single runs one trial, grid one per point)");
+                      "required for the random and adaptive_asha searchers");
+  }
+  if (!samples && max_trials) {
+    return FieldError(
+        m.FieldPath("max_trials"),
+        "only for the random and adaptive_asha searchers (single runs one trial, grid "
+        "one per point)");
   }
   if (max_trials && (*max_trials < 1 || *max_trials > 10000)) {
     return FieldError(m.FieldPath("max_trials"), "must be between 1 and 10000");
@@ -154,6 +215,13 @@ absl::StatusOr<SearcherConfig> ParseSearcher(const YamlMap& root) {
   KUBE_ASSIGN_OR_RETURN(std::optional<bool> smaller, m.Bool("smaller_is_better"));
   s.smaller_is_better = smaller.value_or(true);
   KUBE_ASSIGN_OR_RETURN(s.max_length, m.Json("max_length"));
+  if (s.kind == SearcherConfig::Kind::kAdaptiveAsha) {
+    KUBE_RETURN_IF_ERROR(ParseAsha(m, s));
+  } else {
+    for (const char* key : {"divisor", "max_rungs", "num_rungs", "mode"}) {
+      if (m.Has(key)) return FieldError(m.FieldPath(key), "only for the adaptive_asha searcher");
+    }
+  }
   return s;
 }
 
@@ -179,7 +247,11 @@ absl::Status ParseTopLevel(const YamlMap& root, ExperimentConfig& c) {
 }  // namespace
 
 nlohmann::json SearcherConfig::ForTrials() const {
-  return {{"metric", metric}, {"smaller_is_better", smaller_is_better}, {"max_length", max_length}};
+  static constexpr const char* kNames[] = {"single", "grid", "random", "adaptive_asha"};
+  return {{"name", kNames[static_cast<int>(kind)]},
+          {"metric", metric},
+          {"smaller_is_better", smaller_is_better},
+          {"max_length", max_length}};
 }
 
 absl::StatusOr<SearcherConfig> ParseStoredSearcher(absl::string_view yaml) {

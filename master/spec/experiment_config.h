@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "master/config/config.h"
 #include "master/config/config_parts.h"
+#include "master/search/asha.h"
 #include "nlohmann/json.hpp"
 
 namespace phalanx::master {
@@ -38,15 +39,18 @@ using Hyperparameters = std::vector<std::pair<HyperparameterPath, Hyperparameter
 
 struct SearcherConfig {
   // kSingle: one trial. kGrid: every grid point. kRandom: max_trials random samples.
-  enum class Kind { kSingle, kGrid, kRandom };
+  // kAdaptiveAsha: max_trials random samples, stopped and promoted at rungs (search/asha.h).
+  enum class Kind { kSingle, kGrid, kRandom, kAdaptiveAsha };
   Kind kind = Kind::kSingle;
   int max_trials = 1;
   std::optional<int> max_concurrent_trials;
   std::string metric;
   bool smaller_is_better = true;
   nlohmann::json max_length;
+  // kAdaptiveAsha: max_length is N or {batches|records|epochs: N}; asha.max_length is N.
+  search::AshaParams asha;
 
-  // What trials get in PHALANX_SEARCHER: {"metric", "smaller_is_better", "max_length"}.
+  // What trials get in PHALANX_SEARCHER: {"name", "metric", "smaller_is_better", "max_length"}.
   nlohmann::json ForTrials() const;
 };
 

@@ -1,4 +1,4 @@
-// Trial generation for the single, grid and random searchers (see searcher.h).
+// Trial generation for the single, grid, random and adaptive_asha searchers (see searcher.h).
 #include "master/spec/searcher.h"
 
 #include <cmath>
@@ -120,7 +120,8 @@ absl::StatusOr<std::vector<nlohmann::json>> GenerateTrials(const SearcherConfig&
   switch (searcher.kind) {
     case SearcherConfig::Kind::kGrid:
       return Grid(hyperparameters);
-    case SearcherConfig::Kind::kRandom: {
+    case SearcherConfig::Kind::kRandom:
+    case SearcherConfig::Kind::kAdaptiveAsha: {
       std::mt19937_64 rng(seed);
       std::vector<nlohmann::json> trials;
       for (int i = 0; i < searcher.max_trials; ++i) {

@@ -6,6 +6,8 @@
 //           per range (required), every value of a categorical. At most 10000 trials.
 //   random: max_trials samples, uniform per range (uniform exponent for log), from a PRNG seeded
 //           with `seed`: the same seed gives the same trials.
+//   adaptive_asha: max_trials samples as for random; master/search/asha.h decides how far each
+//           trains.
 #ifndef PHALANX_MASTER_SPEC_SEARCHER_H_
 #define PHALANX_MASTER_SPEC_SEARCHER_H_
 

@@ -58,6 +58,8 @@ struct TrialRecord {
   std::string error;            // Why it is in ERROR, when known.
   int restarts = 0;             // Runs that failed and were started again (max_restarts).
   std::string restarted_after;  // The run (allocation id) whose failure was counted last.
+  // What an adaptive searcher keeps with the trial (search::TrialSearch as JSON); "" for others.
+  std::string searcher_state;
 };
 
 struct AllocationRecord {

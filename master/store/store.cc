@@ -112,6 +112,8 @@ CREATE TABLE trial_metrics (
   PRIMARY KEY (trial_id, grp, steps, name),
   FOREIGN KEY (trial_id, grp, steps) REFERENCES trial_metric_steps);
 )sql",
+    // Version 10: what an adaptive searcher keeps with each trial (master/search/asha.h).
+    "ALTER TABLE trials ADD COLUMN searcher_state TEXT NOT NULL DEFAULT ''",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

@@ -14,7 +14,7 @@ constexpr char kJobColumns[] =
     "(SELECT count(*) FROM trials WHERE trials.job_id = jobs.job_id)::INTEGER AS num_trials";
 constexpr char kTrialColumns[] =
     "id, job_id, hparams, state, runs, latest_checkpoint, steps_completed, error, restarts, "
-    "restarted_after";
+    "restarted_after, searcher_state";
 constexpr char kAllocationColumns[] =
     "id, job_id, trial_id, run, state, namespace, pods, preempt_requested, preempt_acked, "
     "token_hash, (extract(epoch FROM created_at) * 1000)::BIGINT AS created_ms, "
@@ -45,11 +45,12 @@ WITH job AS (
                                         queue_position DOUBLE PRECISION, slots INTEGER, state TEXT,
                                         config TEXT, entrypoint TEXT, submit_ms BIGINT)),
 trial AS (
-  INSERT INTO trials (id, job_id, hparams, state, runs, latest_checkpoint, steps_completed)
-  SELECT id, job_id, hparams, state, runs, latest_checkpoint, steps_completed
+  INSERT INTO trials (id, job_id, hparams, state, runs, latest_checkpoint, steps_completed,
+                      searcher_state)
+  SELECT id, job_id, hparams, state, runs, latest_checkpoint, steps_completed, searcher_state
   FROM json_to_recordset($2::JSON) AS x(id BIGINT, job_id TEXT, hparams TEXT, state TEXT,
                                         runs INTEGER, latest_checkpoint TEXT,
-                                        steps_completed BIGINT))
+                                        steps_completed BIGINT, searcher_state TEXT))
 INSERT INTO allocations (id, job_id, trial_id, run, state, namespace, pods, token_hash)
 SELECT id, job_id, trial_id, run, state, namespace, pods, token_hash
 FROM json_to_recordset($3::JSON) AS x(id TEXT, job_id TEXT, trial_id BIGINT, run INTEGER,
@@ -86,6 +87,7 @@ TrialRecord TrialFromRow(const pqxx::row& row) {
       .error = row["error"].as<std::string>(),
       .restarts = row["restarts"].as<int>(),
       .restarted_after = row["restarted_after"].as<std::string>(),
+      .searcher_state = row["searcher_state"].as<std::string>(),
   };
 }
 
@@ -115,9 +117,9 @@ AllocationRecord AllocationFromRow(const pqxx::row& row) {
 void WriteTrial(pqxx::transaction_base& tx, const TrialRecord& t) {
   tx.exec_params(
       "UPDATE trials SET state = $2, runs = $3, latest_checkpoint = $4, steps_completed = $5, "
-      "error = $6, restarts = $7 WHERE id = $1",
+      "error = $6, restarts = $7, searcher_state = $8 WHERE id = $1",
       t.id, std::string(RunStateName(t.state)), t.runs, t.latest_checkpoint, t.steps_completed,
-      t.error, t.restarts);
+      t.error, t.restarts, t.searcher_state);
 }
 
 void WriteAllocation(pqxx::transaction_base& tx, const AllocationRecord& a) {
@@ -228,7 +230,8 @@ std::string TrialRows(const std::string& job_id, const std::vector<TrialRecord>&
                     {"state", std::string(RunStateName(t.state))},
                     {"runs", t.runs},
                     {"latest_checkpoint", t.latest_checkpoint},
-                    {"steps_completed", t.steps_completed}});
+                    {"steps_completed", t.steps_completed},
+                    {"searcher_state", t.searcher_state}});
   }
   return Elements(rows);
 }

@@ -171,11 +171,15 @@ class SearcherOperation:
 
 
 class SearcherContext:
-    """The experiment's searcher as trials see it (PHALANX_SEARCHER): metric, smaller_is_better and
-    max_length ({"batches": N}, {"epochs": N}, {"records": N}, or N)."""
+    """The experiment's searcher as trials see it (PHALANX_SEARCHER): name, metric,
+    smaller_is_better and max_length ({"batches": N}, {"epochs": N}, {"records": N}, or N)."""
 
-    def __init__(self, env):
+    POLL_S = 1.0  # Between asks while the run's operation has not changed.
+    WAIT_S = 600.0  # How long an operation may stay unanswered by a validation report.
+
+    def __init__(self, env, stub=None, allocation_id=None, token=None, train=None):
         searcher = json.loads(env.get("PHALANX_SEARCHER") or "{}")
+        self.name = searcher.get("name", "single")
         self.metric = searcher.get("metric", "")
         self.smaller_is_better = searcher.get("smaller_is_better", True)
         max_length = searcher.get("max_length")
@@ -183,12 +187,36 @@ class SearcherContext:
             (self.unit, self.max_length), = max_length.items()
         else:
             self.unit, self.max_length = "batches", max_length
+        self._stub, self._id, self._token, self._train = stub, allocation_id, token, train
+
+    def _ask(self):
+        self._train.flush()
+        req = allocation_pb2.GetSearcherOperationRequest(allocation_id=self._id)
+        return _channel.call(self._stub.GetSearcherOperation, req, self._token)
 
     def operations(self):
-        """How far to train: the searchers phalanx has (single, grid, random) ask for max_length,
-        once."""
-        if self.max_length is not None:
-            yield SearcherOperation(int(self.max_length), self.unit)
+        """How far to train. single, grid and random ask for max_length, once. adaptive_asha asks
+        for its rungs one by one: train to op.length, report a validation value of `metric` at
+        that many steps or more, and ask again; the iteration ends when the run is to stop (the
+        trial waits for a promotion, reached its last rung, or is preempted): checkpoint and exit.
+        A rank that asks before the chief reported waits for the report (at most WAIT_S)."""
+        if self.name != "adaptive_asha":
+            if self.max_length is not None:
+                yield SearcherOperation(int(self.max_length), self.unit)
+            return
+        last, since = None, time.monotonic()
+        while True:
+            op = self._ask()
+            if op.done:
+                return
+            if op.length != last:
+                last, since = op.length, time.monotonic()
+                yield SearcherOperation(op.length, self.unit)
+                continue
+            if time.monotonic() - since > self.WAIT_S:
+                raise RuntimeError(f"the searcher still asks for {op.length} {self.unit}: report a "
+                                   f"validation value of {self.metric!r} at {op.length} steps or more")
+            time.sleep(self.POLL_S)
 
 
 class Context:
@@ -204,9 +232,9 @@ class Context:
         self.trial_id = int(env["PHALANX_TRIAL_ID"]) if env.get("PHALANX_TRIAL_ID") else None
         self.hparams = json.loads(env.get("PHALANX_HPARAMS") or "{}")
         self.distributed = DistributedContext(env)
-        self.searcher = SearcherContext(env)
         self.checkpoint = CheckpointContext(stub, self.allocation_id, token, env)
         self.train = TrainContext(stub, self.allocation_id, token)
+        self.searcher = SearcherContext(env, stub, self.allocation_id, token, self.train)
         self.preempt = PreemptContext(stub, self.allocation_id, token)
 
     def complete(self, success=True, error=""):

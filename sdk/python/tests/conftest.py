@@ -52,11 +52,21 @@ class Kube:
                 return None  # Exists already.
             raise AssertionError(f"{method} {path}: {e.code} {e.read()[:500]!r}") from e
 
-    def pod_env(self, ns, pod):
-        """The plain-valued env of the pod's task container."""
+    def pod_env(self, ns, pod, missing_ok=False):
+        """The plain-valued env of the pod's task container (None for no such pod if missing_ok)."""
+        if missing_ok and not self.request("GET", f"/api/v1/namespaces/{ns}/pods?fieldSelector=metadata.name%3D{pod}")["items"]:
+            return None
         spec = self.request("GET", f"/api/v1/namespaces/{ns}/pods/{pod}")["spec"]
         container = next(c for c in spec["containers"] if c["name"] == "phalanx-container")
         return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+    def finish_pods(self, ns, allocation):
+        """The run's containers exit (the test cluster's kwok ends them at this annotation)."""
+        pods = self.request("GET", f"/api/v1/namespaces/{ns}/pods?labelSelector=phalanx.io/gang%3D{allocation}")
+        for pod in pods["items"]:
+            self.request("PATCH", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}",
+                         {"metadata": {"annotations": {"phalanx.io/sim-duration": "0"}}},
+                         "application/merge-patch+json")
 
     def mark_preempted(self, ns, pod):
         """What phalanx-extender does to a victim's pods."""

@@ -165,6 +165,57 @@ def test_the_example_trains_checkpoints_and_completes(client, master, kube, tmp_
         assert json.load(f)["steps"] == 250
 
 
+ASHA = """
+name: asha
+hyperparameters: {lr: {type: double, minval: 0.001, maxval: 0.05}}
+searcher: {name: adaptive_asha, metric: loss, max_trials: 6, max_length: {batches: 300}, divisor: 3,
+           max_rungs: 2, mode: aggressive, max_concurrent_trials: 2}
+resources: {slots_per_trial: 1}
+reproducibility: {experiment_seed: 7}
+"""
+
+
+def test_adaptive_asha_plays_the_example_as_its_trials(client, master, kube, tmp_path):
+    """examples/train.py as every run of an adaptive_asha search (rungs of 100 and 300 batches,
+    divisor 3, two runs at once): its loss falls faster with a larger lr, so the two best trials
+    of rung 1 must reach rung 2; trials not promoted end their runs when told and release them."""
+    _, ns, _ = master
+    exp = client.create_experiment(ASHA)
+    example = pathlib.Path(__file__).parents[3] / "examples" / "train.py"
+    played = set()
+    deadline = time.monotonic() + 240
+    completed = phalanx.v1.experiment_pb2.EXPERIMENT_STATE_COMPLETED
+    while (got := client.get_experiment(exp.id)).experiment.state != completed:
+        assert time.monotonic() < deadline, f"the search did not end: {got}"
+        runs = [t for t in got.trials if t.allocation_id and t.allocation_id not in played]
+        if not runs:
+            time.sleep(0.2)
+            continue
+        alloc = runs[0].allocation_id
+        played.add(alloc)
+        env = wait_for(lambda: kube.pod_env(ns, f"{alloc}-0", missing_ok=True), f"{alloc}'s pod")
+        env["PHALANX_CHECKPOINT_DIR"] = str(tmp_path)
+        run = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                             timeout=120, env={**os.environ, **env})
+        assert run.returncode == 0, run.stderr
+        kube.finish_pods(ns, alloc)  # Exited: kwok's pods would run on.
+
+    trials = sorted(got.trials, key=lambda t: -json.loads(t.hparams_json)["lr"])
+    progress = [t.searcher_progress for t in trials]
+    assert progress[:2] == ["rung 2 of 2 (300): done"] * 2, progress
+    for t in trials:
+        assert t.state == phalanx.v1.experiment_pb2.TRIAL_STATE_COMPLETED
+        steps = [s for s, _ in client.trial_metrics(t.id, "validation")]
+        if t.searcher_progress.endswith("done"):
+            assert steps == [100, 200, 300]
+        else:
+            assert t.searcher_progress == "rung 1 of 2 (100): not promoted"
+            assert steps == [100]
+    best_lr = json.loads(trials[0].hparams_json)["lr"]
+    assert got.experiment.best_validation_metric == pytest.approx((1 - best_lr) ** 300)
+    assert any(t.runs == 2 for t in trials), "no trial was promoted after its run ended"
+
+
 def test_training_reports_survive_a_failed_send(monkeypatch):
     """A batch the master did not take stays buffered for the next flush."""
     from phalanx.context import TrainContext

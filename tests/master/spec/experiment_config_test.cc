@@ -149,6 +149,41 @@ searcher: {name: random, max_trials: 5}
   }
 }
 
+TEST(ExperimentConfigTest, AdaptiveAshaAsDetermined) {
+  ExperimentConfig c = *ParseExperimentConfig(R"(
+hyperparameters:
+  lr: {type: log, minval: -4, maxval: -1}
+searcher:
+  name: adaptive_asha
+  metric: validation_loss
+  smaller_is_better: false
+  max_trials: 16
+  max_length: {batches: 1000}
+  num_rungs: 3
+  divisor: 3
+  mode: aggressive
+  max_concurrent_trials: 4
+)",
+                                              Master());
+  EXPECT_EQ(c.searcher.kind, SearcherConfig::Kind::kAdaptiveAsha);
+  EXPECT_EQ(c.searcher.asha.max_trials, 16);
+  EXPECT_EQ(c.searcher.asha.max_length, 1000);
+  EXPECT_EQ(c.searcher.asha.max_rungs, 3);
+  EXPECT_EQ(c.searcher.asha.divisor, 3);
+  EXPECT_EQ(c.searcher.asha.mode, search::AshaMode::kAggressive);
+  EXPECT_EQ(c.searcher.ForTrials()["name"], "adaptive_asha");
+  EXPECT_EQ(c.searcher.ForTrials()["max_length"]["batches"], 1000);
+  // Its trials are random samples, as many as max_trials.
+  EXPECT_EQ(GenerateTrials(c.searcher, c.hyperparameters, 1)->size(), 16u);
+  // Determined's defaults: divisor 4, max_rungs 5, standard.
+  c = *ParseExperimentConfig(
+      "searcher: {name: adaptive_asha, metric: l, max_trials: 2, max_length: 7}\n", Master());
+  EXPECT_EQ(c.searcher.asha.max_length, 7);
+  EXPECT_EQ(c.searcher.asha.divisor, 4);
+  EXPECT_EQ(c.searcher.asha.max_rungs, 5);
+  EXPECT_EQ(c.searcher.asha.mode, search::AshaMode::kStandard);
+}
+
 TEST(ExperimentConfigTest, SingleSearcherTakesMidpoints) {
   ExperimentConfig c = *ParseExperimentConfig(
       "hyperparameters: {n: {type: int, minval: 2, maxval: 6}, o: {type: const, val: adam}}\n",
@@ -244,13 +279,50 @@ INSTANTIATE_TEST_SUITE_P(
         {"PriorityType", "resources: {priority: high}\n",
          "resources.priority: expected an integer"},
         {"SearcherName", "searcher: {name: asha}\n",
-         "searcher.name: must be single, grid or random"},
+         "searcher.name: must be single, grid, random or adaptive_asha"},
         {"RandomNeedsMaxTrials", "searcher: {name: random}\n",
-         "searcher.max_trials: required for the random searcher"},
+         "searcher.max_trials: required for the random and adaptive_asha searchers"},
         {"GridMaxTrials", "searcher: {name: grid, max_trials: 5}\n",
-         "searcher.max_trials: only for the random searcher"},
+         "searcher.max_trials: only for the random and adaptive_asha searchers"},
         {"SingleMaxTrials", "searcher: {max_trials: 2}\n",
-         "searcher.max_trials: only for the random searcher"},
+         "searcher.max_trials: only for the random and adaptive_asha searchers"},
+        {"AshaNeedsMaxTrials", "searcher: {name: adaptive_asha, metric: l, max_length: 9}\n",
+         "searcher.max_trials: required"},
+        {"AshaNeedsMaxLength", "searcher: {name: adaptive_asha, metric: l, max_trials: 9}\n",
+         "searcher.max_length: required for adaptive_asha"},
+        {"AshaNeedsMetric", "searcher: {name: adaptive_asha, max_trials: 9, max_length: 9}\n",
+         "searcher.metric: required for adaptive_asha"},
+        {"AshaLengthUnit",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: {steps: 9}}\n",
+         "searcher.max_length: the unit must be batches, records or epochs, got \"steps\""},
+        {"AshaLengthZero",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: {epochs: 0}}\n",
+         "searcher.max_length: required for adaptive_asha: an integer from 1 to 10^12"},
+        {"AshaLengthHuge",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: 1e300}\n",
+         "searcher.max_length: required for adaptive_asha: an integer from 1 to 10^12"},
+        {"AshaDivisorOne",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: 9, divisor: 1}\n",
+         "searcher.divisor: must be > 1 and at most 100"},
+        {"AshaDivisorNan",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: 9, divisor: "
+         ".nan}\n",
+         "searcher.divisor: expected a number, got \".nan\""},
+        {"AshaDivisorHuge",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: 9, divisor: 1e9}\n",
+         "searcher.divisor: must be > 1 and at most 100"},
+        {"AshaRungs",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: 9, max_rungs: 0}\n",
+         "searcher.max_rungs: must be 1 to 20"},
+        {"AshaRungsTwice",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: 9, max_rungs: 2, "
+         "num_rungs: 2}\n",
+         "searcher.num_rungs: another name for max_rungs: give one of them"},
+        {"AshaMode",
+         "searcher: {name: adaptive_asha, metric: l, max_trials: 9, max_length: 9, mode: wild}\n",
+         "searcher.mode: must be aggressive, standard or conservative, got \"wild\""},
+        {"AshaKeyOnRandom", "searcher: {name: random, max_trials: 2, divisor: 3}\n",
+         "searcher.divisor: only for the adaptive_asha searcher"},
         {"DuplicateKey", "resources: {slots_per_trial: 4}\nresources: {slots_per_trial: 8}\n",
          "resources: duplicate key"},
         {"NestedDuplicateKey",
