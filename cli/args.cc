@@ -12,8 +12,8 @@ std::string Args::Parse(const std::vector<std::string>& argv,
       out.rest.assign(argv.begin() + static_cast<long>(i) + 1, argv.end());
       break;
     }
-    if (a == "-h") {
-      out.switches.insert("help");
+    if (a == "-h" || (a == "-f" && switch_names.count("follow"))) {
+      out.switches.insert(a == "-h" ? "help" : "follow");
       continue;
     }
     if (a.rfind("--", 0) != 0) {

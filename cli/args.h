@@ -1,5 +1,6 @@
 // Argument parsing for the phalanx CLI: positionals, --flag VALUE / --flag=VALUE options, boolean
-// switches, -h as --help, and everything after "--" kept verbatim. Only known option names parse.
+// switches, -h as --help, -f as --follow (where that is a switch), and everything after "--" kept
+// verbatim. Only known option names parse.
 #ifndef PHALANX_CLI_ARGS_H_
 #define PHALANX_CLI_ARGS_H_
 

@@ -36,7 +36,7 @@ constexpr char kUsage[] =
     "  experiment create|list|describe|pause|activate|kill|set-priority ...\n"
     "  job list|move|set-priority|set-pool|stats ...\n"
     "  cmd|notebook|shell|tensorboard start|list|kill|set-priority ...\n"
-    "  trial preemption|checkpoint|ack|complete ALLOCATION ...\n"
+    "  trial preemption|checkpoint|ack|complete ALLOCATION ... | metrics|logs TRIAL ...\n"
     "Passwords not given by --password or $PHALANX_PASSWORD are read from stdin: typed at the\n"
     "prompt when it is a terminal, else its first line.\n"
     "phalanx COMMAND --help shows a command's usage.\n";
@@ -44,10 +44,10 @@ constexpr char kUsage[] =
 // Options every command takes, and every option name any command takes (the commands say which
 // of them they accept).
 const std::set<std::string> kGlobalOptions = {"master", "tls", "ca", "help"};
-const std::set<std::string> kValueOptions = {"master", "ca",    "password", "state",     "limit",
-                                             "offset", "pool",  "ahead-of", "behind-of", "config",
-                                             "wait",   "steps", "error",    "group"};
-const std::set<std::string> kSwitches = {"tls", "paused", "admin"};
+const std::set<std::string> kValueOptions = {
+    "master",    "ca",     "password", "state", "limit", "offset", "pool", "ahead-of",
+    "behind-of", "config", "wait",     "steps", "error", "group",  "rank", "tail"};
+const std::set<std::string> kSwitches = {"tls", "paused", "admin", "follow"};
 
 std::string Env(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);

@@ -1,12 +1,16 @@
 // phalanx trial preemption|checkpoint|ack|complete ALLOCATION: the trial process's side of
 // AllocationService, for the harness or script that runs a trial. Authenticates with the
 // allocation's own token ($PHALANX_ALLOCATION_TOKEN, which the master puts in every trial pod),
-// else with the login's. phalanx trial metrics TRIAL: a trial's reported metrics, for users.
+// else with the login's. phalanx trial metrics|logs TRIAL: a trial's reported metrics and its pods'
+// logs, for users.
+#include <chrono>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/session.h"
 #include "phalanx/v1/allocation.grpc.pb.h"
@@ -18,9 +22,10 @@ namespace {
 constexpr char kUsage[] =
     "usage: phalanx trial preemption ALLOCATION [--wait SECONDS] | checkpoint ALLOCATION UUID "
     "[--steps N] | ack ALLOCATION | complete ALLOCATION [--error MESSAGE] | metrics TRIAL "
-    "[--group training|validation]\n"
+    "[--group training|validation] | logs TRIAL [--follow|-f] [--rank N] [--tail LINES]\n"
     "preemption prints preempt (exit 0) or continue (exit 3); metrics prints the trial's reports "
-    "(training by default), one row per steps.";
+    "(training by default), one row per steps; logs prints its pods' lines as \"[r<run> rank "
+    "<rank>] line\".";
 
 // The options of each verb, the global ones aside.
 std::set<std::string> OptionsOf(const std::string& verb) {
@@ -28,6 +33,7 @@ std::set<std::string> OptionsOf(const std::string& verb) {
   if (verb == "checkpoint") return {"steps"};
   if (verb == "complete") return {"error"};
   if (verb == "metrics") return {"group"};
+  if (verb == "logs") return {"follow", "rank", "tail"};
   return {};
 }
 
@@ -144,6 +150,48 @@ int Metrics(const Session& s, const Args& args) {
   return 0;
 }
 
+// An optional number option from `min` to `max`; false (after the usage error) when malformed.
+bool NumberOption(const Session& s, const Args& args, const std::string& name, int min, int max,
+                  std::optional<int>& out) {
+  const std::optional<std::string> v = args.Option(name);
+  if (!v) return true;
+  int n = 0;
+  if (!absl::SimpleAtoi(*v, &n) || n < min || n > max) {
+    s.Usage(absl::StrCat("--", name, ": a number from ", min, " to ", max));
+    return false;
+  }
+  out = n;
+  return true;
+}
+
+// The pods' lines as they come; --follow goes on until they end (or Ctrl-C).
+int Logs(const Session& s, const Args& args) {
+  v1::GetTrialLogsRequest req;
+  int64_t trial = 0;
+  if (int rc = s.ReadNumber("trial id", args.positional[2], trial)) return rc;
+  req.set_trial_id(trial);
+  std::optional<int> rank, tail;
+  if (!NumberOption(s, args, "rank", 0, 100000, rank) ||
+      !NumberOption(s, args, "tail", 1, 100000, tail)) {
+    return 2;
+  }
+  if (rank) req.set_rank(*rank);
+  req.set_tail_lines(tail.value_or(0));
+  req.set_follow(args.Has("follow"));
+  auto stub = s.Stub<v1::ExperimentService>();
+  if (stub == nullptr) return 2;
+  std::unique_ptr<grpc::ClientContext> ctx = s.Context();
+  if (req.follow()) ctx->set_deadline(std::chrono::system_clock::time_point::max());
+  std::unique_ptr<grpc::ClientReader<v1::GetTrialLogsResponse>> reader =
+      stub->GetTrialLogs(ctx.get(), req);
+  v1::GetTrialLogsResponse line;
+  while (reader->Read(&line)) {
+    s.out << "[r" << line.run() << " rank " << line.rank() << "] " << line.line() << "\n";
+    s.out.flush();
+  }
+  return s.Check(reader->Finish());
+}
+
 }  // namespace
 
 int RunTrialCommand(const Session& s, const Args& args) {
@@ -152,7 +200,7 @@ int RunTrialCommand(const Session& s, const Args& args) {
   const std::string& verb = args.positional[1];
   if (int rc = s.CheckOptions(args, OptionsOf(verb))) return rc;
   if (verb != "preemption" && verb != "checkpoint" && verb != "ack" && verb != "complete" &&
-      verb != "metrics") {
+      verb != "metrics" && verb != "logs") {
     return s.Usage(kUsage);
   }
   if (int rc = s.ExpectPositionals(args, verb == "checkpoint" ? 4 : 3, kUsage)) return rc;
@@ -160,6 +208,7 @@ int RunTrialCommand(const Session& s, const Args& args) {
   if (verb == "checkpoint") return Checkpoint(s, args);
   if (verb == "ack") return Ack(s, args);
   if (verb == "metrics") return Metrics(s, args);
+  if (verb == "logs") return Logs(s, args);
   return Complete(s, args);
 }
 

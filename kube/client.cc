@@ -331,6 +331,20 @@ absl::StatusOr<std::string> Client::Get(const Resource& r, absl::string_view ns,
   return Send({"GET", std::move(path), "", "", options_.request_timeout});
 }
 
+absl::Status Client::GetStream(const Resource& r, absl::string_view ns, absl::string_view name,
+                               absl::string_view subresource,
+                               const std::vector<std::pair<std::string, std::string>>& params,
+                               absl::Duration timeout, const std::atomic<bool>* stop,
+                               const std::function<bool(absl::string_view)>& sink) {
+  KUBE_ASSIGN_OR_RETURN(std::string path, Path(r, ns, name));
+  absl::StrAppend(&path, "/", subresource);
+  for (const auto& [key, value] : params) AddParam(path, key, value);
+  Request request{"GET", std::move(path), "", "", timeout};
+  request.stop = stop;
+  request.sink = sink;
+  return Send(request).status();
+}
+
 absl::StatusOr<std::string> Client::List(const Resource& r, absl::string_view ns,
                                          const ListOptions& options) {
   std::string path = Path(r, ns);

@@ -9,6 +9,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -105,6 +107,14 @@ class Client {
   WatchResult Watch(
       const Resource& r, absl::string_view ns, const WatchOptions& options,
       const std::function<bool(EventType type, simdjson::dom::element object)>& on_event);
+  // GET of an object's subresource (a pod's "log") with query `params`, its 2xx body streamed to
+  // `sink` chunk by chunk (false ends it). `timeout` bounds the whole transfer; `stop`, when set
+  // and true, ends it within about a second. OK when the server closed the stream or it ended.
+  absl::Status GetStream(const Resource& r, absl::string_view ns, absl::string_view name,
+                         absl::string_view subresource,
+                         const std::vector<std::pair<std::string, std::string>>& params,
+                         absl::Duration timeout, const std::atomic<bool>* stop,
+                         const std::function<bool(absl::string_view)>& sink);
   // Each returns the object the server answers with.
   absl::StatusOr<std::string> Create(const Resource& r, absl::string_view ns,
                                      absl::string_view json);

@@ -143,12 +143,13 @@ def finished(experiment_job):
 
 
 def run_example(allocation):
+    trial = pod_env(allocation, "PHALANX_TRIAL_ID")  # Before its pods go.
     print(f"\n== 8. examples/train.py runs as {allocation}'s trial process (Python SDK)")
     print("  $ python3 examples/train.py")
     for line in example(allocation).splitlines():
         print("   ", line)
-    print(f"  $ phalanx trial metrics {env['PHALANX_TRIAL_ID']} --group validation")
-    for line in cli("trial", "metrics", env["PHALANX_TRIAL_ID"], "--group", "validation").splitlines():
+    print(f"  $ phalanx trial metrics {trial} --group validation")
+    for line in cli("trial", "metrics", trial, "--group", "validation").splitlines():
         print("   ", line)
 
 

@@ -116,6 +116,9 @@ class ExperimentServiceImpl final : public v1::ExperimentService::Service {
   // trial_metrics_service.cc
   grpc::Status GetTrialMetrics(grpc::ServerContext*, const v1::GetTrialMetricsRequest*,
                                v1::GetTrialMetricsResponse*) override;
+  // trial_logs_service.cc
+  grpc::Status GetTrialLogs(grpc::ServerContext*, const v1::GetTrialLogsRequest*,
+                            grpc::ServerWriter<v1::GetTrialLogsResponse>*) override;
 
  private:
   JobManager& jobs_;

@@ -94,9 +94,10 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
                                                                 const TrialHistory& history,
                                                                 const ExperimentConfig* parsed) {
   trial.runs += 1;
-  const std::string id = job.type == TaskType::kExperiment
-                             ? absl::StrCat(job.job_id, "-trial-", trial.id, "-r", trial.runs)
-                             : absl::StrCat(job.job_id, "-r", trial.runs);
+  const std::string id =
+      RunId(job.job_id,
+            job.type == TaskType::kExperiment ? std::optional<int64_t>(trial.id) : std::nullopt,
+            trial.runs);
   const std::string token = NewToken();
   EnvironmentConfig env;
   absl::StatusOr<PodRequest> request = AllocationPods(config_, job, trial, id, token, parsed, env);
@@ -253,9 +254,11 @@ absl::StatusOr<std::string> JobManager::StoreOutcomeLocked(const Alloc& a,
   if (a.rec.preempt_requested) return what;
   KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a.rec.trial_id));
   if (IsTerminal(trial.state)) return what;
-  if (error.empty() && HeldBySearcher(trial))
+  const std::optional<search::TrialSearch> searched = SearchOf(trial);
+  if (error.empty() && searched && searched->Reached() && !searched->AtTop()) {
     return absl::StrCat(what, "; the trial waits at a rung");
-  if (error.empty()) {
+  }
+  if (error.empty() || (searched && searched->AtTop())) {  // A search's last rung is in: done.
     trial.state = RunState::kCompleted;
     KUBE_RETURN_IF_ERROR(store_.UpdateTrial(trial));
     return what;

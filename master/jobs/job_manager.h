@@ -84,7 +84,6 @@ struct SearcherConfig;
 // the values a trial keeps in each group, and the values of a page GetTrialMetrics answers.
 inline constexpr size_t kMaxMetricReportsPerCall = 1000;
 inline constexpr size_t kMaxMetricNames = 64;
-inline constexpr size_t kMaxMetricName = 128;
 inline constexpr int64_t kMaxMetricValuesPerTrial = 200000;
 inline constexpr size_t kMaxMetricValuesPerPage = 20000;
 
@@ -92,6 +91,14 @@ inline constexpr size_t kMaxMetricValuesPerPage = 20000;
 struct SearcherOp {
   int64_t length = 0;  // Train to this length, then report the searcher's metric.
   bool done = false;   // Nothing more for this run: it ends (checkpointed).
+};
+
+// A pod of a trial's run, whose log may be read (TrialLogPods).
+struct LogPod {
+  std::string ns;
+  std::string name;  // "<run id>-<rank>".
+  int run = 0;
+  int rank = 0;
 };
 
 struct TrialView {
@@ -200,6 +207,15 @@ class JobManager {
   // trial_search.cc: the run's operation: its trial's target rung; FAILED_PRECONDITION for a
   // trial of another searcher (they train to max_length) or a task.
   absl::StatusOr<SearcherOp> SearcherOperation(const std::string& allocation_id);
+  // trial_logs.cc: the pods of the trial's last two runs (a run's pods exist until they are
+  // deleted, some time after it ends), every rank or `rank` alone, by run then rank; pods that
+  // are gone are the reader's to skip. PERMISSION_DENIED unless `by` owns the experiment or is an
+  // admin; NotFound for no such trial.
+  absl::StatusOr<std::vector<LogPod>> TrialLogPods(int64_t trial_id, std::optional<int> rank,
+                                                   const User& by);
+  // PodClient::StreamLog of the pod; needs no lock.
+  absl::Status StreamLog(const LogPod& pod, const LogOptions& options,
+                         const std::function<bool(absl::string_view)>& sink);
   // The best validation values of the experiment's searcher metric (none for tasks, or without a
   // metric).
   absl::StatusOr<BestValidationValues> BestValidation(const JobRecord& job);
@@ -278,19 +294,22 @@ class JobManager {
   std::vector<search::SearchTrial> SearchViewLocked(const std::string& job_id,
                                                     const std::vector<TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // When the run's trial is searched and a validation report reaches its target rung: stores
-  // `reports` with the result (search::Record) and acts on the verdict (a trial that waits has its
-  // run preempted); true. False (nothing stored) otherwise. Takes mu_.
-  absl::StatusOr<bool> ReportToSearcher(const AllocationRecord& rec,
-                                        const std::vector<MetricReport>& reports)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // When the open run `rec` of a searched trial reports a validation value of the searcher's
+  // metric that reaches its target rung: stores the result in the trial's searcher_state
+  // (search::Record) and acts on the verdict. The reports themselves are the caller's to store.
+  // Takes mu_ (only then: the checks before it read one trial).
+  absl::Status ReportToSearcher(const AllocationRecord& rec,
+                                const std::vector<MetricReport>& reports) ABSL_LOCKS_EXCLUDED(mu_);
+  // Logs the verdict; a trial that waits has its run preempted (it checkpoints; its gang goes).
+  void ActOnVerdictLocked(Alloc& run, int64_t trial_id, const search::Recorded& r)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For an ACTIVE adaptive_asha experiment (else false, nothing done): completes the trials past
   // their top rung, starts the runs search::NextRuns picks within `cap` open runs, and completes
   // the trials left once the search is over; true.
   absl::StatusOr<bool> ReconcileSearchLocked(const JobRecord& job, int cap)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The trial waits at a rung for a promotion: its run's success does not complete it.
-  static bool HeldBySearcher(const TrialRecord& trial);
+  // The trial's adaptive search state; nullopt for other searchers' trials.
+  static std::optional<search::TrialSearch> SearchOf(const TrialRecord& trial);
   // job_queue.cc
   // A queue entry that points into active_jobs_ and allocs_ (valid while mu_ is held).
   struct QueueRow {

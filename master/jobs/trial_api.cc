@@ -110,16 +110,19 @@ absl::Status JobManager::ReportCompletion(const std::string& allocation_id, bool
   KUBE_ASSIGN_OR_RETURN(TrialRecord trial, store_.GetTrial(*a->rec.trial_id));
   // As for pod phases (UpdateFromPodsLocked): a trial that already ended (killed, say) keeps its
   // state, and a failure while the run is being preempted is the preemption's doing (the trial
-  // resumes later). A trial waiting at a rung for a promotion is not complete either. The pods
-  // exit on their own; their phases then end the allocation.
-  if (success && HeldBySearcher(trial) && a->rec.state == AllocState::kPreempting) {
-    // The process stops as the searcher asked: as good as an acknowledgement.
-    EventLocked(absl::StrCat(allocation_id, ": reported success; trial ", trial.id,
-                             " waits for a promotion"));
+  // resumes later). A searched trial before its last rung is not complete either: a success
+  // while its run is being preempted (the searcher's wait, the extender, a pause) acknowledges
+  // the preemption, and one while it waits for a promotion changes nothing. The pods exit on
+  // their own; their phases then end the allocation.
+  const std::optional<search::TrialSearch> searched = SearchOf(trial);
+  const bool before_top = searched && !searched->AtTop();
+  if (success && before_top && a->rec.state == AllocState::kPreempting) {
+    EventLocked(absl::StrCat(allocation_id, ": reported success before its last rung; trial ",
+                             trial.id, " stays ", RunStateName(trial.state)));
     return AckLocked(*a);
   }
   if (IsTerminal(trial.state) || (!success && a->rec.preempt_requested) ||
-      (success && HeldBySearcher(trial))) {
+      (success && before_top && searched->Reached())) {
     EventLocked(absl::StrCat(allocation_id, ": reported ", success ? "success" : "failure",
                              "; trial ", trial.id, " stays ", RunStateName(trial.state)));
     return absl::OkStatus();

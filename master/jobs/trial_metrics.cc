@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
@@ -14,15 +13,6 @@
 
 namespace phalanx::master {
 namespace {
-
-// A name: 1-128 of [A-Za-z0-9_./-].
-bool IsMetricName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxMetricName) return false;
-  for (char c : name) {
-    if (!absl::ascii_isalnum(c) && c != '_' && c != '.' && c != '/' && c != '-') return false;
-  }
-  return true;
-}
 
 absl::Status CheckReports(const std::vector<MetricReport>& reports) {
   if (reports.empty()) return absl::InvalidArgumentError("reports: none given");
@@ -76,10 +66,7 @@ absl::Status JobManager::ReportMetrics(const std::string& allocation_id, MetricG
         absl::StrCat(allocation_id, " runs a task; only trials report metrics"));
   }
   const std::vector<MetricReport> merged = MergedBySteps(reports);
-  if (group == MetricGroup::kValidation) {
-    KUBE_ASSIGN_OR_RETURN(const bool searched, ReportToSearcher(rec, merged));
-    if (searched) return absl::OkStatus();
-  }
+  if (group == MetricGroup::kValidation) KUBE_RETURN_IF_ERROR(ReportToSearcher(rec, merged));
   return store_.AddMetrics(*rec.trial_id, allocation_id, group, merged, kMaxMetricValuesPerTrial);
 }
 

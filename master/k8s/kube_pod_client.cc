@@ -234,6 +234,19 @@ absl::StatusOr<std::vector<std::string>> KubePodClient::ListServices(const std::
   return out;
 }
 
+absl::Status KubePodClient::StreamLog(const std::string& ns, const std::string& name,
+                                      const LogOptions& options,
+                                      const std::function<bool(absl::string_view)>& sink) {
+  std::vector<std::pair<std::string, std::string>> params = {
+      {"container", std::string(kTaskContainer)}};
+  if (options.follow) params.emplace_back("follow", "true");
+  if (options.previous) params.emplace_back("previous", "true");
+  if (options.tail_lines > 0) params.emplace_back("tailLines", absl::StrCat(options.tail_lines));
+  if (options.limit_bytes > 0) params.emplace_back("limitBytes", absl::StrCat(options.limit_bytes));
+  return client_.GetStream(kube::kPods, ns, name, "log", params, options.timeout, options.stop,
+                           sink);
+}
+
 PodWatcher::PodWatcher(kube::Client& client, JobManager& jobs, std::vector<std::string> namespaces)
     : client_(client), jobs_(jobs), namespaces_(std::move(namespaces)) {}
 

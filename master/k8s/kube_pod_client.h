@@ -42,6 +42,8 @@ class KubePodClient final : public PodClient {
   absl::Status CreateService(const nlohmann::json& service) override;
   absl::Status DeleteService(const std::string& ns, const std::string& name) override;
   absl::StatusOr<std::vector<std::string>> ListServices(const std::string& ns) override;
+  absl::Status StreamLog(const std::string& ns, const std::string& name, const LogOptions& options,
+                         const std::function<bool(absl::string_view)>& sink) override;
 
  private:
   // Creates class `name` if it is one of the master's per-value classes not known to exist; true

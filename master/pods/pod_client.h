@@ -4,12 +4,16 @@
 #ifndef PHALANX_MASTER_PODS_POD_CLIENT_H_
 #define PHALANX_MASTER_PODS_POD_CLIENT_H_
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/pod.h"
 #include "nlohmann/json.hpp"
@@ -57,6 +61,16 @@ struct PodState {
   bool deleting() const { return deletion_deadline != absl::InfiniteFuture(); }
 };
 
+// How to read a pod's log (PodClient::StreamLog).
+struct LogOptions {
+  bool follow = false;      // Go on as the container writes, until it ends or `stop`.
+  bool previous = false;    // The container's previous instance (it restarted).
+  int64_t tail_lines = 0;   // Only the last lines; 0: all.
+  int64_t limit_bytes = 0;  // At most this much; 0: no bound.
+  absl::Duration timeout = absl::Minutes(5);
+  const std::atomic<bool>* stop = nullptr;  // Ends a read within about a second when true.
+};
+
 // Called from several threads at once (the pods of a submission are created side by side).
 class PodClient {
  public:
@@ -84,6 +98,11 @@ class PodClient {
   virtual absl::Status CreateService(const nlohmann::json& service) = 0;
   virtual absl::Status DeleteService(const std::string& ns, const std::string& name) = 0;
   virtual absl::StatusOr<std::vector<std::string>> ListServices(const std::string& ns) = 0;
+  // The log of the pod's task container, chunk by chunk to `sink` (false stops); NotFound when
+  // the pod is gone.
+  virtual absl::Status StreamLog(const std::string& ns, const std::string& name,
+                                 const LogOptions& options,
+                                 const std::function<bool(absl::string_view)>& sink) = 0;
 };
 
 }  // namespace phalanx::master

@@ -14,11 +14,26 @@
 namespace phalanx::master::search {
 namespace {
 
-// 1 + floor(log_divisor(x)) for x >= 1, by multiplying (exact where a logarithm would round).
-int RungsFor(double x, double divisor) {
+// min(1 + floor(log_divisor(x)), limit) for x >= 1, by multiplying (exact where a logarithm
+// would round); at most `limit` steps, however close to 1 the divisor is.
+int RungsFor(double x, double divisor, int limit) {
   int rungs = 1;
-  for (double p = divisor; p <= x; p *= divisor) ++rungs;
+  for (double p = divisor; p <= x && rungs < limit; p *= divisor) ++rungs;
   return rungs;
+}
+
+// Takes trials from the brackets with most until they hold `max_trials` in all (each keeps one).
+void TrimTo(int max_trials, std::vector<Bracket>& brackets) {
+  int total = 0;
+  for (const Bracket& b : brackets) total += b.max_trials;
+  while (total > max_trials) {
+    auto most =
+        std::max_element(brackets.begin(), brackets.end(),
+                         [](const auto& a, const auto& b) { return a.max_trials < b.max_trials; });
+    if (most->max_trials <= 1) break;
+    --most->max_trials;
+    --total;
+  }
 }
 
 std::vector<int> BracketRungs(AshaMode mode, int max_rungs) {
@@ -77,7 +92,10 @@ void AppendPromotions(const std::vector<SearchTrial>& trials, double divisor,
       const int best = std::min<int>(Promotable(rung.size(), divisor), rung.size());
       for (int i = 0; i < best; ++i) {
         const SearchTrial& t = *rung[i];
-        if (t.ended || t.running || t.search.target != static_cast<int>(k)) continue;
+        if (t.ended || t.running || t.search.target != static_cast<int>(k) ||
+            !t.search.results[k].has_value()) {
+          continue;  // A NaN result is never promoted.
+        }
         found.emplace_back(-static_cast<int>(k), b, i, &t);
       }
     }
@@ -90,8 +108,8 @@ void AppendPromotions(const std::vector<SearchTrial>& trials, double divisor,
 
 std::vector<Bracket> PlanBrackets(const AshaParams& p) {
   const int max_rungs =
-      std::max(1, std::min({p.max_rungs, RungsFor(static_cast<double>(p.max_length), p.divisor),
-                            RungsFor(p.max_trials, p.divisor)}));
+      std::max(1, std::min(RungsFor(static_cast<double>(p.max_length), p.divisor, p.max_rungs),
+                           RungsFor(p.max_trials, p.divisor, p.max_rungs)));
   std::vector<int> counts = BracketRungs(p.mode, max_rungs);
   counts.resize(std::min<size_t>(counts.size(), std::max(p.max_trials, 1)));
   double total = 0;
@@ -106,12 +124,14 @@ std::vector<Bracket> PlanBrackets(const AshaParams& p) {
           std::max<int64_t>(static_cast<int64_t>(static_cast<double>(p.max_length) / rate), 1));
     }
     b.rungs.back() = p.max_length;
+    b.rungs.erase(std::unique(b.rungs.begin(), b.rungs.end()), b.rungs.end());  // Divisor < 2.
     const double weight = std::pow(p.divisor, n - 1) / n;
     b.max_trials = std::max(static_cast<int>(weight / total * p.max_trials), 1);
     allocated += b.max_trials;
     out.push_back(std::move(b));
   }
   out.front().max_trials += std::max(p.max_trials - allocated, 0);
+  TrimTo(p.max_trials, out);
   return out;
 }
 
@@ -163,32 +183,39 @@ absl::StatusOr<TrialSearch> TrialSearchFromJson(absl::string_view text) {
   const auto bad = [&](absl::string_view why) {
     return absl::DataLossError(absl::StrCat("trial searcher state: ", why));
   };
-  if (!j.is_object() || !j.contains("rungs") || !j["rungs"].is_array() || j["rungs"].empty() ||
-      !j.value("bracket", nlohmann::json()).is_number_integer() ||
-      !j.value("target", nlohmann::json()).is_number_integer() ||
+  const auto small = [](const nlohmann::json& v, int64_t max) {
+    return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= max;
+  };
+  if (!j.is_object() || !small(j.value("bracket", nlohmann::json()), kMaxBrackets) ||
+      !small(j.value("target", nlohmann::json()), kMaxBrackets) ||
+      !j.value("rungs", nlohmann::json()).is_array() ||
       !j.value("results", nlohmann::json()).is_array()) {
     return bad("not an object with bracket, rungs, target and results");
   }
-  TrialSearch s;
-  s.bracket = j["bracket"].get<int>();
-  s.target = j["target"].get<int>();
+  TrialSearch s{.bracket = j["bracket"].get<int>(), .target = j["target"].get<int>()};
   for (const nlohmann::json& r : j["rungs"]) {
-    if (!r.is_number_integer()) return bad("a rung is not an integer");
+    if (!small(r, int64_t{1} << 62) || r.get<int64_t>() < 1 ||
+        (!s.rungs.empty() && r.get<int64_t>() <= s.rungs.back())) {
+      return bad("rungs are not ascending lengths");
+    }
     s.rungs.push_back(r.get<int64_t>());
   }
   for (const nlohmann::json& r : j["results"]) {
     if (r.is_number()) {
       s.results.push_back(r.get<double>());
-    } else if (r.is_string()) {
+    } else if (r == "inf" || r == "-inf") {
       s.results.push_back(r == "inf" ? std::numeric_limits<double>::infinity()
                                      : -std::numeric_limits<double>::infinity());
-    } else {
+    } else if (r.is_null()) {
       s.results.push_back(std::nullopt);
+    } else {
+      return bad("a result is not a number");
     }
   }
-  if (s.bracket < 0 || s.target < 0 || s.target >= static_cast<int>(s.rungs.size()) ||
-      s.results.size() > s.rungs.size()) {
-    return bad("bracket, target or results out of range");
+  const size_t target = static_cast<size_t>(s.target);
+  if (s.rungs.empty() || s.rungs.size() > kMaxBrackets || target >= s.rungs.size() ||
+      s.results.size() < target || s.results.size() > target + 1) {
+    return bad("target or results out of range");
   }
   return s;
 }
@@ -215,7 +242,7 @@ absl::StatusOr<Recorded> Record(const std::vector<SearchTrial>& trials, int64_t 
   while (ranked[out.rank]->id != id) ++out.rank;
   if (s.AtTop()) {
     out.verdict = Verdict::kTop;
-  } else if (out.rank < Promotable(ranked.size(), divisor)) {
+  } else if (!std::isnan(value) && out.rank < Promotable(ranked.size(), divisor)) {
     out.verdict = Verdict::kContinue;
     ++s.target;
   }

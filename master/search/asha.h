@@ -5,17 +5,21 @@
 // Brackets (PlanBrackets). R = min(max_rungs, 1 + floor(log_divisor(max_length)),
 // 1 + floor(log_divisor(max_trials))). The mode picks the brackets' rung counts: aggressive {R};
 // standard {floor((R-1)/2)+1 .. R}; conservative {1 .. R}; most rungs first. Rung i of a bracket of
-// n rungs trains to max(floor(max_length / divisor^(n-1-i)), 1). A bracket's share of max_trials
-// is proportional to divisor^(n-1)/n (at least 1, the rest to the first bracket), so that each
-// bracket gets about the same budget. Trials are dealt to brackets in turn (AssignBrackets).
+// n rungs trains to max(floor(max_length / divisor^(n-1-i)), 1), rungs of equal length merged (a
+// divisor under 2 and a short max_length). A bracket's share of max_trials is proportional to
+// divisor^(n-1)/n (at least 1, the rest to the first bracket; taken back from the largest when
+// the minimums pass max_trials), so that each bracket gets about the same budget. Trials are
+// dealt to brackets in turn (AssignBrackets).
 //
 // The rule, within a bracket and rung k: of the n trials that reported a result at rung k, the
 // best floor(n / divisor) are promotable; a trial promotable that has not been promoted yet is
 // promoted to rung k+1 (Li et al.'s get_job). A result ranks by its value (smaller is better
-// after orientation; NaN last), then by trial id.
-// - Record: a trial reaching its target rung continues in its run when it is promotable then;
-//   else it waits (its run ends and its gang is released) and may be promoted later, as more
-//   results arrive, by NextRuns. Its top rung ends it.
+// after orientation; NaN last, and never promoted), then by trial id.
+// - Record: a trial reaching its target rung continues in its run when it is promotable then
+//   (even if a trial waiting at a higher rung is promotable too: Li et al. would give that one
+//   the worker; continuing saves a stop and a restore); else it waits (its run ends and its gang
+//   is released) and may be promoted later, as more results arrive, by NextRuns. Its top rung
+//   ends it.
 // - NextRuns, for free run slots, in this order: runs lost before reaching their target (id
 //   order), then promotions (highest rung first, then bracket order, then rank), then trials never
 //   started (id order).
@@ -42,6 +46,9 @@ struct AshaParams {
   int max_rungs = 5;
   AshaMode mode = AshaMode::kStandard;
 };
+
+// Bounds a stored state is checked against (max_rungs is at most 20).
+inline constexpr int64_t kMaxBrackets = 64;
 
 struct Bracket {
   std::vector<int64_t> rungs;  // The length each rung trains to, ascending; the last is max_length.

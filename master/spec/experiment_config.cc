@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "kube/json.h"
@@ -141,6 +142,10 @@ absl::Status ParseAsha(const YamlMap& m, SearcherConfig& s) {
   KUBE_ASSIGN_OR_RETURN(s.asha.max_length, AshaLength(m, s.max_length));
   s.asha.max_trials = s.max_trials;
   if (s.metric.empty()) return FieldError(m.FieldPath("metric"), "required for adaptive_asha");
+  if (!IsMetricName(s.metric)) {
+    return FieldError(m.FieldPath("metric"),
+                      absl::StrCat("a metric name is 1-", kMaxMetricName, " of [A-Za-z0-9_./-]"));
+  }
   KUBE_ASSIGN_OR_RETURN(std::optional<double> divisor, m.Double("divisor"));
   if (divisor && !(*divisor > 1 && *divisor <= 100)) {
     return FieldError(m.FieldPath("divisor"), "must be > 1 and at most 100");
@@ -245,6 +250,14 @@ absl::Status ParseTopLevel(const YamlMap& root, ExperimentConfig& c) {
 }
 
 }  // namespace
+
+bool IsMetricName(absl::string_view name) {
+  if (name.empty() || name.size() > kMaxMetricName) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_' && c != '.' && c != '/' && c != '-') return false;
+  }
+  return true;
+}
 
 nlohmann::json SearcherConfig::ForTrials() const {
   static constexpr const char* kNames[] = {"single", "grid", "random", "adaptive_asha"};

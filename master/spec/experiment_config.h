@@ -69,6 +69,10 @@ struct ExperimentConfig {
   int max_restarts = 5;
 };
 
+// A metric name trials may report (and a searcher's metric): 1-kMaxMetricName of [A-Za-z0-9_./-].
+inline constexpr size_t kMaxMetricName = 128;
+bool IsMetricName(absl::string_view name);
+
 absl::StatusOr<ExperimentConfig> ParseExperimentConfig(absl::string_view yaml,
                                                        const MasterConfig& master);
 // The `searcher` of a stored config alone: what reading its metrics needs, whatever master.yaml

@@ -1,7 +1,9 @@
-// State names as stored in Postgres (see records.h).
+// State names as stored in Postgres and run ids (see records.h).
 #include "master/store/records.h"
 
 #include <array>
+
+#include "absl/strings/str_cat.h"
 
 namespace phalanx::master {
 namespace {
@@ -34,6 +36,11 @@ std::optional<AllocState> AllocStateFromName(absl::string_view name) {
 
 bool IsTerminal(RunState s) {
   return s == RunState::kCompleted || s == RunState::kCanceled || s == RunState::kError;
+}
+
+std::string RunId(const std::string& job_id, std::optional<int64_t> trial_id, int run) {
+  return trial_id ? absl::StrCat(job_id, "-trial-", *trial_id, "-r", run)
+                  : absl::StrCat(job_id, "-r", run);
 }
 
 bool OwnsOrAdmin(const JobRecord& job, const User& user) {

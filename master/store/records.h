@@ -84,6 +84,9 @@ struct AllocationRecord {
   bool victim = false;
 };
 
+// The id of run `run` of a trial ("exp-12-trial-3-r2"), or of a task ("cmd-7-r1").
+std::string RunId(const std::string& job_id, std::optional<int64_t> trial_id, int run);
+
 // Whether `user` may change `job` (and read its secrets): its owner or an admin.
 bool OwnsOrAdmin(const JobRecord& job, const User& user);
 

@@ -124,11 +124,14 @@ class Store {
 
   // Trial metrics (store_metrics.cc). Stores `reports` of run `allocation_id` of the trial in one
   // transaction, a value of steps and name already stored replaced; ResourceExhausted (and nothing
-  // stored) when the trial would then hold more than `max_values` values in the group. A
-  // `searcher_state` is stored as the trial's in the same transaction.
+  // stored) when the trial would then hold more than `max_values` values in the group.
   absl::Status AddMetrics(int64_t trial_id, const std::string& allocation_id, MetricGroup group,
-                          const std::vector<MetricReport>& reports, int64_t max_values,
-                          const std::optional<std::string>& searcher_state = std::nullopt);
+                          const std::vector<MetricReport>& reports, int64_t max_values);
+  // The trial's searcher_state alone (an adaptive searcher's, master/search/asha.h).
+  absl::Status SetSearcherState(int64_t trial_id, const std::string& state);
+  // Every trial of `ids` that is not COMPLETED, CANCELED or ERROR becomes COMPLETED, in one
+  // statement.
+  absl::Status CompleteTrials(const std::vector<int64_t>& ids);
   // The trial's reports in the group of more than `after_steps` steps, in steps order: at most
   // `limit` reports, none begun once `max_values` values are in (a page's size stays bounded);
   // `more` says whether reports of more steps follow.

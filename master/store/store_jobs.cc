@@ -389,6 +389,23 @@ absl::Status Store::UpdateTrial(const TrialRecord& t) {
   });
 }
 
+absl::Status Store::SetSearcherState(int64_t trial_id, const std::string& state) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params("UPDATE trials SET searcher_state = $2 WHERE id = $1", trial_id, state);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::CompleteTrials(const std::vector<int64_t>& ids) {
+  return Transact([&](pqxx::transaction_base& tx) {
+    tx.exec_params(
+        "UPDATE trials SET state = 'COMPLETED' WHERE id = ANY($1::BIGINT[]) "
+        "AND state NOT IN ('COMPLETED', 'CANCELED', 'ERROR')",
+        absl::StrCat("{", absl::StrJoin(ids, ","), "}"));
+    return absl::OkStatus();
+  });
+}
+
 absl::Status Store::CountRestart(int64_t trial_id, const std::string& allocation_id) {
   return Transact([&](pqxx::transaction_base& tx) {
     tx.exec_params(

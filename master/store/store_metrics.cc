@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,8 +55,7 @@ double ValueOf(const pqxx::field& f) {
 
 absl::Status Store::AddMetrics(int64_t trial_id, const std::string& allocation_id,
                                MetricGroup group, const std::vector<MetricReport>& reports,
-                               int64_t max_values,
-                               const std::optional<std::string>& searcher_state) {
+                               int64_t max_values) {
   nlohmann::json rows = nlohmann::json::array();
   for (const MetricReport& r : reports) {
     for (const auto& [name, value] : r.metrics) {
@@ -76,10 +74,6 @@ absl::Status Store::AddMetrics(int64_t trial_id, const std::string& allocation_i
       return absl::ResourceExhaustedError(absl::StrCat("trial ", trial_id, " would hold ", held,
                                                        " metric values in the group; a ",
                                                        "trial keeps at most ", max_values));
-    }
-    if (searcher_state) {
-      tx.exec_params("UPDATE trials SET searcher_state = $2 WHERE id = $1", trial_id,
-                     *searcher_state);
     }
     return absl::OkStatus();
   });

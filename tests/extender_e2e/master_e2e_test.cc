@@ -1,8 +1,9 @@
 // phalanx-master end to end on the real cluster, through gRPC, with the real phalanx-extender and
 // kube-scheduler: the seeds' seven-step priority example (victims checkpoint through
 // AllocationService before their pods go, then resume from that checkpoint), priorities,
-// placements, and the rendezvous of a run of two pods.
+// placements, the rendezvous of a run of two pods, and its logs.
 #include <csignal>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -193,6 +194,55 @@ TEST_F(MasterRendezvousE2e, ATwoPodTrialGetsItsServiceAndConsistentEnv) {
   Complete(alloc);
   ASSERT_TRUE(WaitUntil([&] { return GangPods(alloc).empty() && services().empty(); }))
       << "the Service outlived its run";
+}
+
+using MasterTrialLogsE2e = MasterE2eTest;
+
+// The logs of both pods of a trial's run, through the master, from the API server, which reads
+// them from kwok (it serves every pod the lines of the cluster's pod.log; scripts/test-cluster).
+// Following, a line written later reaches the reader from each pod.
+TEST_F(MasterTrialLogsE2e, EveryRankThroughTheApiServerAndFollowed) {
+  AddNodes("n", 2, 8);
+  StartExtender(8);
+  StartMaster(8);
+  const v1::Experiment e = MustCreateExperiment(ExperimentYaml("logs", "{name: single}", 16, 50));
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(e.job_id()).size() == 1; }));
+  const std::string alloc = RunningAllocations(e.job_id())[0];
+  v1::GetTrialLogsRequest req;
+  req.set_trial_id(GetExperiment(e.id()).trials(0).id());
+
+  std::map<std::string, std::vector<std::string>> lines;  // By pod.
+  std::unique_ptr<grpc::ClientContext> ctx = Ctx();
+  auto reader = experiments().GetTrialLogs(ctx.get(), req);
+  for (v1::GetTrialLogsResponse line; reader->Read(&line);) {
+    EXPECT_EQ(line.run(), 1);
+    lines[line.pod()].push_back(line.line());
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_EQ(lines.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::vector<std::string>& got = lines[absl::StrCat(alloc, "-", rank)];
+    ASSERT_GE(got.size(), 2u) << rank;
+    EXPECT_EQ(got[0], "pod log line 1");
+    EXPECT_EQ(got[1], "pod log line 2");
+  }
+
+  req.set_follow(true);
+  req.set_rank(1);
+  req.set_tail_lines(1);
+  ctx = Ctx(absl::Seconds(60));
+  reader = experiments().GetTrialLogs(ctx.get(), req);
+  v1::GetTrialLogsResponse line;
+  ASSERT_TRUE(reader->Read(&line));
+  EXPECT_EQ(line.pod(), alloc + "-1");
+  const std::string later = absl::StrCat("written later ", absl::ToUnixNanos(absl::Now()));
+  std::ofstream(cluster_dir() + "/pod.log", std::ios::app)
+      << "2026-01-01T00:00:02.000000000Z stdout F " << later << "\n";
+  bool seen = false;
+  while (!seen && reader->Read(&line)) seen = line.line() == later;
+  EXPECT_TRUE(seen) << "a followed log missed a line written later";
+  ctx->TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 using MasterPlacementE2e = MasterE2eTest;

@@ -64,6 +64,7 @@ class MasterE2eTest : public ExtenderE2eTest {
   std::vector<std::string> CheckpointVictims(const std::string& job_id, size_t expected);
   // The trial reports success and its containers exit.
   void Complete(const std::string& allocation);
+  v1::ExperimentService::Stub& experiments() { return *experiments_; }
 
  private:
   std::unique_ptr<grpc::ClientContext> AllocationCtx(const std::string& allocation);

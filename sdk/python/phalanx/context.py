@@ -130,6 +130,7 @@ class TrainContext:
         self._stub, self._id, self._token = stub, allocation_id, token
         self._pending = []
         self._since = time.monotonic()
+        self.last_validation = (-1, set())  # (steps, names) of this process's last report.
 
     @staticmethod
     def _report(steps_completed, metrics):
@@ -153,6 +154,7 @@ class TrainContext:
     def report_validation_metrics(self, steps_completed, metrics):
         self.flush()
         self._send(metrics_pb2.METRIC_GROUP_VALIDATION, [self._report(steps_completed, metrics)])
+        self.last_validation = (steps_completed, set(metrics))
 
     def flush(self):
         """Sends the buffered training reports; kept for the next flush when sending fails."""
@@ -175,7 +177,6 @@ class SearcherContext:
     smaller_is_better and max_length ({"batches": N}, {"epochs": N}, {"records": N}, or N)."""
 
     POLL_S = 1.0  # Between asks while the run's operation has not changed.
-    WAIT_S = 600.0  # How long an operation may stay unanswered by a validation report.
 
     def __init__(self, env, stub=None, allocation_id=None, token=None, train=None):
         searcher = json.loads(env.get("PHALANX_SEARCHER") or "{}")
@@ -199,23 +200,25 @@ class SearcherContext:
         for its rungs one by one: train to op.length, report a validation value of `metric` at
         that many steps or more, and ask again; the iteration ends when the run is to stop (the
         trial waits for a promotion, reached its last rung, or is preempted): checkpoint and exit.
-        A rank that asks before the chief reported waits for the report (at most WAIT_S)."""
+        A rank that asks before the chief reported waits for the report; a process that reported
+        validation metrics at that length without `metric` gets a ValueError."""
         if self.name != "adaptive_asha":
             if self.max_length is not None:
                 yield SearcherOperation(int(self.max_length), self.unit)
             return
-        last, since = None, time.monotonic()
+        last = None
         while True:
             op = self._ask()
             if op.done:
                 return
             if op.length != last:
-                last, since = op.length, time.monotonic()
+                last = op.length
                 yield SearcherOperation(op.length, self.unit)
                 continue
-            if time.monotonic() - since > self.WAIT_S:
-                raise RuntimeError(f"the searcher still asks for {op.length} {self.unit}: report a "
-                                   f"validation value of {self.metric!r} at {op.length} steps or more")
+            steps, names = self._train.last_validation
+            if steps >= op.length and self.metric not in names:
+                raise ValueError(f"the validation report at {steps} steps lacks the searcher's "
+                                 f"metric {self.metric!r}: the searcher cannot rank the trial")
             time.sleep(self.POLL_S)
 
 

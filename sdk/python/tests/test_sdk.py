@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import types
 
 import grpc
 import pytest
@@ -214,6 +215,23 @@ def test_adaptive_asha_plays_the_example_as_its_trials(client, master, kube, tmp
     best_lr = json.loads(trials[0].hparams_json)["lr"]
     assert got.experiment.best_validation_metric == pytest.approx((1 - best_lr) ** 300)
     assert any(t.runs == 2 for t in trials), "no trial was promoted after its run ended"
+
+
+def test_asha_operations_name_a_missing_metric(monkeypatch):
+    """A rung's validation report without the searcher's metric fails at once, naming it, rather
+    than waiting for a result that cannot come."""
+    from phalanx.context import SearcherContext, TrainContext
+
+    monkeypatch.setattr(TrainContext, "_send", lambda self, group, reports: None)
+    train = TrainContext(stub=None, allocation_id="exp-1-trial-1-r1", token="t")
+    searcher = SearcherContext({"PHALANX_SEARCHER": json.dumps(
+        {"name": "adaptive_asha", "metric": "loss", "max_length": {"batches": 9}})}, train=train)
+    monkeypatch.setattr(SearcherContext, "_ask", lambda self: types.SimpleNamespace(length=3, done=False))
+    ops = searcher.operations()
+    assert (next(ops).length, searcher.unit) == (3, "batches")
+    train.report_validation_metrics(3, {"accuracy": 0.5})
+    with pytest.raises(ValueError, match="lacks the searcher's metric 'loss'"):
+        next(ops)
 
 
 def test_training_reports_survive_a_failed_send(monkeypatch):

@@ -36,7 +36,9 @@ class AshaSearchTest : public ServiceTest {
 
   // Trial i's current run reports validation loss `loss` at `steps`, with its own token.
   void Validate(int i, int64_t steps, double loss) {
-    const std::string a = Trial(i).allocation_id();
+    ValidateAs(Trial(i).allocation_id(), steps, loss);
+  }
+  void ValidateAs(const std::string& a, int64_t steps, double loss) {
     v1::ReportMetricsRequest req;
     req.set_allocation_id(a);
     req.set_group(v1::METRIC_GROUP_VALIDATION);
@@ -113,6 +115,9 @@ TEST_F(AshaSearchTest, PromotesByAshasRuleAndReleasesWaitingGangs) {
   EXPECT_EQ(first.searcher_progress(), "rung 2 of 2 (4): training");
   EXPECT_EQ(Op(first.allocation_id()).length(), 4);
   EXPECT_FALSE(Op(first.allocation_id()).done());
+  // Its ended run's token still reports metrics, but they are no result of its new run.
+  ValidateAs(first_run, 4, 0.01);
+  EXPECT_EQ(Trial(0).searcher_progress(), "rung 2 of 2 (4): training");
   EXPECT_TRUE(Trial(3).allocation_id().empty());
   Play(first.allocation_id(), core::PodPhase::kRunning);
 
@@ -148,6 +153,22 @@ TEST_F(AshaSearchTest, PromotesByAshasRuleAndReleasesWaitingGangs) {
   }
   EXPECT_EQ(done.experiment().best_validation_metric(), 0.05);
   EXPECT_EQ(pods_.pods().size(), 0u) << "every gang was released";
+}
+
+TEST_F(AshaSearchTest, APreemptedRunThatReportsSuccessResumes) {
+  // The extender preempts trial 1's run before its first rung; its process sees the operations
+  // end and reports success, as a script that follows them does. That acknowledges the
+  // preemption: the trial is not complete, and a new run resumes it.
+  const std::string run = Trial(0).allocation_id();
+  Play(run, core::PodPhase::kRunning);
+  Play(run, core::PodPhase::kRunning, /*preempt=*/true);
+  ASSERT_EQ(Trial(0).allocation_state(), v1::ALLOCATION_STATE_PREEMPTING);
+  EXPECT_TRUE(Op(run).done());
+  ASSERT_TRUE(jobs_->ReportCompletion(run, true, "").ok());
+  ReapDeleted();
+  EXPECT_EQ(Trial(0).state(), v1::TRIAL_STATE_ACTIVE);
+  EXPECT_EQ(Trial(0).runs(), 2);
+  EXPECT_EQ(Trial(0).searcher_progress(), "rung 1 of 2 (2): training");
 }
 
 TEST_F(AshaSearchTest, OtherSearchersHaveNoOperations) {

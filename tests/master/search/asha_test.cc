@@ -67,6 +67,41 @@ TEST(AshaBracketsTest, ModesAndBounds) {
   EXPECT_EQ(total, 2);
 }
 
+TEST(AshaBracketsTest, DivisorsNearOneStayBoundedAndRungsAscend) {
+  // 1 + floor(log_d(10^12)) would be ~10^16 steps for this divisor: max_rungs bounds the count.
+  AshaParams p{.max_trials = 10000,
+               .max_length = 1000000000000,
+               .divisor = 1.0000000000000002,
+               .max_rungs = 20,
+               .mode = AshaMode::kConservative};
+  std::vector<Bracket> b = PlanBrackets(p);
+  EXPECT_EQ(b.size(), 20u);
+  // A short max_length and a divisor under 2 would repeat rung lengths: they are merged.
+  p = {.max_trials = 10,
+       .max_length = 3,
+       .divisor = 1.2,
+       .max_rungs = 5,
+       .mode = AshaMode::kAggressive};
+  b = PlanBrackets(p);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].rungs, (std::vector<int64_t>{1, 2, 3}));
+  // Minimums of 1 that pass max_trials are taken back from the largest bracket.
+  p = {.max_trials = 8,
+       .max_length = 2,
+       .divisor = 1.1,
+       .max_rungs = 20,
+       .mode = AshaMode::kConservative};
+  b = PlanBrackets(p);
+  int total = 0;
+  for (const Bracket& x : b) {
+    total += x.max_trials;
+    EXPECT_GE(x.max_trials, 1);
+    EXPECT_TRUE(std::is_sorted(x.rungs.begin(), x.rungs.end()));
+    EXPECT_EQ(std::adjacent_find(x.rungs.begin(), x.rungs.end()), x.rungs.end());
+  }
+  EXPECT_EQ(total, 8);
+}
+
 TEST(AshaStateTest, JsonRoundTripAndHostileState) {
   TrialSearch s{.bracket = 1, .rungs = {3, 9}, .target = 1, .results = {0.5, std::nullopt}};
   absl::StatusOr<TrialSearch> back = TrialSearchFromJson(ToJson(s));
@@ -85,7 +120,12 @@ TEST(AshaStateTest, JsonRoundTripAndHostileState) {
                           "{\"bracket\":0,\"rungs\":[1],\"target\":0,"
                           "\"results\":[1,2]}",
                           "{\"bracket\":0,\"rungs\":[\"x\"],\"target\":0,"
-                          "\"results\":[]}"}) {
+                          "\"results\":[]}",
+                          "{\"bracket\":2147483647,\"rungs\":[1],\"target\":0,\"results\":[]}",
+                          "{\"bracket\":0,\"rungs\":[1],\"target\":0,\"results\":[\"x\"]}",
+                          "{\"bracket\":0,\"rungs\":[3,2],\"target\":0,\"results\":[]}",
+                          "{\"bracket\":0,\"rungs\":[0],\"target\":0,\"results\":[]}",
+                          "{\"bracket\":0,\"rungs\":[1,2,3],\"target\":2,\"results\":[]}"}) {
     EXPECT_EQ(TrialSearchFromJson(bad).status().code(), absl::StatusCode::kDataLoss) << bad;
   }
 }
@@ -178,6 +218,14 @@ TEST(AshaRuleTest, LargerIsBetterAndNanLast) {
   EXPECT_FALSE(Record(d.trials, 1, 1.0, false, 3).ok());  // Rung 0 was reported already.
 }
 
+TEST(AshaRuleTest, NanIsNeverPromoted) {
+  Driver d{.trials = OneBracket(3, {1, 3})};
+  d.StartRuns(3);
+  for (int64_t id : {1, 2, 3}) EXPECT_EQ(d.Report(id, std::nan("")).verdict, Verdict::kWait);
+  EXPECT_TRUE(NextRuns(d.trials, 3, 3).empty());
+  EXPECT_TRUE(SearchOver(d.trials, 3));
+}
+
 TEST(AshaRuleTest, LostRunsResumeFirstAndRunningTrialsAreNotPromoted) {
   std::vector<SearchTrial> t = OneBracket(4, {1, 3});
   t[0].search.results = {1.0};  // Best of rung 0, still running (its run has not ended yet).
@@ -227,7 +275,7 @@ TEST(AshaRuleTest, PropertiesOverRandomSearches) {
   for (int round = 0; round < 300; ++round) {
     const AshaParams p{.max_trials = 1 + static_cast<int>(rng() % 40),
                        .max_length = 1 + static_cast<int64_t>(rng() % 200),
-                       .divisor = (rng() % 2) ? 2.0 : 3.0,
+                       .divisor = std::vector<double>{1.3, 2.0, 3.0, 4.0}[rng() % 4],
                        .max_rungs = 1 + static_cast<int>(rng() % 5),
                        .mode = static_cast<AshaMode>(rng() % 3)};
     const int workers = 1 + static_cast<int>(rng() % 8);
@@ -261,6 +309,7 @@ TEST(AshaRuleTest, PropertiesOverRandomSearches) {
       ASSERT_EQ(rung, static_cast<size_t>(before.search.target));
       if (r.verdict == Verdict::kContinue) {
         ++continues;
+        EXPECT_TRUE(r.search.results[rung].has_value()) << "a NaN result continued";
         EXPECT_TRUE(InTop(d.trials, before.search.bracket, rung, id, p.divisor))
             << "trial " << id << " continued past rung " << rung << " outside the top 1/divisor";
       }
@@ -282,7 +331,7 @@ TEST(AshaRuleTest, PropertiesOverRandomSearches) {
       EXPECT_TRUE(t.started);
       EXPECT_LE(t.search.results.size(), t.search.rungs.size());
       for (size_t k = 0; k + 1 < t.search.rungs.size() && k < t.search.results.size(); ++k) {
-        if (InTop(d.trials, t.search.bracket, k, t.id, p.divisor)) {
+        if (t.search.results[k] && InTop(d.trials, t.search.bracket, k, t.id, p.divisor)) {
           EXPECT_GT(t.search.target, static_cast<int>(k))
               << "trial " << t.id << " is in the top of rung " << k << " but was never promoted";
         }

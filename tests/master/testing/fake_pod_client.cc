@@ -50,6 +50,25 @@ absl::StatusOr<std::vector<std::string>> FakePodClient::ListServices(const std::
   return out;
 }
 
+absl::Status FakePodClient::StreamLog(const std::string& ns, const std::string& name,
+                                      const LogOptions& options,
+                                      const std::function<bool(absl::string_view)>& sink) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pods_.count(ns + "/" + name)) return absl::NotFoundError(name + " not found");
+  }
+  std::vector<std::string> lines = {name + " line 1\n", name + " line 2\n"};
+  if (options.previous) lines = {name + " before\n"};
+  if (options.tail_lines > 0 && static_cast<size_t>(options.tail_lines) < lines.size()) {
+    lines.erase(lines.begin(), lines.end() - options.tail_lines);
+  }
+  std::string text;
+  for (const std::string& l : lines) text += l;
+  const size_t half = text.size() / 2;
+  if (sink(absl::string_view(text).substr(0, half))) sink(absl::string_view(text).substr(half));
+  return absl::OkStatus();
+}
+
 std::map<std::string, nlohmann::json> FakePodClient::services() {
   std::lock_guard<std::mutex> lock(mu_);
   return services_;
