@@ -3,8 +3,11 @@
 // allocation's own token ($PHALANX_ALLOCATION_TOKEN, which the master puts in every trial pod),
 // else with the login's. phalanx trial metrics|logs TRIAL: a trial's reported metrics and its pods'
 // logs, for users.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -164,6 +167,20 @@ bool NumberOption(const Session& s, const Args& args, const std::string& name, i
   return true;
 }
 
+// `line` with its control characters (but tab) as \xNN: a trial's output must not drive the
+// reader's terminal.
+std::string Printable(absl::string_view line) {
+  std::string out;
+  for (unsigned char c : line) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02x", c));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
 // The pods' lines as they come; --follow goes on until they end (or Ctrl-C).
 int Logs(const Session& s, const Args& args) {
   v1::GetTrialLogsRequest req;
@@ -180,13 +197,17 @@ int Logs(const Session& s, const Args& args) {
   req.set_follow(args.Has("follow"));
   auto stub = s.Stub<v1::ExperimentService>();
   if (stub == nullptr) return 2;
+  // The master ends a read after 10 minutes, a follow after an hour.
   std::unique_ptr<grpc::ClientContext> ctx = s.Context();
-  if (req.follow()) ctx->set_deadline(std::chrono::system_clock::time_point::max());
+  ctx->set_deadline(req.follow() ? std::chrono::system_clock::time_point::max()
+                                 : std::chrono::system_clock::now() + std::chrono::minutes(11));
   std::unique_ptr<grpc::ClientReader<v1::GetTrialLogsResponse>> reader =
       stub->GetTrialLogs(ctx.get(), req);
+  const bool terminal = &s.out == &std::cout && isatty(STDOUT_FILENO);
   v1::GetTrialLogsResponse line;
   while (reader->Read(&line)) {
-    s.out << "[r" << line.run() << " rank " << line.rank() << "] " << line.line() << "\n";
+    s.out << "[r" << line.run() << " rank " << line.rank() << "] "
+          << (terminal ? Printable(line.line()) : line.line()) << "\n";
     s.out.flush();
   }
   return s.Check(reader->Finish());

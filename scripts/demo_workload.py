@@ -137,6 +137,19 @@ def play_asha(allocation):
     print(f"  {allocation}: {out[-1].strip() if out else 'no output'}")
 
 
+def play_asha_until(asha, done, failure):
+    """Plays the ASHA search's running runs, one at a time, until done() (at most 200 rounds)."""
+    print("  ASHA's runs, played by examples/train.py (its last line):")
+    for _ in range(200):
+        if done():
+            return
+        running = allocations(asha, running=True)
+        if running:
+            play_asha(running[0])
+        settle()
+    sys.exit(f"demo: {failure}")
+
+
 def finished(experiment_job):
     """Whether the experiment ("exp-3") is COMPLETED."""
     return "state COMPLETED" in cli("experiment", "describe", experiment_job.split("-")[1])
@@ -200,31 +213,13 @@ def main():
     print("  $ phalanx notebook start --config notebook.yaml")
     notebook = cli("notebook", "start", "--config", nb_config).split()[2]
     show("3. priority-3 notebook: waits behind the queued trials")
-    print("  ASHA's runs, played by examples/train.py (its last line):")
-    for _ in range(200):
-        if allocations(notebook, running=True):
-            break
-        running = allocations(asha, running=True)
-        if running:
-            play_asha(running[0])
-        settle()
-    else:
-        sys.exit("demo: the notebook never ran")
+    play_asha_until(asha, lambda: allocations(notebook, running=True), "the notebook never ran")
     show("3. ... ASHA trials stop at their rungs or finish; once the experiments need at most 7 GPUs "
          "the notebook runs")
 
     for a in allocations(dist1, running=True):
         complete(a)
-    print("  ASHA's runs, played by examples/train.py (its last line):")
-    for _ in range(200):
-        if finished(asha):
-            break
-        running = allocations(asha, running=True)
-        if running:
-            play_asha(running[0])
-        settle()
-    else:
-        sys.exit(f"demo: the ASHA search {asha} did not end")
+    play_asha_until(asha, lambda: finished(asha), f"the ASHA search {asha} did not end")
     print(f"  $ phalanx experiment describe {asha.split('-')[1]}")
     for line in cli("experiment", "describe", asha.split("-")[1]).splitlines():
         print("   ", line)

@@ -546,8 +546,7 @@ TEST_F(CliTest, TrialMetricsPrintEveryReport) {
   EXPECT_THAT(err_, HasSubstr("NOT_FOUND"));
 }
 
-// A trial's pod logs, each line prefixed with its run and rank; -f follows (the fake cluster's
-// logs end at once).
+// A trial's pod logs, each line prefixed with its run and rank.
 TEST_F(CliTest, TrialLogsPrefixEachLine) {
   ASSERT_EQ(Run({"login", "admin", "--password", "pw"}), 0) << err_;
   const v1::Experiment exp = Create("resources: {slots_per_trial: 8}\n");
@@ -556,7 +555,7 @@ TEST_F(CliTest, TrialLogsPrefixEachLine) {
   ASSERT_EQ(Run({"trial", "logs", id}), 0) << err_;
   EXPECT_EQ(out_, absl::StrCat("[r1 rank 0] ", a, "-0 line 1\n[r1 rank 0] ", a, "-0 line 2\n",
                                "[r1 rank 1] ", a, "-1 line 1\n[r1 rank 1] ", a, "-1 line 2\n"));
-  ASSERT_EQ(Run({"trial", "logs", id, "-f", "--rank", "1", "--tail", "1"}), 0) << err_;
+  ASSERT_EQ(Run({"trial", "logs", id, "--rank", "1", "--tail", "1"}), 0) << err_;
   EXPECT_EQ(out_, absl::StrCat("[r1 rank 1] ", a, "-1 line 2\n"));
   EXPECT_EQ(Run({"trial", "logs", id, "--tail", "0"}), 2);
   EXPECT_THAT(err_, HasSubstr("--tail: a number from 1 to 100000"));
@@ -564,6 +563,11 @@ TEST_F(CliTest, TrialLogsPrefixEachLine) {
   EXPECT_THAT(err_, HasSubstr("--rank: a number from 0 to 100000"));
   EXPECT_EQ(Run({"trial", "logs", "999"}), 1);
   EXPECT_THAT(err_, HasSubstr("NOT_FOUND"));
+  // Followed (-f), the logs of a killed run's pods end with the pods.
+  ASSERT_EQ(Run({"experiment", "kill", std::to_string(exp.id())}), 0) << err_;
+  ReapDeleted();
+  ASSERT_EQ(Run({"trial", "logs", id, "-f"}), 0) << err_;
+  EXPECT_EQ(out_, "");
 }
 
 }  // namespace

@@ -12,6 +12,12 @@ namespace {
 
 using ::testing::ElementsAre;
 
+// A follow of every pod's log, open until cancelled (the fake's followed logs never end).
+struct Followed {
+  std::unique_ptr<grpc::ClientContext> ctx;
+  std::unique_ptr<grpc::ClientReader<v1::GetTrialLogsResponse>> reader;
+};
+
 class TrialLogsTest : public OwnershipTest {
  protected:
   // "pod: line" for each message, and the call's status.
@@ -34,6 +40,14 @@ class TrialLogsTest : public OwnershipTest {
     EXPECT_TRUE(status != nullptr || s.ok()) << s.error_message();
     return out;
   }
+  Followed Follow(const std::string& token, int64_t trial) {
+    v1::GetTrialLogsRequest req;
+    req.set_trial_id(trial);
+    req.set_follow(true);
+    Followed f{.ctx = Ctx(token)};
+    f.reader = experiments_->GetTrialLogs(f.ctx.get(), req);
+    return f;
+  }
 };
 
 // 8 slots at max_slots_per_pod 4: two pods.
@@ -47,8 +61,14 @@ TEST_F(TrialLogsTest, EveryRankOneRankAndTheLastLines) {
               ElementsAre(a + "-0 r1 #0: " + a + "-0 line 1", a + "-0 r1 #0: " + a + "-0 line 2",
                           a + "-1 r1 #1: " + a + "-1 line 1", a + "-1 r1 #1: " + a + "-1 line 2"));
   EXPECT_THAT(Logs(token_, trial.id(), 1, 1), ElementsAre(a + "-1 r1 #1: " + a + "-1 line 2"));
-  const std::vector<std::string> followed = Logs(alice_, trial.id(), std::nullopt, 0, true);
-  EXPECT_EQ(std::set<std::string>(followed.begin(), followed.end()).size(), 4u);
+  Followed followed = Follow(alice_, trial.id());
+  std::set<std::string> lines;
+  for (v1::GetTrialLogsResponse l; lines.size() < 4 && followed.reader->Read(&l);) {
+    lines.insert(l.line());
+  }
+  EXPECT_EQ(lines.size(), 4u);
+  followed.ctx->TryCancel();
+  EXPECT_EQ(followed.reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 
   // The run is preempted and its pods go: the next run's pods are read, the gone ones skipped.
   Play(a, core::PodPhase::kRunning);
@@ -79,6 +99,34 @@ TEST_F(TrialLogsTest, OnlyTheOwnerOrAnAdminAndBadRequestsNamed) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   Logs("not-a-token", trial, std::nullopt, 0, false, &s);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// A user holds at most 4 reads at once; a cancelled read gives its slot back at once, also one
+// whose caller never read a line (the call's watchdog stops its pods' reads).
+TEST_F(TrialLogsTest, ReadsAtOnceAreBoundedPerUserAndCancelledOnesGoBack) {
+  const int64_t trial = Get(MustCreateAs(alice_, kTwoPods).id()).trials(0).id();
+  std::vector<Followed> open;
+  for (int i = 0; i < 4; ++i) {
+    open.push_back(Follow(alice_, trial));
+    v1::GetTrialLogsResponse first;
+    ASSERT_TRUE(open.back().reader->Read(&first)) << i;
+  }
+  grpc::Status s;
+  Logs(alice_, trial, std::nullopt, 0, false, &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(), "at most 64 log reads at once, 4 of one user; try again later");
+  EXPECT_EQ(Logs(token_, trial).size(), 4u) << "another user (an admin) still reads";
+  open.front().ctx->TryCancel();
+  EXPECT_EQ(open.front().reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  bool freed = false;
+  for (int i = 0; i < 100 && !freed; ++i) {
+    Logs(alice_, trial, std::nullopt, 0, false, &s);
+    freed = s.ok();
+    if (!freed) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(freed) << s.error_message();
+  for (size_t i = 1; i < open.size(); ++i) open[i].ctx->TryCancel();
+  for (size_t i = 1; i < open.size(); ++i) open[i].reader->Finish();
 }
 
 }  // namespace

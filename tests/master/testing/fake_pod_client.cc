@@ -65,7 +65,13 @@ absl::Status FakePodClient::StreamLog(const std::string& ns, const std::string& 
   std::string text;
   for (const std::string& l : lines) text += l;
   const size_t half = text.size() / 2;
-  if (sink(absl::string_view(text).substr(0, half))) sink(absl::string_view(text).substr(half));
+  if (!sink(absl::string_view(text).substr(0, half)) || !sink(absl::string_view(text).substr(half)))
+    return absl::OkStatus();
+  // A followed log never ends by itself: until the reader stops (or times out).
+  const absl::Time end = absl::Now() + options.timeout;
+  while (options.follow && options.stop != nullptr && !*options.stop && absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   return absl::OkStatus();
 }
 

@@ -32,7 +32,8 @@ class FakePodClient final : public PodClient {
   absl::Status DeleteService(const std::string& ns, const std::string& name) override;
   absl::StatusOr<std::vector<std::string>> ListServices(const std::string& ns) override;
   // A stored pod's log: "<name> line 1\n<name> line 2\n" (previous: "<name> before\n"), sent in
-  // two chunks that split a line; its last `tail_lines`. NotFound for a pod not stored.
+  // two chunks that split a line; its last `tail_lines`; followed, it then waits for `stop`.
+  // NotFound for a pod not stored.
   absl::Status StreamLog(const std::string& ns, const std::string& name, const LogOptions& options,
                          const std::function<bool(absl::string_view)>& sink) override;
 
