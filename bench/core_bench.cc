@@ -1,12 +1,13 @@
 // Micro benchmarks of the pure engine on synthetic clusters: planning a 64-pod gang, a whole
 // admission round, a preemption plan, and one incremental snapshot update, at 1k/5k/15k nodes with
-// 10k/100k pods.
+// 10k/100k pods; and a full start-time forecast of 1000 waiting gangs.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "forecast/forecast.h"
 #include "gang/planner.h"
 #include "preemption/admission.h"
 #include "tests/testing/fixtures.h"
@@ -126,6 +127,45 @@ void BM_SnapshotUpdate(benchmark::State& state) {
   state.SetLabel("upsert one pod + Build");
 }
 BENCHMARK(BM_SnapshotUpdate)->Apply(Args)->Unit(benchmark::kMicrosecond);
+
+// A forecast of 1000 waiting gangs (1-8 pods of 1-8 GPUs, priorities 10-40, so no preemption
+// shortcut) on a full cluster, every gang with a runtime of 1-600 minutes: what the extender's
+// forecaster computes at each refresh.
+void BM_Forecast1000(benchmark::State& state) {
+  core::SnapshotBuilder b = MakeCluster(state.range(0), state.range(1), 1.0);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t gpus = int64_t{1} << (rng() % 4);
+    for (core::PodInfo& p : testing::GatedGang({.name = absl::StrCat("wait-", i),
+                            .pods = 1 + static_cast<int>(rng() % 8),
+                            .gpus_per_pod = gpus,
+                            .priority = 10 * (1 + static_cast<int>(rng() % 4)),
+                            .created_ms = 2000 + i})) {
+      b.UpsertPod(std::move(p));
+    }
+  }
+  auto snap = b.Build();
+  forecast::RuntimeModel model;
+  for (const core::Gang& g : snap->Gangs()) {
+    model[g.key] = static_cast<int64_t>(1 + rng() % 600) * 60'000;
+  }
+  forecast::ForecastOptions opts;
+  opts.admission.slots.max_slots_per_pod = 8;
+  opts.admission.now_ms = 60'000;
+  int64_t estimated = 0, rounds = 0;
+  for (auto _ : state) {
+    forecast::ForecastResult r = forecast::Forecast(snap, opts, model);
+    estimated = std::count_if(r.gangs.begin(), r.gangs.end(),
+                              [](const forecast::GangEta& e) { return e.start_ms.has_value(); });
+    rounds = r.rounds;
+  }
+  state.counters["estimated"] = static_cast<double>(estimated);
+  state.counters["rounds"] = static_cast<double>(rounds);
+}
+BENCHMARK(BM_Forecast1000)
+    ->Args({1000, 10000})
+    ->Args({5000, 100000})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace phalanx

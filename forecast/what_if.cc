@@ -1,0 +1,126 @@
+// What-if answers for one waiting gang (what_if.h).
+#include "forecast/what_if.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace phalanx::forecast {
+namespace {
+
+using preemption::GangDecision;
+using preemption::Verdict;
+
+bool Starts(Verdict v) { return v == Verdict::kAdmit || v == Verdict::kBackfill; }
+
+const GangDecision* DecisionOf(const preemption::RoundResult& r, const std::string& gang) {
+  for (const GangDecision& d : r.decisions) {
+    if (d.gang == gang) return &d;
+  }
+  return nullptr;
+}
+
+class Asker {
+ public:
+  Asker(std::shared_ptr<const core::ClusterSnapshot> snap, const preemption::AdmissionOptions& opt,
+        const core::Gang& g, int max_checks)
+      : snap_(std::move(snap)), opt_(opt), gang_(g), checks_left_(max_checks) {}
+
+  // Its decision with `slots` slots split as the master would (`pods` pods) and `priority`.
+  std::optional<GangDecision> Check(int pods, int64_t per_pod, int32_t priority) {
+    if (checks_left_-- <= 0) return std::nullopt;
+    core::SnapshotBuilder b(snap_);
+    for (const core::PodInfo* m : gang_.members) b.RemovePod(m->uid);
+    const core::PodInfo& like = *gang_.members.front();
+    for (int i = 0; i < pods; ++i) {
+      core::PodInfo p = like;
+      p.uid = absl::StrCat(like.uid, "~what-if-", i);
+      p.name = absl::StrCat(like.name, "~what-if-", i);
+      p.gang_size = pods;
+      p.priority = priority;
+      p.requests.Set(opt_.slots.gpu_resource, per_pod);
+      b.UpsertPod(std::move(p));
+    }
+    const preemption::RoundResult r = preemption::RunAdmissionRound(*b.Build(), opt_);
+    const GangDecision* d = DecisionOf(r, gang_.key);
+    if (d == nullptr) return std::nullopt;
+    return *d;
+  }
+
+  std::optional<int64_t> SlotsNow() {
+    const int pods = static_cast<int>(gang_.members.size());
+    const int64_t per_pod = gang_.members.front()->requests.Get(opt_.slots.gpu_resource);
+    if (opt_.slots.type != gang::SlotPolicy::Type::kGpu || per_pod <= 0) return std::nullopt;
+    for (const core::PodInfo* m : gang_.members) {
+      if (m->requests.Get(opt_.slots.gpu_resource) != per_pod) return std::nullopt;
+    }
+    const int64_t max = opt_.slots.MaxSlotsPerPod(gang_.pool);
+    for (int64_t s = per_pod * pods - 1; s >= 1; --s) {
+      const bool one_pod = max <= 0 || s <= max;
+      if (!one_pod && s % max != 0) continue;
+      std::optional<GangDecision> d =
+          Check(one_pod ? 1 : static_cast<int>(s / max), one_pod ? s : max, gang_.priority);
+      if (!d) return std::nullopt;
+      if (Starts(d->verdict)) return s;
+    }
+    return std::nullopt;
+  }
+
+  void PriorityNow(const preemption::RoundResult& now, WhatIf& out) {
+    std::set<int32_t> candidates;
+    for (const core::Gang& g : snap_->Gangs()) {
+      if (g.Running() && g.priority >= gang_.priority) candidates.insert(g.priority + 1);
+    }
+    for (const GangDecision& d : now.decisions) {
+      if (d.gang == gang_.key) break;
+      if (d.priority >= gang_.priority) candidates.insert(d.priority + 1);
+    }
+    const int pods = static_cast<int>(gang_.members.size());
+    const int64_t per_pod = gang_.members.front()->requests.Get(opt_.slots.gpu_resource);
+    for (int32_t p : candidates) {
+      std::optional<GangDecision> d = Check(pods, per_pod, p);
+      if (!d) return;
+      if (Starts(d->verdict) || (d->verdict == Verdict::kPreempt && !d->victims.empty())) {
+        out.priority_now = p;
+        out.victims = d->victims;
+        return;
+      }
+    }
+  }
+
+ private:
+  std::shared_ptr<const core::ClusterSnapshot> snap_;
+  const preemption::AdmissionOptions& opt_;
+  const core::Gang& gang_;
+  int checks_left_;
+};
+
+}  // namespace
+
+absl::StatusOr<WhatIf> AskWhatIf(std::shared_ptr<const core::ClusterSnapshot> snapshot,
+                                 const preemption::AdmissionOptions& options,
+                                 const std::string& gang, int max_checks) {
+  std::optional<core::Gang> g = snapshot->FindGang(gang);
+  if (!g || !g->Pending() || g->members.empty()) {
+    return absl::NotFoundError(absl::StrCat("gang ", gang, " is not waiting"));
+  }
+  const preemption::RoundResult now = preemption::RunAdmissionRound(*snapshot, options);
+  WhatIf out;
+  for (const GangDecision& d : now.decisions) {
+    if (d.gang == gang) break;
+    if (!Starts(d.verdict) && d.verdict != Verdict::kInfeasible &&
+        static_cast<int>(out.ahead.size()) < kMaxAhead) {
+      out.ahead.push_back(d.gang);
+    }
+  }
+  Asker asker(snapshot, options, *g, max_checks);
+  const GangDecision* own = DecisionOf(now, gang);
+  if (own == nullptr || Starts(own->verdict)) return out;
+  out.slots_now = asker.SlotsNow();
+  asker.PriorityNow(now, out);
+  return out;
+}
+
+}  // namespace phalanx::forecast

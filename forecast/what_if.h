@@ -1,0 +1,44 @@
+// WhatIf: for one waiting gang, the cheapest changes that would start it now, each checked by
+// running the admission round on a snapshot with the change made. Pure.
+//
+// Algorithm, for gang G of S slots in P equal pods (GPU slots), at maxSlotsPerPod M of its pool:
+//   - fewer slots: the totals below S that the master can split (at most M, or a multiple of M),
+//     largest first; the first at which G is admitted or backfilled in this round is the answer;
+//   - a higher priority: one above each priority of the running gangs and of the gangs ahead of G,
+//     lowest first; the first at which G is admitted, backfilled or preempts is the answer, with
+//     the victims it would take;
+//   - the gangs G waits behind: those ahead of it in the queue that this round does not start.
+// At most max_checks rounds in all (fewer slots first); a question whose checks ran out, or whose
+// candidates all fail, has no answer.
+#ifndef PHALANX_FORECAST_WHAT_IF_H_
+#define PHALANX_FORECAST_WHAT_IF_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/snapshot.h"
+#include "preemption/admission.h"
+
+namespace phalanx::forecast {
+
+struct WhatIf {
+  std::optional<int64_t> slots_now;     // It starts now with at most this many slots.
+  std::optional<int32_t> priority_now;  // It starts now, or preempts, at this priority.
+  std::vector<std::string> victims;     // Whom it preempts at priority_now.
+  std::vector<std::string> ahead;       // Waiting gangs ahead of it, in queue order (at most 10).
+};
+
+inline constexpr int kMaxAhead = 10;
+
+// An error when `gang` is not waiting in `snapshot`.
+absl::StatusOr<WhatIf> AskWhatIf(std::shared_ptr<const core::ClusterSnapshot> snapshot,
+                                 const preemption::AdmissionOptions& options,
+                                 const std::string& gang, int max_checks = 16);
+
+}  // namespace phalanx::forecast
+
+#endif  // PHALANX_FORECAST_WHAT_IF_H_
