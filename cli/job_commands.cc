@@ -1,4 +1,4 @@
-// phalanx job list|move|set-priority|set-pool|stats, and the task commands
+// phalanx job list|why|move|set-priority|set-pool|stats, and the task commands
 // (cmd|notebook|shell|tensorboard start|list|kill|set-priority).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,8 +16,30 @@ std::string PriorityText(const v1::Job& j) {
   return absl::StrCat(j.priority(), " (runs at ", absl::StrJoin(j.running_priorities(), ", "), ")");
 }
 
+// The forecast start as the list shows it: "2026-11-29 16:05" (UTC), "none" when the forecast
+// has none, "-" when there is no forecast (running, or none made yet).
+std::string EtaText(const v1::Job& j) {
+  if (j.eta_ms() > 0) {
+    return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(j.eta_ms()),
+                            absl::UTCTimeZone());
+  }
+  return j.eta_note().empty() ? "-" : "none";
+}
+
+// "exp-12 (alice)", or the gang when phalanx-master did not create it.
+std::string RefText(const v1::JobRef& r) {
+  if (r.job_id().empty()) return r.gang();
+  return r.username().empty() ? r.job_id() : absl::StrCat(r.job_id(), " (", r.username(), ")");
+}
+
+std::string RefsText(const google::protobuf::RepeatedPtrField<v1::JobRef>& refs) {
+  std::vector<std::string> out;
+  for (const v1::JobRef& r : refs) out.push_back(RefText(r));
+  return absl::StrJoin(out, ", ");
+}
+
 constexpr char kJobUsage[] =
-    "usage: phalanx job list [--pool P] [--limit N] [--offset N] "
+    "usage: phalanx job list [--pool P] [--limit N] [--offset N] | why JOB "
     "| move JOB (--ahead-of J | --behind-of J) | set-priority JOB PRIORITY | set-pool JOB POOL "
     "| stats";
 
@@ -55,13 +77,56 @@ int ListJobs(const Session& s, const Args& args) {
                     absl::StrCat(j.allocated_slots(), "/", j.requested_slots()), j.username(),
                     absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(j.submit_time_ms()),
                                      absl::UTCTimeZone()),
-                    j.pending_reason().empty() ? "-" : j.pending_reason()});
+                    EtaText(j), j.pending_reason().empty() ? "-" : j.pending_reason()});
   }
   PrintTable(s.out,
              {"POOL", "#", "JOB", "TYPE", "NAME", "STATE", "PRIORITY", "SLOTS", "USER",
-              "SUBMITTED (UTC)", "PENDING REASON"},
+              "SUBMITTED (UTC)", "ETA (UTC)", "PENDING REASON"},
              rows);
   s.PrintCount(resp.jobs_size(), resp.pagination(), "job");
+  return 0;
+}
+
+// phalanx job why JOB: why it waits, when it is expected to start, and what would start it now.
+int Why(const Session& s, const Args& args) {
+  if (int rc = s.ExpectPositionals(args, 3, kJobUsage)) return rc;
+  v1::GetJobRequest req;
+  req.set_job_id(args.positional[2]);
+  auto stub = s.Stub<v1::JobService>();
+  if (stub == nullptr) return 2;
+  v1::GetJobResponse resp;
+  if (int rc = s.Check(stub->GetJob(s.Context().get(), req, &resp))) return rc;
+  const v1::Job& j = resp.job();
+  s.out << "Job " << j.job_id() << " (" << j.username() << "), "
+        << EnumName(v1::JobState_descriptor(), j.state(), "JOB_STATE_") << ": #" << j.position() + 1
+        << " in pool " << j.resource_pool() << ", " << j.jobs_ahead() << " queued ahead, priority "
+        << PriorityText(j) << "\n";
+  if (j.state() != v1::JOB_STATE_QUEUED) return 0;
+  s.out << "Why: " << (j.pending_reason().empty() ? "no reason written yet" : j.pending_reason())
+        << "\n";
+  if (j.eta_ms() > 0) {
+    const absl::Duration in = absl::FromUnixMillis(j.eta_ms()) - absl::Now();
+    s.out << "Expected start: " << EtaText(j) << " UTC ("
+          << (in > absl::ZeroDuration()
+                  ? absl::StrCat("in ", absl::FormatDuration(absl::Trunc(in, absl::Minutes(1))))
+                  : "due")
+          << ")\n";
+  } else {
+    s.out << "Expected start: none"
+          << (j.eta_note().empty() ? " yet (no forecast made)" : absl::StrCat(": ", j.eta_note()))
+          << "\n";
+  }
+  if (!j.eta_basis().empty()) s.out << "  its runtime: " << j.eta_basis() << "\n";
+  if (!j.has_what_if()) return 0;
+  const v1::WhatIf& w = j.what_if();
+  if (w.has_slots() || w.has_priority()) s.out << "It would start now:\n";
+  if (w.has_slots()) s.out << "  with at most " << w.slots() << " slots\n";
+  if (w.has_priority()) {
+    s.out << "  at priority >= " << w.priority();
+    if (w.victims_size() > 0) s.out << ", preempting " << RefsText(w.victims());
+    s.out << "\n";
+  }
+  if (w.ahead_size() > 0) s.out << "Waiting ahead of it: " << RefsText(w.ahead()) << "\n";
   return 0;
 }
 
@@ -187,6 +252,7 @@ int RunJobCommand(const Session& s, const Args& args) {
   const std::string& verb = args.positional[1];
   if (int rc = s.CheckOptions(args, JobOptions(verb))) return rc;
   if (verb == "list") return ListJobs(s, args);
+  if (verb == "why") return Why(s, args);
   if (verb == "stats") return Stats(s, args);
   return Update(s, args);
 }

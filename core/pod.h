@@ -45,6 +45,8 @@ struct PodInfo {
   // When its job was preempted before, oldest first (phalanx.io/preempted-at), at most
   // kMaxPreemptionHistory entries.
   std::vector<int64_t> preempted_ms;
+  // Work its run is expected to take from its start (phalanx.io/expected-runtime); -1: unknown.
+  int64_t expected_runtime_ms = -1;
   std::string job_id;              // phalanx.io/job-id: set on the pods phalanx-master created.
   std::string pool;                // phalanx.io/resource-pool; empty when unlabelled.
   std::string node;                // spec.nodeName once bound.

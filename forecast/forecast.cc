@@ -24,6 +24,7 @@ class Forecaster {
   Forecaster(std::shared_ptr<const core::ClusterSnapshot> snapshot, const ForecastOptions& options,
              const RuntimeModel& runtimes)
       : opt_(options), runtimes_(runtimes), builder_(snapshot), now_(options.admission.now_ms) {
+    result_.now_ms = now_;
     Seed(*snapshot);
   }
 
@@ -45,6 +46,8 @@ class Forecaster {
         e.none = events_.empty() ? NoEstimate::kUnknown : NoEstimate::kHorizon;
       }
     }
+    std::stable_sort(result_.gangs.begin(), result_.gangs.end(),
+                     [](const GangEta& a, const GangEta& b) { return a.position < b.position; });
     return std::move(result_);
   }
 
@@ -58,9 +61,7 @@ class Forecaster {
         ++open_;
       } else if (g.preempt_requested) {
         auto m = runtimes_.find(g.key);
-        remaining_[g.key] =
-            Rerun(g, m == runtimes_.end() ? std::nullopt : std::optional<int64_t>(m->second), now_);
-        Schedule(now_ + opt_.preempt_exit_ms, Kind::kExit, g.key);
+        Exiting(g, m == runtimes_.end() ? std::nullopt : std::optional<int64_t>(m->second), now_);
       } else if (g.Running() || g.Admitting()) {
         ScheduleEnd(g.key, now_);
       }
@@ -163,12 +164,21 @@ class Forecaster {
       p.preempted_by = by;
       builder_.UpsertPod(std::move(p));
     }
-    // Its end is void: it exits, then reruns.
-    remaining_[key] = Rerun(*g, RemainingAt(key, t), t);
+    Exiting(*g, RemainingAt(key, t), t);
+  }
+
+  // Gang `g`, marked at `t` with `left` work (unknown: nullopt), leaves `preempt_exit_ms` later and
+  // reruns, unless it ends first: then it simply ends.
+  void Exiting(const core::Gang& g, std::optional<int64_t> left, int64_t t) {
     for (auto it = events_.begin(); it != events_.end();) {
-      it = it->second.gang == key ? events_.erase(it) : std::next(it);
+      it = it->second.gang == g.key ? events_.erase(it) : std::next(it);
     }
-    Schedule(t + opt_.preempt_exit_ms, Kind::kExit, key);
+    if (left && *left <= opt_.preempt_exit_ms) {
+      Schedule(t + std::max<int64_t>(*left, 0), Kind::kEnd, g.key);
+    } else {
+      remaining_[g.key] = Rerun(g, left, t);
+    }
+    Schedule(t + opt_.preempt_exit_ms, Kind::kExit, g.key);
   }
 
   // What a running gang has left at `t`: its scheduled end minus t, unknown without one.

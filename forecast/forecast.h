@@ -64,6 +64,7 @@ struct GangEta {
 };
 
 struct ForecastResult {
+  int64_t now_ms = 0;          // Where it started.
   std::vector<GangEta> gangs;  // Every waiting gang of the snapshot, in queue order.
   int rounds = 0;
 };

@@ -235,6 +235,18 @@ absl::StatusOr<std::vector<int64_t>> PreemptionTimes(absl::string_view text) {
   return times;
 }
 
+// Whole seconds from 0 to ten years, in ms; -1 (unknown) for anything else or no annotation.
+int64_t ExpectedRuntimeMs(const std::string* text) {
+  constexpr int64_t kMaxSeconds = int64_t{10} * 366 * 24 * 3600;
+  int64_t seconds = 0;
+  if (text == nullptr || text->empty() || text->size() > 12 ||
+      !std::all_of(text->begin(), text->end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(*text, &seconds) || seconds > kMaxSeconds) {
+    return -1;
+  }
+  return seconds * 1000;
+}
+
 // With `key`, the placement and the preemption mark stand only when signed with it (see
 // placement_key.h): what phalanx-extender did not write is as if absent.
 template <typename Annotation>
@@ -307,6 +319,7 @@ absl::Status DecodeContract(const core::Labels& labels, const core::Labels& anno
   if (const std::string* at = annotation(kPreemptedAtAnnotation)) {
     KUBE_ASSIGN_OR_RETURN(pod.preempted_ms, PreemptionTimes(*at));
   }
+  pod.expected_runtime_ms = ExpectedRuntimeMs(annotation(kExpectedRuntimeAnnotation));
   return absl::OkStatus();
 }
 

@@ -42,6 +42,16 @@ inline constexpr absl::string_view kBackfilledAnnotation = "phalanx.io/backfille
 inline constexpr absl::string_view kCheckpointedAtAnnotation = "phalanx.io/checkpointed-at";
 inline constexpr absl::string_view kPreemptedAtAnnotation = "phalanx.io/preempted-at";
 inline constexpr absl::string_view kPendingReasonAnnotation = "phalanx.io/pending-reason";
+// Written by phalanx-master: the seconds of work the pod's run is expected to take from its start
+// (a whole number); the forecast's runtime. Advisory: a value that does not read counts as unknown.
+inline constexpr absl::string_view kExpectedRuntimeAnnotation = "phalanx.io/expected-runtime";
+// Where that figure comes from, for people (the master shows it beside the estimate).
+inline constexpr absl::string_view kExpectedRuntimeBasisAnnotation =
+    "phalanx.io/expected-runtime-basis";
+// Written by phalanx-extender on gated pods: the forecast start (RFC 3339), or "none: <why>"; and
+// what would start the gang now (JSON, forecast/what_if.h).
+inline constexpr absl::string_view kEtaAnnotation = "phalanx.io/eta";
+inline constexpr absl::string_view kWhatIfAnnotation = "phalanx.io/what-if";
 // Nodes the extender keeps a pod off, comma-separated: where kube-scheduler refused its work.
 inline constexpr absl::string_view kAvoidNodesAnnotation = "phalanx.io/avoid-nodes";
 inline constexpr absl::string_view kAdmissionGate = "phalanx.io/admission";

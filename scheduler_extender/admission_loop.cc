@@ -62,6 +62,19 @@ std::string PinFor(const core::ClusterSnapshot& snap, const std::string& name) {
   return label != nullptr ? *label : name;
 }
 
+// The outlook's fields of a /debug/queue entry: ,"eta":..,"what_if":{..} when known.
+std::string OutlookJson(const GangOutlook* o) {
+  if (o == nullptr) return "";
+  std::string out = absl::StrCat(",\"eta\":", EncodeJsonString(EtaText(o->eta)));
+  if (!o->eta.after.empty()) {
+    std::vector<std::string> after;
+    for (const std::string& a : o->eta.after) after.push_back(EncodeJsonString(a));
+    absl::StrAppend(&out, ",\"after\":[", absl::StrJoin(after, ","), "]");
+  }
+  if (o->what_if) absl::StrAppend(&out, ",\"what_if\":", WhatIfJson(*o->what_if));
+  return out;
+}
+
 }  // namespace
 
 absl::Status AdmissionLoop::MergePatch(const core::PodInfo& pod, const std::string& patch) {
@@ -112,7 +125,9 @@ absl::Status AdmissionLoop::Admit(const core::ClusterSnapshot& snap, const GangD
   absl::Status st = Place(
       snap, d.gang, pods, std::move(seats),
       {{"phalanx.io/backfilled", std::move(backfilled)},
-       {"phalanx.io/pending-reason", std::nullopt}},
+       {"phalanx.io/pending-reason", std::nullopt},
+       {std::string(kube::kEtaAnnotation), std::nullopt},
+       {std::string(kube::kWhatIfAnnotation), std::nullopt}},
       /*ungate=*/true);
   if (st.ok()) reasons_.erase(d.gang);
   return st;
@@ -243,19 +258,40 @@ absl::Status AdmissionLoop::NoteReason(const core::ClusterSnapshot& snap, const 
   WrittenReason& last = reasons_[d.gang];
   const int64_t now = deps_.now_ms();
   const bool only_numbers_changed = !last.reason.empty() && Shape(last.reason) == Shape(d.reason);
-  if (last.reason == d.reason || (only_numbers_changed && now - last.at_ms < kReasonIntervalMs)) {
-    return absl::OkStatus();
+  const bool reason_due =
+      last.reason != d.reason && !(only_numbers_changed && now - last.at_ms < kReasonIntervalMs);
+  std::optional<WrittenOutlook> outlook;
+  if (const GangOutlook* o = OutlookOf(d.gang)) {
+    outlook = OutlookDue(last.outlook, *o, now, reason_due);
   }
+  if (!reason_due && !outlook) return absl::OkStatus();
   std::optional<core::Gang> g = snap.FindGang(d.gang);
   if (!g) return absl::OkStatus();
+  Annotations annotations;
+  if (reason_due) annotations.push_back({"phalanx.io/pending-reason", d.reason});
+  if (outlook) {
+    annotations.push_back({std::string(kube::kEtaAnnotation), outlook->eta});
+    annotations.push_back({std::string(kube::kWhatIfAnnotation),
+                           outlook->what_if.empty() ? std::nullopt
+                                                    : std::optional<std::string>(outlook->what_if)});
+  }
+  const std::string patch = AnnotationPatch(annotations, std::nullopt, false);
   for (const core::PodInfo* p : g->members) {
     if (!p->gated) continue;
-    std::string patch =
-        AnnotationPatch({{"phalanx.io/pending-reason", d.reason}}, std::nullopt, false);
     if (absl::Status st = MergePatch(*p, patch); !st.ok()) return st;
   }
-  last = WrittenReason{d.reason, now};
+  if (reason_due) {
+    last.reason = d.reason;
+    last.at_ms = now;
+  }
+  if (outlook) last.outlook = *std::move(outlook);
   return absl::OkStatus();
+}
+
+const GangOutlook* AdmissionLoop::OutlookOf(const std::string& gang) {
+  if (!outlook_) return nullptr;
+  auto it = outlook_->gangs.find(gang);
+  return it == outlook_->gangs.end() ? nullptr : &it->second;
 }
 
 void AdmissionLoop::Recover(const core::ClusterSnapshot& snap,
@@ -327,6 +363,7 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
   preemption::AdmissionOptions opts = options_;
   opts.now_ms = deps_.now_ms();
   opts.held = Held(snap);
+  outlook_ = deps_.outlook ? deps_.outlook() : nullptr;
   preemption::RoundResult r = preemption::RunAdmissionRound(snap, opts);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   // Published before the writes, so /debug/queue never lags what the pods' annotations show.
@@ -380,7 +417,8 @@ void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
         "{\"gang\":", EncodeJsonString(d.gang), ",\"position\":", d.position, ",\"state\":",
         EncodeJsonString(preemption::VerdictName(d.verdict)), ",\"priority\":", d.priority,
         ",\"slots\":", d.slots, ",\"reason\":", EncodeJsonString(d.reason), ",\"nodes\":[",
-        absl::StrJoin(nodes, ","), "],\"victims\":[", absl::StrJoin(victims, ","), "]}"));
+        absl::StrJoin(nodes, ","), "],\"victims\":[", absl::StrJoin(victims, ","), "]",
+        OutlookJson(OutlookOf(d.gang)), "}"));
     counts[preemption::VerdictName(d.verdict)] += 1;
   }
   if (deps_.metrics != nullptr) {

@@ -8,7 +8,8 @@
 //   Pods the master did not create (no phalanx.io/job-id) are deleted by the loop itself, as
 //   kube-scheduler's preemption would.
 // - WAIT/INFEASIBLE: phalanx.io/pending-reason on gated pods, written when it changes, at most
-//   every 10 s per gang.
+//   every 10 s per gang; beside it, the forecaster's phalanx.io/eta and phalanx.io/what-if
+//   (forecaster.h OutlookDue: at most every minute, an estimate when it moved enough).
 // - Recovery: gated gangs whose members all carry a placement are ungated; gated gangs with only
 //   some placed members get the rest planned around the pinned ones (pins cannot be removed), or,
 //   when that does not fit, are marked for the master to recreate.
@@ -39,6 +40,7 @@
 #include "kube/client.h"
 #include "kube/placement_key.h"
 #include "preemption/admission.h"
+#include "scheduler_extender/forecaster.h"
 #include "scheduler_extender/metrics.h"
 #include "scheduler_extender/refusals.h"
 #include "scheduler_extender/reservations.h"
@@ -55,6 +57,8 @@ struct LoopDeps {
   // Blocks until the cache changes after `version` or `timeout_ms` passes; returns the version.
   std::function<uint64_t(uint64_t version, int64_t timeout_ms)> wait_for_change;
   std::function<int64_t()> now_ms;
+  // The forecaster's latest outlook (forecaster.h); empty or null: no estimates.
+  std::function<std::shared_ptr<const Outlook>()> outlook;
 };
 
 class AdmissionLoop {
@@ -135,7 +139,11 @@ class AdmissionLoop {
   struct WrittenReason {
     std::string reason;
     int64_t at_ms = 0;
+    WrittenOutlook outlook;
   };
+  // The latest outlook's entry for `gang`, or null.
+  const GangOutlook* OutlookOf(const std::string& gang);
+  std::shared_ptr<const Outlook> outlook_;  // Read at the start of each round.
   absl::flat_hash_map<std::string, WrittenReason> reasons_;  // gang -> last reason written
   absl::flat_hash_map<std::string, bool> awaited_;  // pod uid -> expects a placement (else a mark)
   int64_t awaited_since_ms_ = 0;

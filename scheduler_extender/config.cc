@@ -262,6 +262,14 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
                "MS >= 10: admission rounds run at least this often"),
       IntEntry("best_fit_candidates", 0, &ExtenderConfig::best_fit_candidates,
                "N: filter passes at most N best-fitting nodes (0: every fitting node)"),
+      RuleDurationEntry("forecast_interval_ms", 0, &ExtenderConfig::forecast_interval_ms,
+                        "MS up to 30 days: estimate every waiting gang's start this often "
+                        "(phalanx.io/eta, /debug/queue, the forecast gauges; 0: never)"),
+      {"what_if_gangs",
+       {Int(0, &ExtenderConfig::what_if_gangs, "what_if_gangs", 1000),
+        "N from 0 to 1000: each forecast also asks what would start the first N waiting gangs now "
+        "(phalanx.io/what-if)",
+        ShowInt(&ExtenderConfig::what_if_gangs)}},
       {"slot_type",
        {SetSlotType, "gpu|cpu: what one slot is",
         [](const ExtenderConfig& c) {

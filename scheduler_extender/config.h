@@ -55,6 +55,10 @@ struct ExtenderConfig {
   // Filter passes at most this many best-fitting nodes for a pod without a placement; 0 passes
   // every node that fits (see verbs.h).
   int64_t best_fit_candidates = 8;
+  // forecaster.h: how often the start of every waiting gang is estimated (0: never), and how many
+  // of the first waiting gangs get what-if answers.
+  int64_t forecast_interval_ms = 15'000;
+  int64_t what_if_gangs = 16;
   gang::SlotPolicy slots{.milli_cpu_per_slot = 0};  // 0 until cpus_per_slot is set.
 };
 

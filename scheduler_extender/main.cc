@@ -14,6 +14,7 @@
 #include "kube/informer.h"
 #include "kube/placement_key.h"
 #include "scheduler_extender/admission_loop.h"
+#include "scheduler_extender/forecaster.h"
 #include "scheduler_extender/config.h"
 #include "scheduler_extender/server.h"
 
@@ -74,6 +75,11 @@ int Main(int argc, char** argv) {
                 .max_preemptions = static_cast<int32_t>(config->max_preemptions),
                 .preemption_limit = static_cast<int32_t>(config->preemption_limit),
                 .window_ms = config->preemption_window_ms}};
+  Forecaster forecaster(admission, config->forecast_interval_ms,
+                        static_cast<int>(config->what_if_gangs),
+                        ForecasterDeps{.snapshot = [&] { return informer.Snapshot(); },
+                                       .now_ms = NowMs,
+                                       .metrics = &metrics});
   AdmissionLoop loop(admission, config->resync_ms,
                      LoopDeps{.client = &client,
                               .placement_key = &*key,
@@ -84,7 +90,8 @@ int Main(int argc, char** argv) {
                                   [&](uint64_t v, int64_t ms) {
                                     return informer.WaitForChange(v, absl::Milliseconds(ms));
                                   },
-                              .now_ms = NowMs},
+                              .now_ms = NowMs,
+                              .outlook = [&] { return forecaster.Latest(); }},
                      Refusals(config->refused_placement_timeout_ms, config->avoid_node_memory_ms));
   ServerDeps deps{
       .verbs = &verbs,
@@ -143,8 +150,11 @@ int Main(int argc, char** argv) {
     }
   }
   std::thread rounds([&] { loop.Run(g_stop); });
+  std::thread forecasts;
+  if (config->forecast_interval_ms > 0) forecasts = std::thread([&] { forecaster.Run(g_stop); });
   while (!g_stop.load()) absl::SleepFor(absl::Milliseconds(200));
   rounds.join();
+  if (forecasts.joinable()) forecasts.join();
   server.Stop();
   informer.Stop();
   return 0;

@@ -1,6 +1,8 @@
 // Metric families and their exposition.
 #include "scheduler_extender/metrics.h"
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "prometheus/text_serializer.h"
@@ -57,6 +59,22 @@ Metrics::Metrics()
                          .Name("phalanx_extender_cache_objects")
                          .Help("Objects in the informer cache, by kind.")
                          .Register(*registry_)),
+      forecast_seconds_(prometheus::BuildHistogram()
+                            .Name("phalanx_extender_forecast_duration_seconds")
+                            .Help("Time of one start-time forecast of every waiting gang, with "
+                                  "its what-if questions.")
+                            .Register(*registry_)
+                            .Add({}, LatencyBuckets())),
+      forecast_delay_(prometheus::BuildGauge()
+                          .Name("phalanx_extender_forecast_queue_delay_seconds")
+                          .Help("The longest forecast wait from now to start among waiting "
+                                "gangs with an estimate, by resource pool and priority.")
+                          .Register(*registry_)),
+      forecast_gangs_(prometheus::BuildGauge()
+                          .Name("phalanx_extender_forecast_gangs")
+                          .Help("Waiting gangs in the last forecast, with an estimated start "
+                                "(estimate=yes) or without one (estimate=none).")
+                          .Register(*registry_)),
       watch_restarts_(prometheus::BuildCounter()
                           .Name("phalanx_extender_watch_restarts_total")
                           .Help("Watch streams restarted since start (relists included).")
@@ -96,6 +114,42 @@ void Metrics::AddFailedWrites(double gangs) { failed_writes_.Increment(gangs); }
 
 void Metrics::SetCacheObjects(absl::string_view kind, double count) {
   cache_objects_.Add({{"kind", std::string(kind)}}).Set(count);
+}
+
+void Metrics::SetForecast(const core::ClusterSnapshot& snap, const forecast::ForecastResult& r,
+                          double seconds) {
+  forecast_seconds_.Observe(seconds);
+  const int64_t now = r.now_ms;
+  std::map<std::pair<std::string, int32_t>, double> delays;
+  double with = 0, without = 0;
+  for (const forecast::GangEta& e : r.gangs) {
+    if (!e.start_ms) {
+      ++without;
+      continue;
+    }
+    ++with;
+    std::optional<core::Gang> g = snap.FindGang(e.gang);
+    double& d = delays[{g ? g->pool : "", e.priority}];
+    d = std::max(d, static_cast<double>(*e.start_ms - now) / 1000.0);
+  }
+  forecast_gangs_.Add({{"estimate", "yes"}}).Set(with);
+  forecast_gangs_.Add({{"estimate", "none"}}).Set(without);
+  absl::MutexLock lock(&forecast_mu_);
+  for (auto it = delay_series_.begin(); it != delay_series_.end();) {
+    if (delays.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    forecast_delay_.Remove(it->second);
+    it = delay_series_.erase(it);
+  }
+  for (const auto& [key, delay] : delays) {
+    prometheus::Gauge*& series = delay_series_[key];
+    if (series == nullptr) {
+      series = &forecast_delay_.Add({{"pool", key.first}, {"priority", std::to_string(key.second)}});
+    }
+    series->Set(delay);
+  }
 }
 
 void Metrics::SetWatchRestarts(double total) {

@@ -2,12 +2,15 @@
 #ifndef PHALANX_SCHEDULER_EXTENDER_METRICS_H_
 #define PHALANX_SCHEDULER_EXTENDER_METRICS_H_
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/snapshot.h"
+#include "forecast/forecast.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -35,6 +38,11 @@ class Metrics {
   // A gang's writes of a round that the API server refused or that failed.
   void AddFailedWrites(double gangs);
   void SetCacheObjects(absl::string_view kind, double count);
+  // One forecast of `snap`'s waiting gangs and how long it took: the longest forecast wait per
+  // pool and priority (series of pools and priorities no longer waiting go), and the gangs with
+  // and without an estimate.
+  void SetForecast(const core::ClusterSnapshot& snap, const forecast::ForecastResult& r,
+                   double seconds) ABSL_LOCKS_EXCLUDED(forecast_mu_);
   // Raises the restart counter to the informer's running total (callers may race).
   void SetWatchRestarts(double total) ABSL_LOCKS_EXCLUDED(restarts_mu_);
 
@@ -51,6 +59,13 @@ class Metrics {
   prometheus::Counter& replans_;
   prometheus::Counter& failed_writes_;
   prometheus::Family<prometheus::Gauge>& cache_objects_;
+  prometheus::Histogram& forecast_seconds_;
+  prometheus::Family<prometheus::Gauge>& forecast_delay_;
+  prometheus::Family<prometheus::Gauge>& forecast_gangs_;
+  absl::Mutex forecast_mu_;
+  // (pool, priority) -> its series in forecast_delay_.
+  std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> delay_series_
+      ABSL_GUARDED_BY(forecast_mu_);
   absl::Mutex restarts_mu_;
   prometheus::Counter& watch_restarts_ ABSL_GUARDED_BY(restarts_mu_);
 };

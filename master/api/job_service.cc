@@ -74,6 +74,19 @@ grpc::Status JobServiceImpl::GetJobs(grpc::ServerContext* ctx, const v1::GetJobs
   return grpc::Status::OK;
 }
 
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                                    v1::GetJobResponse* resp) {
+  absl::StatusOr<User> user = auth_.Authenticate(*ctx);
+  if (!user.ok()) return ToGrpcStatus(user.status());
+  if (req->job_id().empty() || req->job_id().size() > 64) {
+    return ToGrpcStatus(absl::InvalidArgumentError("job_id: a job id such as exp-12 or cmd-7"));
+  }
+  absl::StatusOr<QueueEntry> e = jobs_.QueueEntryOf(req->job_id());
+  if (!e.ok()) return ToGrpcStatus(e.status());
+  ToProto(*e, resp->mutable_job());
+  return grpc::Status::OK;
+}
+
 grpc::Status JobServiceImpl::UpdateJobQueue(grpc::ServerContext* ctx,
                                             const v1::UpdateJobQueueRequest* req,
                                             v1::UpdateJobQueueResponse*) {

@@ -210,6 +210,22 @@ void ToProto(const QueueEntry& e, v1::Job* out) {
   out->set_pending_reason(e.pending_reason);
   out->set_submit_time_ms(e.job.submit_ms);
   for (int p : e.running_priorities) out->add_running_priorities(p);
+  out->set_eta_ms(e.eta_ms);
+  out->set_eta_note(e.eta_note);
+  out->set_eta_basis(e.eta_basis);
+  if (!e.what_if) return;
+  v1::WhatIf* w = out->mutable_what_if();
+  if (e.what_if->slots) w->set_slots(*e.what_if->slots);
+  if (e.what_if->priority) w->set_priority(*e.what_if->priority);
+  for (auto [refs, add] : {std::pair{&e.what_if->victims, &v1::WhatIf::add_victims},
+                           std::pair{&e.what_if->ahead, &v1::WhatIf::add_ahead}}) {
+    for (const GangRef& r : *refs) {
+      v1::JobRef* ref = (w->*add)();
+      ref->set_gang(r.gang);
+      ref->set_job_id(r.job_id);
+      ref->set_username(r.username);
+    }
+  }
 }
 
 }  // namespace phalanx::master

@@ -149,6 +149,8 @@ class JobServiceImpl final : public v1::JobService::Service {
   JobServiceImpl(JobManager& jobs, const Authenticator& auth) : jobs_(jobs), auth_(auth) {}
   grpc::Status GetJobs(grpc::ServerContext*, const v1::GetJobsRequest*,
                        v1::GetJobsResponse*) override;
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*,
+                      v1::GetJobResponse*) override;
   grpc::Status UpdateJobQueue(grpc::ServerContext*, const v1::UpdateJobQueueRequest*,
                               v1::UpdateJobQueueResponse*) override;
   grpc::Status GetJobQueueStats(grpc::ServerContext*, const v1::GetJobQueueStatsRequest*,

@@ -217,8 +217,9 @@ absl::StatusOr<ResourcesConfig> ParseResources(const YamlMap& parent, absl::stri
   KUBE_ASSIGN_OR_RETURN(YamlMap m, parent.Map("resources"));
   const bool experiment = slots_key == "slots_per_trial";
   KUBE_RETURN_IF_ERROR(
-      experiment ? m.CheckKeys({"slots_per_trial", "priority", "resource_pool", "max_slots"})
-                 : m.CheckKeys({"slots", "priority", "resource_pool"}));
+      experiment ? m.CheckKeys({"slots_per_trial", "priority", "resource_pool", "max_slots",
+                                "expected_runtime"})
+                 : m.CheckKeys({"slots", "priority", "resource_pool", "expected_runtime"}));
   ResourcesConfig r;
   KUBE_ASSIGN_OR_RETURN(std::optional<int64_t> slots, m.Int(slots_key));
   if (slots && (*slots < 0 || *slots > 100000)) {
@@ -240,6 +241,16 @@ absl::StatusOr<ResourcesConfig> ParseResources(const YamlMap& parent, absl::stri
                       absl::StrCat("must be >= ", slots_key, " (", r.slots, "), got ", *max_slots));
   }
   if (max_slots) r.max_slots = static_cast<int>(*max_slots);
+  KUBE_ASSIGN_OR_RETURN(std::optional<std::string> runtime, m.String("expected_runtime"));
+  if (runtime) {
+    absl::StatusOr<absl::Duration> d = ParseConfigDuration(*runtime);
+    if (!d.ok()) return FieldError(m.FieldPath("expected_runtime"), d.status().message());
+    if (*d < absl::Seconds(1) || *d > kMaxExpectedRuntime) {
+      return FieldError(m.FieldPath("expected_runtime"),
+                        absl::StrCat("must be from 1s to 366 days, got \"", *runtime, "\""));
+    }
+    r.expected_runtime = *d;
+  }
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/strings/string_view.h"
 #include "master/config/config.h"
 #include "master/yaml/yaml.h"
@@ -48,7 +49,10 @@ struct ResourcesConfig {
   std::optional<int> priority;
   std::string resource_pool;     // Empty: the master's default pool for the slot count.
   std::optional<int> max_slots;  // Experiments: cap on slots used by all trials at once.
+  // How long the work runs (an experiment: each trial), for start-time forecasts; unset: unknown.
+  std::optional<absl::Duration> expected_runtime;
 };
+inline constexpr absl::Duration kMaxExpectedRuntime = absl::Hours(24 * 366);
 
 // `slots_key` is "slots_per_trial" (experiments, with max_slots) or "slots" (tasks).
 absl::StatusOr<ResourcesConfig> ParseResources(const YamlMap& parent, absl::string_view slots_key,

@@ -13,6 +13,7 @@
 #include "kube/json.h"
 #include "kube/status.h"
 #include "master/jobs/job_manager.h"
+#include "master/jobs/run_estimate.h"
 #include "master/pods/pod_builder.h"
 #include "master/pods/rendezvous.h"
 #include "master/spec/experiment_config.h"
@@ -33,12 +34,18 @@ bool RefusedForGood(const absl::Status& s) {
   return code != 403 || !absl::StrContains(s.message(), "exceeded quota");
 }
 
+void SetEstimate(std::optional<RunEstimate> estimate, PodRequest& r) {
+  if (!estimate) return;
+  r.expected_runtime_s = estimate->seconds;
+  r.expected_runtime_basis = std::move(estimate->basis);
+}
+
 // The pod request of a run of `trial`; `env` receives the environment it points to. `parsed` is
 // the experiment's config when the caller has it parsed already, else null.
 absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobRecord& job,
                                           const TrialRecord& trial, const std::string& id,
                                           const std::string& token, const ExperimentConfig* parsed,
-                                          EnvironmentConfig& env) {
+                                          const TrialHistory& history, EnvironmentConfig& env) {
   PodRequest r{.type = job.type,
                .job_id = job.job_id,
                .allocation_id = id,
@@ -65,11 +72,15 @@ absl::StatusOr<PodRequest> AllocationPods(const MasterConfig& config, const JobR
              {"PHALANX_LATEST_CHECKPOINT", trial.latest_checkpoint}};
     if (!c.data.is_null()) r.env.emplace_back("PHALANX_DATA", c.data.dump());
     r.checkpoint_storage = c.checkpoint_storage;
+    SetEstimate(EstimateRun(c.resources, BudgetOf(c.searcher, trial), trial.steps_completed,
+                            history.pace, job.name),
+                r);
   } else {
     KUBE_ASSIGN_OR_RETURN(TaskConfig c,
                           ParseStoredTaskConfig(job.config, job.type, job.entrypoint, config));
     env = std::move(c.environment);
     r.entrypoint = std::move(c.entrypoint);
+    SetEstimate(EstimateRun(c.resources, std::nullopt, 0, std::nullopt, job.name), r);
     // A TensorBoard or notebook reads the checkpoints the master's storage holds.
     r.checkpoint_storage = config.checkpoint_storage;
   }
@@ -100,7 +111,8 @@ absl::StatusOr<JobManager::Launch> JobManager::PrepareRunLocked(const JobRecord&
             trial.runs);
   const std::string token = NewToken();
   EnvironmentConfig env;
-  absl::StatusOr<PodRequest> request = AllocationPods(config_, job, trial, id, token, parsed, env);
+  absl::StatusOr<PodRequest> request =
+      AllocationPods(config_, job, trial, id, token, parsed, history, env);
   if (!request.ok()) {
     return absl::Status(request.status().code(),
                         absl::StrCat("trial ", trial.id, ": ", request.status().message()));
@@ -160,6 +172,10 @@ absl::Status JobManager::StartAllocationLocked(const JobRecord& job, TrialRecord
   TrialHistory history;  // A trial's first run has none.
   if (trial.runs > 0) {
     KUBE_ASSIGN_OR_RETURN(history, store_.GetTrialHistory(trial.id, core::kMaxPreemptionHistory));
+  }
+  if (job.type == TaskType::kExperiment) {  // Advisory: a failed read leaves it unknown.
+    absl::StatusOr<std::optional<MeasuredPace>> pace = store_.MeasurePace(trial.id, job);
+    if (pace.ok()) history.pace = *pace;
   }
   absl::StatusOr<Launch> launch = PrepareRunLocked(job, trial, history);
   if (!launch.ok()) {

@@ -120,6 +120,20 @@ struct BestValidationValues {
 
 enum class QueueState { kQueued, kScheduled, kBackfilled };
 
+// A gang a what-if answer names, and its job when the master created it.
+struct GangRef {
+  std::string gang;  // "namespace/gang".
+  std::string job_id;
+  std::string username;
+};
+// What would start a waiting job now (forecast/what_if.h, as the extender wrote it).
+struct WhatIfAnswer {
+  std::optional<int64_t> slots;
+  std::optional<int32_t> priority;
+  std::vector<GangRef> victims;
+  std::vector<GangRef> ahead;
+};
+
 // One ACTIVE job in its pool's queue.
 struct QueueEntry {
   JobRecord job;       // Without config and entrypoint.
@@ -132,6 +146,11 @@ struct QueueEntry {
   // The priorities its bound pods carry that are not job.priority, ascending: runs that started
   // before a priority change keep the priority they started with (a pod's priority is fixed).
   std::vector<int> running_priorities;
+  // The extender's forecast for its waiting run (job_outlook.cc).
+  int64_t eta_ms = 0;     // 0: none.
+  std::string eta_note;   // Why none ("" with no forecast yet).
+  std::string eta_basis;  // Of the run's expected runtime.
+  std::optional<WhatIfAnswer> what_if;
 };
 
 // What the manager did since start, and its open allocations now (for metrics).
@@ -183,6 +202,8 @@ class JobManager {
   };
   QueuePage Queue(const std::string& pool, const std::vector<QueueState>& states, int offset,
                   int limit);
+  // The entry of ACTIVE job `job_id`, NOT_FOUND when it is in no queue.
+  absl::StatusOr<QueueEntry> QueueEntryOf(const std::string& job_id);
 
   // ownership.cc. OK when `by` owns the job or is an admin; else PERMISSION_DENIED naming the
   // owner: "experiment 3 belongs to alice; only alice or an admin may <action>".
@@ -315,6 +336,7 @@ class JobManager {
   struct QueueRow {
     const JobRecord* job = nullptr;
     const std::string* pending_reason = nullptr;
+    const PodState* outlook = nullptr;  // A waiting pod with the extender's forecast on it.
     QueueState state = QueueState::kQueued;
     int position = 0, jobs_ahead = 0, requested_slots = 0, allocated_slots = 0;
     std::set<int> running_priorities;  // QueueEntry's.
@@ -323,6 +345,10 @@ class JobManager {
   void ForEachRowLocked(const std::string& pool, const std::function<bool(const QueueRow&)>& visit)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   QueueRow RowLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  QueueEntry EntryLocked(const QueueRow& row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // job_outlook.cc: the row's forecast in `entry`, gangs resolved to their jobs.
+  void OutlookLocked(const PodState& pod, QueueEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  GangRef GangRefLocked(const std::string& gang) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A run ready to start: what the store records, then the allocation and pods to create.
   struct Launch {
     StartedRun run;

@@ -55,6 +55,9 @@ JobManager::QueueRow JobManager::RowLocked(const JobRecord& job) {
       if (row.pending_reason == nullptr && !pod.pending_reason.empty()) {
         row.pending_reason = &pod.pending_reason;
       }
+      if (row.outlook == nullptr && !pod.bound() && (!pod.eta.empty() || !pod.what_if.empty())) {
+        row.outlook = &pod;
+      }
     }
     if (row.pending_reason == nullptr && !a->start_failure.empty()) {
       row.pending_reason = &a->start_failure;
@@ -99,22 +102,42 @@ JobManager::QueuePage JobManager::Queue(const std::string& pool,
       return true;
     }
     const int index = page.total++;
-    if (index >= offset && index < page_end) {
-      page.entries.push_back(
-          {.job = Summary(*row.job),
-           .position = row.position,
-           .jobs_ahead = row.jobs_ahead,
-           .state = row.state,
-           .requested_slots = row.requested_slots,
-           .allocated_slots = row.allocated_slots,
-           .pending_reason = row.pending_reason ? *row.pending_reason : "",
-           .running_priorities = {row.running_priorities.begin(), row.running_priorities.end()}});
-    }
+    if (index >= offset && index < page_end) page.entries.push_back(EntryLocked(row));
     // With every state wanted, the rows past the page only count toward the total.
     return !states.empty() || index + 1 < page_end;
   });
   if (states.empty()) page.total = active_jobs_.Count(pool);
   return page;
+}
+
+QueueEntry JobManager::EntryLocked(const QueueRow& row) {
+  QueueEntry e{.job = Summary(*row.job),
+               .position = row.position,
+               .jobs_ahead = row.jobs_ahead,
+               .state = row.state,
+               .requested_slots = row.requested_slots,
+               .allocated_slots = row.allocated_slots,
+               .pending_reason = row.pending_reason ? *row.pending_reason : "",
+               .running_priorities = {row.running_priorities.begin(),
+                                      row.running_priorities.end()}};
+  if (row.outlook != nullptr) OutlookLocked(*row.outlook, e);
+  return e;
+}
+
+absl::StatusOr<QueueEntry> JobManager::QueueEntryOf(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  const JobRecord* job = active_jobs_.Find(job_id);
+  if (job == nullptr) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " is not in a queue"));
+  }
+  std::optional<QueueEntry> found;
+  ForEachRowLocked(job->resource_pool, [&](const QueueRow& row) {
+    if (row.job->job_id != job_id) return true;
+    found = EntryLocked(row);
+    return false;
+  });
+  if (!found) return absl::NotFoundError(absl::StrCat("job ", job_id, " is not in a queue"));
+  return *std::move(found);
 }
 
 absl::Status JobManager::Move(const std::string& job_id, const std::string& anchor_id, bool ahead,

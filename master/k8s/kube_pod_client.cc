@@ -105,6 +105,13 @@ absl::StatusOr<PodState> DecodePodState(simdjson::dom::element pod) {
   if (const std::string* reason = core::FindLabel(annotations, kube::kPendingReasonAnnotation)) {
     s.pending_reason = *reason;
   }
+  for (auto [key, field] : {std::pair{kube::kEtaAnnotation, &s.eta},
+                            std::pair{kube::kWhatIfAnnotation, &s.what_if},
+                            std::pair{kube::kExpectedRuntimeBasisAnnotation,
+                                      &s.expected_runtime_basis}}) {
+    const std::string* text = core::FindLabel(annotations, key);
+    if (text != nullptr && text->size() <= kMaxOutlookText) *field = *text;
+  }
   return s;
 }
 

@@ -246,6 +246,10 @@ void SetHistory(json& meta, const PodRequest& r) {
   SetAnnotation(meta, kube::kCheckpointedAtAnnotation,
                 r.checkpoint_ms > 0 ? FormatPodTime(r.checkpoint_ms) : "");
   SetAnnotation(meta, kube::kPreemptedAtAnnotation, PreemptedAt(r.preempted_ms));
+  SetAnnotation(meta, kube::kExpectedRuntimeAnnotation,
+                r.expected_runtime_s ? std::to_string(*r.expected_runtime_s) : "");
+  SetAnnotation(meta, kube::kExpectedRuntimeBasisAnnotation,
+                r.expected_runtime_s ? r.expected_runtime_basis : "");
 }
 
 // The class a pod's `spec` names, the seeds' names mapped to phalanx's (priority_classes.h); ""

@@ -26,7 +26,9 @@
 //      the run's history, which the extender reads to choose victims: phalanx.io/checkpointed-at
 //      (when the trial last reported a checkpoint, RFC 3339 UTC) and phalanx.io/preempted-at (when
 //      its earlier runs were preempted: the newest core::kMaxPreemptionHistory times, oldest
-//      first, comma-separated); a pod without that history carries neither.
+//      first, comma-separated); a pod without that history carries neither. And the run's expected
+//      duration for start-time forecasts: phalanx.io/expected-runtime (whole seconds) and
+//      phalanx.io/expected-runtime-basis (where the figure comes from), absent when unknown.
 //   6. Priority: a priorityClassName in the merged spec wins (the seeds' determined-*-priority
 //      names mapped to phalanx's classes, priority_classes.h); else the class of exactly the
 //      task's priority (PriorityClassFor). Pods cannot carry a bare spec.priority: the Priority
@@ -76,6 +78,9 @@ struct PodRequest {
   // earlier runs were preempted.
   int64_t checkpoint_ms = 0;
   std::vector<int64_t> preempted_ms;
+  // How long the run is expected to take, and why (run_estimate.h); nullopt: unknown.
+  std::optional<int64_t> expected_runtime_s;
+  std::string expected_runtime_basis;
 };
 
 // The pods of `request`, ranks 0..N-1.

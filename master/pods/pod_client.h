@@ -27,6 +27,8 @@ struct ContainerWaiting {
   std::string message;  // Kubelet's, often empty.
 };
 
+inline constexpr size_t kMaxOutlookText = 8192;
+
 // One pod the master created, as last observed.
 struct PodState {
   std::string ns;
@@ -47,6 +49,11 @@ struct PodState {
   // deletion's time plus its grace period); InfiniteFuture while the pod is not being deleted.
   absl::Time deletion_deadline = absl::InfiniteFuture();
   std::string pending_reason;  // Annotation phalanx.io/pending-reason.
+  // The extender's forecast (phalanx.io/eta, phalanx.io/what-if) and the basis of the run's
+  // expected runtime (phalanx.io/expected-runtime-basis), each at most kMaxOutlookText bytes.
+  std::string eta;
+  std::string what_if;
+  std::string expected_runtime_basis;
   // status.reason Evicted (node pressure) or condition DisruptionTarget=True (a drain, a taint,
   // a node shutdown, a preemption): the cluster, not its program, ends it.
   bool disrupted = false;

@@ -114,6 +114,8 @@ CREATE TABLE trial_metrics (
 )sql",
     // Version 10: what an adaptive searcher keeps with each trial (master/search/asha.h).
     "ALTER TABLE trials ADD COLUMN searcher_state TEXT NOT NULL DEFAULT ''",
+    // Version 11: a trial's checkpoints, read for its training pace (Store::MeasurePace).
+    "CREATE INDEX checkpoints_trial ON checkpoints (trial_id)",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

@@ -38,9 +38,18 @@ struct StartedRun {
 };
 
 // What the pods of a trial's next run carry about its earlier runs (pod_builder.h).
+// Training pace measured from checkpoints (Store::MeasurePace): steps per second over the runs
+// of the closest source that has two checkpoints in a run.
+struct MeasuredPace {
+  enum class Source { kTrial, kExperiment, kOwnerHistory };
+  Source source = Source::kTrial;
+  double steps_per_second = 0;
+};
+
 struct TrialHistory {
   int64_t checkpoint_ms = 0;          // When its latest checkpoint was reported; 0 when none.
   std::vector<int64_t> preempted_ms;  // When its runs were preempted, oldest first.
+  std::optional<MeasuredPace> pace;   // Store::MeasurePace's; not read by GetTrialHistory.
 };
 
 struct StoredUser {
@@ -110,6 +119,11 @@ class Store {
   // When the trial's latest checkpoint was reported, and when its newest `max_preemptions` runs
   // that were preemption victims (AllocationRecord::victim) were stored as such, oldest first.
   absl::StatusOr<TrialHistory> GetTrialHistory(int64_t trial_id, int max_preemptions);
+
+  // The pace of trial `trial_id`'s runs; else of the other trials of `job`; else of the trials of
+  // its owner's latest 20 other jobs of its type and name. Read from the newest 1000 checkpoints
+  // of those jobs; nullopt when no run of them has two.
+  absl::StatusOr<std::optional<MeasuredPace>> MeasurePace(int64_t trial_id, const JobRecord& job);
 
   // Stores the trial's new run count and state and inserts the run's allocation, in one
   // transaction.

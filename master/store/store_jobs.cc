@@ -468,6 +468,40 @@ absl::StatusOr<TrialHistory> Store::GetTrialHistory(int64_t trial_id, int max_pr
   return history;
 }
 
+absl::StatusOr<std::optional<MeasuredPace>> Store::MeasurePace(int64_t trial_id,
+                                                               const JobRecord& job) {
+  // Steps and seconds between the first and last of each run's checkpoints, summed per source
+  // (0: the trial, 1: its job, 2: the owner's other jobs of that name).
+  static constexpr char kPace[] = R"sql(
+WITH jobs_of_name AS (
+  SELECT job_id FROM jobs WHERE username = $3 AND name = $4 AND type = $5
+  ORDER BY submitted_at DESC LIMIT 21),
+recent AS (
+  SELECT c.allocation_id, c.steps_completed, c.reported_at,
+         CASE WHEN c.trial_id = $1 THEN 0 WHEN t.job_id = $2 THEN 1 ELSE 2 END AS source
+  FROM checkpoints c JOIN trials t ON t.id = c.trial_id
+  WHERE t.job_id = $2 OR t.job_id IN (SELECT job_id FROM jobs_of_name)
+  ORDER BY c.reported_at DESC LIMIT 1000),
+runs AS (
+  SELECT source, max(steps_completed) - min(steps_completed) AS steps,
+         extract(epoch FROM max(reported_at) - min(reported_at)) AS seconds
+  FROM recent GROUP BY source, allocation_id)
+SELECT source, sum(steps)::FLOAT8, sum(seconds)::FLOAT8 FROM runs
+WHERE steps > 0 AND seconds > 0 GROUP BY source ORDER BY source LIMIT 1
+)sql";
+  std::optional<MeasuredPace> pace;
+  absl::Status s = Read([&](pqxx::transaction_base& tx) {
+    const pqxx::result r = tx.exec_params(kPace, trial_id, job.job_id, job.username, job.name,
+                                          std::string(TaskTypeName(job.type)));
+    if (r.empty()) return absl::OkStatus();
+    pace = MeasuredPace{.source = static_cast<MeasuredPace::Source>(r[0][0].as<int>()),
+                        .steps_per_second = r[0][1].as<double>() / r[0][2].as<double>()};
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return pace;
+}
+
 absl::StatusOr<AllocationRecord> Store::GetAllocation(const std::string& id) {
   AllocationRecord a;
   absl::Status s = Read([&](pqxx::transaction_base& tx) {

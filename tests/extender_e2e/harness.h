@@ -126,8 +126,10 @@ class ExtenderE2eTest : public ::testing::Test {
   std::unique_ptr<Watcher> watcher_;
   std::optional<kube::PlacementKey> placement_key_;  // What key_path_ holds.
 
- private:
+  // A GET of the extender's; `code` receives the HTTP status.
   std::string ExtenderGet(const std::string& path, long* code);
+
+ private:
   // Starts phalanx-extender with `args`; sets extender_ once it is ready, else `status` if it
   // exited.
   void RunExtender(const std::vector<std::string>& args, int* status);

@@ -1,7 +1,7 @@
 // phalanx-master end to end on the real cluster, through gRPC, with the real phalanx-extender and
 // kube-scheduler: the seeds' seven-step priority example (victims checkpoint through
 // AllocationService before their pods go, then resume from that checkpoint), priorities,
-// placements, the rendezvous of a run of two pods, and its logs.
+// placements, the rendezvous of a run of two pods, its logs, and `phalanx job why`.
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "kube/client.h"
 #include "nlohmann/json.hpp"
 #include "tests/extender_e2e/master_harness.h"
+#include "tests/extender_e2e/process.h"
 
 namespace phalanx::e2e {
 namespace {
@@ -250,6 +252,55 @@ using MasterPlacementE2e = MasterE2eTest;
 // A trial whose pod asks for a host port that a pod on its planned node holds: kube-scheduler
 // refuses it there. Once the extender marks the trial for re-planning, the master recreates it,
 // and its next run goes to the other node (the extender keeps the job off the refusing one).
+using MasterForecastE2e = MasterE2eTest;
+
+// "Why pending, and when": on one 4-GPU node, exp-1 (4 slots, expected to run 30 minutes) runs and
+// exp-2 waits. The extender's forecast reaches exp-2's pods, the master and `phalanx job why`: it
+// starts when exp-1 ends (30 minutes from exp-1's start, plus the forecast's one-minute step), and
+// it would start now at priority 51, preempting exp-1.
+TEST_F(MasterForecastE2e, JobWhyOnTheRealCluster) {
+  AddNodes("n", 1, 4);
+  StartExtender(4, {"--forecast-interval-ms", "500"});
+  StartMaster(4);
+  const std::string yaml =
+      "searcher: {name: single, max_length: 1000}\nresources: {slots_per_trial: 4, "
+      "expected_runtime: 30m}\n";
+  const v1::Experiment first = MustCreateExperiment("name: first\n" + yaml);
+  ASSERT_TRUE(WaitUntil([&] { return RunningAllocations(first.job_id()).size() == 1; }));
+  const int64_t started_ms = absl::ToUnixMillis(absl::Now());
+  const v1::Experiment second = MustCreateExperiment("name: second\n" + yaml);
+  v1::Job waiting;
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const v1::Job& j : Jobs()) {
+      if (j.job_id() == second.job_id()) waiting = j;
+    }
+    return waiting.eta_ms() > 0 && waiting.has_what_if();
+  })) << waiting.DebugString();
+  EXPECT_GE(waiting.eta_ms(), started_ms + 29 * 60'000);
+  EXPECT_LE(waiting.eta_ms(), started_ms + 33 * 60'000);
+  EXPECT_EQ(waiting.eta_basis(), "resources.expected_runtime for 1000 batches, 1000 left");
+  EXPECT_EQ(waiting.what_if().priority(), 51);
+  ASSERT_EQ(waiting.what_if().victims_size(), 1);
+  EXPECT_EQ(waiting.what_if().victims(0).job_id(), first.job_id());
+
+  const std::string token_file = absl::StrCat(::testing::TempDir(), "/forecast-token");
+  std::ofstream(token_file) << token();
+  int status = 0;
+  const std::string out =
+      Command(absl::StrCat("PHALANX_TOKEN_FILE=", token_file, " ", PHALANX_CLI_BINARY,
+                           " --master ", master_address(), " job why ", second.job_id(), " 2>&1"),
+              &status);
+  std::printf("%s", out.c_str());
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_THAT(out, ::testing::HasSubstr("QUEUED: #2 in pool"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("Expected start: 20[0-9-]+ [0-9:]+ UTC \\(in "));
+  EXPECT_THAT(out, ::testing::HasSubstr("  its runtime: resources.expected_runtime"));
+  EXPECT_THAT(out, ::testing::HasSubstr(
+                       absl::StrCat("at priority >= 51, preempting ", first.job_id(), " (admin)")));
+  long code = 0;
+  EXPECT_THAT(ExtenderGet("/debug/queue", &code), ::testing::HasSubstr("\"eta\":\"20"));
+}
+
 TEST_F(MasterPlacementE2e, ATrialKubeSchedulerRefusesRunsOffThatNode) {
   AddNodes("n", 2, 4);
   StartExtender(4, {"--refused-placement-timeout-ms", "3000"});

@@ -37,6 +37,8 @@ class MasterE2eTest : public ExtenderE2eTest {
   // Logs in as admin on `channel`; "" when the master does not answer.
   static std::string Login(const std::shared_ptr<grpc::Channel>& channel);
 
+  // The admin's token.
+  const std::string& token() const { return token_; }
   // A client context with the admin's token, `deadline` from now.
   std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration deadline = absl::Seconds(30));
   grpc::Status CreateExperiment(const std::string& yaml, v1::Experiment* out);

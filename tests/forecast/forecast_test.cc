@@ -72,6 +72,7 @@ TEST(ForecastTest, SevenStepExampleWaitingTrialsAndNotebook) {
     EXPECT_EQ(EtaOf(r, Asha(i)).position, i - 7);
   }
   EXPECT_EQ(MinutesTo(r, "default/notebook", c.now_ms), 110);
+  EXPECT_EQ(r.gangs.back().gang, "default/notebook");  // Queue order.
   EXPECT_EQ(EtaOf(r, "default/notebook").after, std::vector<std::string>{Asha(12)});
   EXPECT_EQ(EtaOf(r, Asha(14)).after, (std::vector<std::string>{Asha(6), Asha(8)}));
 }

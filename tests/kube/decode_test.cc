@@ -62,6 +62,7 @@ TEST(KubeDecodePodTest, DeterminedStylePodWithEveryContractField) {
   EXPECT_TRUE(pod->backfilled);
   EXPECT_EQ(pod->backfilled_behind, "research/exp-39-trial-2");
   EXPECT_EQ(pod->checkpoint_ms, 1714979400500);
+  EXPECT_EQ(pod->expected_runtime_ms, 5'400'000);
   EXPECT_THAT(pod->preempted_ms, ElementsAre(1714971600000, 1714975200000));
   EXPECT_THAT(pod->node_selector, ElementsAre(Pair("accelerator", "a100"),
                                               Pair("kubernetes.io/hostname", "gpu-node-3")));
@@ -345,6 +346,31 @@ TEST(KubeDecodePodTest, UnreadableContractLabelsKeepThePodWithTheError) {
     EXPECT_THAT(pod->contract_error, HasSubstr(m.error));
     EXPECT_FALSE(pod->preemptible);
     EXPECT_EQ(pod->node, "n1");
+  }
+}
+
+// phalanx.io/expected-runtime is advisory: a value that does not read is unknown (-1), and the
+// pod is decoded as usual (no contract error: a bad hint never blocks scheduling).
+TEST(KubeDecodePodTest, ExpectedRuntimeReadsWholeSecondsOrUnknown) {
+  const std::vector<std::pair<std::string, int64_t>> cases = {{"0", 0},
+                                                              {"90", 90'000},
+                                                              {"316224000", 316'224'000'000},
+                                                              {"-5", -1},
+                                                              {"1.5", -1},
+                                                              {"", -1},
+                                                              {"1e9", -1},
+                                                              {" 90", -1},
+                                                              {"316224001", -1},
+                                                              {"99999999999999999999", -1}};
+  for (const auto& [text, want] : cases) {
+    simdjson::dom::parser parser;
+    const std::string json = absl::StrCat(
+        R"({"metadata":{"name":"p","namespace":"n","uid":"u","annotations":{"phalanx.io/expected-runtime":")",
+        text, R"("}},"spec":{},"status":{}})");
+    absl::StatusOr<core::PodInfo> pod = DecodePod(Parse(parser, json));
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    EXPECT_EQ(pod->expected_runtime_ms, want) << text;
+    EXPECT_TRUE(pod->contract_error.empty()) << text;
   }
 }
 

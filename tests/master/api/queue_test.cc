@@ -357,6 +357,69 @@ TEST_F(ServiceTest, JobStatesPendingReasonsAndStats) {
   EXPECT_EQ(stats.results(1).scheduled_count(), 1);
 }
 
+// The extender's forecast on a waiting job's pods reaches GetJob and GetJobs: the start, the basis
+// of the run's expected runtime (written by the master at creation), and the what-if answer with
+// the gangs it names resolved to their jobs and owners. Texts that do not read are left out.
+TEST_F(ServiceTest, ForecastOfAWaitingJob) {
+  v1::Experiment a = Create("resources: {slots_per_trial: 4}\n");
+  v1::Experiment b = Create("resources: {slots_per_trial: 8, expected_runtime: 2h}\n");
+  const std::string alloc_a = Get(a.id()).trials(0).allocation_id();
+  const std::string alloc_b = Get(b.id()).trials(0).allocation_id();
+  Play(alloc_a, core::PodPhase::kRunning);
+  auto observe = [&](const std::string& eta, const std::string& what_if) {
+    for (const auto& [key, pod] : pods_.pods()) {
+      if (pod["metadata"]["labels"]["phalanx.io/gang"] != alloc_b) continue;
+      EXPECT_EQ(pod["metadata"]["annotations"]["phalanx.io/expected-runtime"], "7200");
+      PodState s = FakePodClient::StateOf(pod, core::PodPhase::kPending, false);
+      s.expected_runtime_basis =
+          pod["metadata"]["annotations"]["phalanx.io/expected-runtime-basis"];
+      s.eta = eta;
+      s.what_if = what_if;
+      jobs_->OnPod(s);
+    }
+  };
+  const std::string ns = pods_.pods().begin()->second["metadata"]["namespace"];
+  observe("2026-11-29T16:05:00Z", absl::StrCat(R"({"slots":4,"priority":51,"victims":[")", ns, "/",
+                                               alloc_a, R"("],"ahead":["other/foreign"]})"));
+  v1::GetJobRequest req;
+  req.set_job_id("exp-2");
+  v1::GetJobResponse got;
+  ASSERT_TRUE(queue_->GetJob(Ctx().get(), req, &got).ok());
+  const v1::Job& j = got.job();
+  EXPECT_EQ(j.state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(j.eta_ms(), 1795968300000);  // 2026-11-29T16:05:00Z
+  EXPECT_THAT(j.eta_basis(), HasSubstr("resources.expected_runtime"));
+  ASSERT_TRUE(j.has_what_if());
+  EXPECT_EQ(j.what_if().slots(), 4);
+  EXPECT_EQ(j.what_if().priority(), 51);
+  ASSERT_EQ(j.what_if().victims_size(), 1);
+  EXPECT_EQ(j.what_if().victims(0).job_id(), "exp-1");
+  EXPECT_EQ(j.what_if().victims(0).username(), "admin");
+  ASSERT_EQ(j.what_if().ahead_size(), 1);
+  EXPECT_EQ(j.what_if().ahead(0).gang(), "other/foreign");
+  EXPECT_EQ(j.what_if().ahead(0).job_id(), "");
+  EXPECT_EQ(Jobs().at(1).eta_ms(), j.eta_ms());
+
+  observe("none: waits on work with no expected end", "{\"slots\": [");
+  ASSERT_TRUE(queue_->GetJob(Ctx().get(), req, &got).ok());
+  EXPECT_EQ(got.job().eta_ms(), 0);
+  EXPECT_EQ(got.job().eta_note(), "waits on work with no expected end");
+  EXPECT_FALSE(got.job().has_what_if());
+  observe("tomorrow", R"({"slots":"many","priority":99999999999,"ahead":[7]})");
+  ASSERT_TRUE(queue_->GetJob(Ctx().get(), req, &got).ok());
+  EXPECT_EQ(got.job().eta_ms(), 0);
+  EXPECT_EQ(got.job().eta_note(), "");
+  EXPECT_FALSE(got.job().what_if().has_slots());
+  EXPECT_FALSE(got.job().what_if().has_priority());
+  EXPECT_EQ(got.job().what_if().ahead_size(), 0);
+
+  req.set_job_id("exp-9");
+  EXPECT_EQ(queue_->GetJob(Ctx().get(), req, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  req.set_job_id("");
+  EXPECT_EQ(queue_->GetJob(Ctx().get(), req, &got).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 // A pool that is not configured is refused, named, rather than shown as an empty queue.
 TEST_F(ServiceTest, QueueReadsRefuseAnUnknownPool) {
   v1::GetJobsRequest jobs;

@@ -419,6 +419,8 @@ task_container_defaults:
       annotations:
         phalanx.io/checkpointed-at: "2020-01-01T00:00:00Z"
         phalanx.io/preempted-at: "not a time"
+        phalanx.io/expected-runtime: "1"
+        phalanx.io/expected-runtime-basis: "the admin's guess"
         note: kept
 )";
 
@@ -436,10 +438,15 @@ TEST(PodBuilderTest, PodsCarryTheRunsHistoryForTheExtender) {
     r.preempted_ms.push_back(1764300000000 + i * 60'000);
     if (i > 20 - core::kMaxPreemptionHistory) newest.insert(newest.begin(), r.preempted_ms.back());
   }
+  r.expected_runtime_s = 5400;
+  r.expected_runtime_basis = "resources.expected_runtime";
   const std::vector<json> pods = BuildPods(r, b.master);
   ASSERT_EQ(pods.size(), 2u);
   for (const json& pod : pods) {
     const json& annotations = pod["metadata"]["annotations"];
+    EXPECT_EQ(annotations["phalanx.io/expected-runtime"], "5400");
+    EXPECT_EQ(annotations["phalanx.io/expected-runtime-basis"], "resources.expected_runtime");
+    EXPECT_EQ(Decoded(pod).expected_runtime_ms, 5'400'000);
     EXPECT_EQ(annotations["phalanx.io/checkpointed-at"], "2025-11-29T03:04:35.123+00:00");
     EXPECT_THAT(annotations["phalanx.io/preempted-at"].get<std::string>(),
                 ::testing::StartsWith("2025-11-28T03:25:00.000+00:00,2025-11-28T03:26:00.000"));
@@ -451,7 +458,8 @@ TEST(PodBuilderTest, PodsCarryTheRunsHistoryForTheExtender) {
   }
 }
 
-// A first run carries no history, whatever the defaults say.
+// A first run carries no history, nor an expected runtime it does not have, whatever the defaults
+// say.
 TEST(PodBuilderTest, PodsWithoutHistoryCarryNone) {
   Built b = Build(TaskType::kExperiment, "resources: {slots: 4}", kHistoryInDefaults);
   ASSERT_EQ(b.pods.size(), 1u);
@@ -461,6 +469,7 @@ TEST(PodBuilderTest, PodsWithoutHistoryCarryNone) {
   EXPECT_EQ(info.contract_error, "");
   EXPECT_EQ(info.checkpoint_ms, 0);
   EXPECT_TRUE(info.preempted_ms.empty());
+  EXPECT_EQ(info.expected_runtime_ms, -1);
 }
 
 constexpr char kRendezvousMaster[] = R"(

@@ -103,6 +103,24 @@ environment:
 }
 
 // max_restarts: Determined's default, 5, unless the config says otherwise.
+// resources.expected_runtime: a duration ("90m", "1h30m") or whole seconds, for the forecast.
+TEST(ExperimentConfigTest, ExpectedRuntime) {
+  absl::StatusOr<ExperimentConfig> c =
+      ParseExperimentConfig("resources: {expected_runtime: 1h30m}\n", Master());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->resources.expected_runtime, absl::Minutes(90));
+  c = ParseExperimentConfig("resources: {expected_runtime: 600}\n", Master());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->resources.expected_runtime, absl::Minutes(10));
+  c = ParseExperimentConfig("resources: {}\n", Master());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->resources.expected_runtime);
+  absl::StatusOr<TaskConfig> t = ParseTaskConfig("resources: {expected_runtime: 2h}\n",
+                                                 TaskType::kCommand, {"true"}, Master());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->resources.expected_runtime, absl::Hours(2));
+}
+
 TEST(ExperimentConfigTest, MaxRestarts) {
   EXPECT_EQ(ParseExperimentConfig("name: x\n", Master())->max_restarts, 5);
   EXPECT_EQ(ParseExperimentConfig("max_restarts: 0\n", Master())->max_restarts, 0);
@@ -271,6 +289,16 @@ INSTANTIATE_TEST_SUITE_P(
         {"TooManySlots", "resources: {slots_per_trial: 200000}\n",
          "resources.slots_per_trial: must be between 0 and 100000, got 200000"},
         {"TaskSlotsKey", "resources: {slots: 2}\n", "resources.slots: unknown field"},
+        {"ExpectedRuntimeWord", "resources: {expected_runtime: soon}\n",
+         "resources.expected_runtime: expected a duration such as 5m, 90s or 1h, got \"soon\""},
+        {"ExpectedRuntimeZero", "resources: {expected_runtime: 0s}\n",
+         "resources.expected_runtime: must be from 1s to 366 days, got \"0s\""},
+        {"ExpectedRuntimeNegative", "resources: {expected_runtime: -5m}\n",
+         "resources.expected_runtime: must not be negative"},
+        {"ExpectedRuntimeTooLong", "resources: {expected_runtime: 9000h}\n",
+         "resources.expected_runtime: must be from 1s to 366 days, got \"9000h\""},
+        {"ExpectedRuntimeList", "resources: {expected_runtime: [1h]}\n",
+         "resources.expected_runtime: expected a string"},
         {"NegativeMaxRestarts", "max_restarts: -1\n", "max_restarts: must be 0 to 1000000"},
         {"MaxRestartsType", "max_restarts: many\n", "max_restarts: expected an integer"},
         {"UnknownTopLevel", "name: x\nhyperparameter: {}\n", "hyperparameter: unknown field"},

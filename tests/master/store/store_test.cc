@@ -252,6 +252,58 @@ TEST_F(StoreTest, CheckpointTimeIsWhenItWasReported) {
   EXPECT_EQ(store_->GetTrialHistory(trials[0].id, 16)->checkpoint_ms, *at);
 }
 
+// Training pace from checkpoints: steps over seconds between the first and last checkpoint of each
+// run, from the trial's own runs first, then its experiment's other trials, then the owner's
+// other experiments of that name; never another user's; a run with one checkpoint says nothing.
+TEST_F(StoreTest, MeasurePaceFromCheckpoints) {
+  JobRecord first = Job("exp-1", TaskType::kExperiment, "gpu");
+  first.name = "mnist";
+  auto trials = InsertWithTrials(*store_, first, 2);
+  ASSERT_EQ(trials.size(), 2u);
+  const AllocationRecord a{
+      .id = "exp-1-trial-1-r1", .job_id = "exp-1", .trial_id = trials[0].id, .ns = "d"};
+  ASSERT_TRUE(store_->StartRun({.trial = trials[0], .allocation = a}).ok());
+  const AllocationRecord b{
+      .id = "exp-1-trial-2-r1", .job_id = "exp-1", .trial_id = trials[1].id, .ns = "d"};
+  ASSERT_TRUE(store_->StartRun({.trial = trials[1], .allocation = b}).ok());
+  EXPECT_FALSE(*store_->MeasurePace(trials[0].id, first)) << "no checkpoint yet";
+  ASSERT_TRUE(store_->AddCheckpoint(a.id, trials[0].id, "a-1", 100).ok());
+  ASSERT_TRUE(store_->AddCheckpoint(a.id, trials[0].id, "a-2", 300).ok());
+  ASSERT_TRUE(store_->AddCheckpoint(b.id, trials[1].id, "b-1", 50).ok());  // One alone.
+  {
+    pqxx::connection c(url_);
+    pqxx::work tx(c);
+    tx.exec(
+        "UPDATE checkpoints SET reported_at = reported_at - interval '100 seconds' "
+        "WHERE uuid = 'a-1'");
+    tx.commit();
+  }
+  absl::StatusOr<std::optional<MeasuredPace>> pace = store_->MeasurePace(trials[0].id, first);
+  ASSERT_TRUE(pace.ok()) << pace.status();
+  ASSERT_TRUE(*pace);
+  EXPECT_EQ((*pace)->source, MeasuredPace::Source::kTrial);
+  EXPECT_NEAR((*pace)->steps_per_second, 2.0, 0.01);  // 200 steps in 100 s.
+  pace = store_->MeasurePace(trials[1].id, first);
+  ASSERT_TRUE(pace.ok() && *pace);
+  EXPECT_EQ((*pace)->source, MeasuredPace::Source::kExperiment);
+
+  JobRecord again = Job("exp-2", TaskType::kExperiment, "gpu");
+  again.name = "mnist";
+  auto later = InsertWithTrials(*store_, again, 1);
+  pace = store_->MeasurePace(later[0].id, again);
+  ASSERT_TRUE(pace.ok() && *pace);
+  EXPECT_EQ((*pace)->source, MeasuredPace::Source::kOwnerHistory);
+  EXPECT_NEAR((*pace)->steps_per_second, 2.0, 0.01);
+
+  JobRecord other = Job("exp-3", TaskType::kExperiment, "gpu");
+  other.name = "mnist";
+  other.username = "mallory";
+  auto theirs = InsertWithTrials(*store_, other, 1);
+  pace = store_->MeasurePace(theirs[0].id, other);
+  ASSERT_TRUE(pace.ok());
+  EXPECT_FALSE(*pace) << "another user's runs";
+}
+
 // A trial's preemption history: when each of its runs was stored as a victim, its newest `max`
 // times, oldest first; other runs and other trials' are not in it, and a victim run stays
 // one, with its first time, whatever is written later.
