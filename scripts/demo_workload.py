@@ -8,7 +8,8 @@ checkpoints and acknowledges through `phalanx trial` with its allocation's own t
 pod), and a finishing trial reports success and its containers exit (annotation
 phalanx.io/sim-duration=0, which kwok turns into phase Succeeded). Determined's priorities 1, 2, 3
 (lower runs first) are the chart's classes high (100), medium (50) and low (1). After each step it
-prints the master's job queue (`phalanx job list`) and where every gang runs.
+prints the master's job queue (`phalanx job list`, with the forecast start) and where every gang
+runs; at step 5, `phalanx job why` for the experiment that cannot run.
 """
 import json
 import os
@@ -84,20 +85,26 @@ def token_env(allocation):
 
 
 def checkpoint_victims():
-    """Every allocation the master signalled checkpoints and acknowledges, as its trial would."""
+    """Every allocation the master signalled checkpoints and acknowledges, as its trial would,
+    until no pod is left marked (the extender labels a round's victims one pod at a time)."""
+    handled = []
     for _ in range(150):
         marked = sorted({gang(p) for p in pods() if live(p) and
                          p["metadata"]["labels"].get("phalanx.io/preempt") == "requested"})
-        if marked:
+        if handled and not marked:
             break
+        for a in marked:
+            if a in handled:
+                continue
+            handled.append(a)
+            env = token_env(a)
+            signal = run([PHALANX, "trial", "preemption", a], env=env, check=False).strip()
+            print(f"  trial {a}: `phalanx trial preemption` says {signal}; checkpoints and "
+                  "acknowledges")
+            cli("trial", "checkpoint", a, f"ckpt-{a}", "--steps", "100", env=env)
+            cli("trial", "ack", a, env=env)
         time.sleep(0.2)
-    for a in marked:
-        env = token_env(a)
-        signal = run([PHALANX, "trial", "preemption", a], env=env, check=False).strip()
-        print(f"  trial {a}: `phalanx trial preemption` says {signal}; checkpoints and acknowledges")
-        cli("trial", "checkpoint", a, f"ckpt-{a}", "--steps", "100", env=env)
-        cli("trial", "ack", a, env=env)
-    return marked
+    return handled
 
 
 def complete(allocation):
@@ -196,6 +203,18 @@ def show(title):
         print(f"    {g:<22} on {', '.join(sorted(nodes))}")
 
 
+def why(job):
+    """Prints `phalanx job why JOB` once the extender's forecast has reached the job."""
+    print(f"  $ phalanx job why {job}")
+    deadline = time.time() + 60
+    out = cli("job", "why", job)
+    while "no forecast made" in out and time.time() < deadline:
+        time.sleep(1)
+        out = cli("job", "why", job)
+    for line in out.splitlines():
+        print("   ", line)
+
+
 def main():
     os.makedirs(SPECS, exist_ok=True)
     cli("login", "admin", "--password", os.environ["PHALANX_PASSWORD"])
@@ -209,7 +228,7 @@ def main():
 
     nb_config = os.path.join(SPECS, "notebook.yaml")
     with open(nb_config, "w") as f:
-        f.write("resources: {slots: 1, priority: 1}\n")
+        f.write("resources: {slots: 1, priority: 1, expected_runtime: 2h}\n")
     print("  $ phalanx notebook start --config notebook.yaml")
     notebook = cli("notebook", "start", "--config", nb_config).split()[2]
     show("3. priority-3 notebook: waits behind the queued trials")
@@ -227,6 +246,7 @@ def main():
 
     dist2 = experiment("dist-2", "{name: single}", 8, 100)
     show("5. priority-1 8-slot experiment: cannot run (the notebook holds 1 GPU, not preemptible)")
+    why(dist2)
 
     dist3 = experiment("dist-3", "{name: single, metric: loss, max_length: {batches: 300}}", 4, 50)
     show("6. priority-2 4-slot experiment: backfills onto the idle 4 GPUs")
