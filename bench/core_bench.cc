@@ -128,18 +128,22 @@ void BM_SnapshotUpdate(benchmark::State& state) {
 }
 BENCHMARK(BM_SnapshotUpdate)->Apply(Args)->Unit(benchmark::kMicrosecond);
 
-// A forecast of 1000 waiting gangs (1-8 pods of 1-8 GPUs, priorities 10-40, so no preemption
-// shortcut) on a full cluster, every gang with a runtime of 1-600 minutes: what the extender's
-// forecaster computes at each refresh.
+// A forecast of 1000 waiting gangs (one pod of 1-8 GPUs, or 2-8 pods of 8 GPUs, as the master
+// splits them at maxSlotsPerPod 8) on a full cluster, every gang with a
+// runtime of 1-600 minutes: what the extender's forecaster computes at each refresh. Third
+// argument 1: the waiting gangs have priorities 10-40 like the running ones, so the rounds choose
+// victims (the worst case); 0: they rank below every running gang (a queue behind running work).
 void BM_Forecast1000(benchmark::State& state) {
   core::SnapshotBuilder b = MakeCluster(state.range(0), state.range(1), 1.0);
   std::mt19937 rng(7);
   for (int i = 0; i < 1000; ++i) {
-    const int64_t gpus = int64_t{1} << (rng() % 4);
+    const int pods = 1 + static_cast<int>(rng() % 8);
+    const int64_t gpus = pods > 1 ? 8 : int64_t{1} << (rng() % 4);
+    const int32_t priority = state.range(2) ? 10 * (1 + static_cast<int>(rng() % 4)) : 5;
     for (core::PodInfo& p : testing::GatedGang({.name = absl::StrCat("wait-", i),
-                            .pods = 1 + static_cast<int>(rng() % 8),
+                            .pods = pods,
                             .gpus_per_pod = gpus,
-                            .priority = 10 * (1 + static_cast<int>(rng() % 4)),
+                            .priority = priority,
                             .created_ms = 2000 + i})) {
       b.UpsertPod(std::move(p));
     }
@@ -163,8 +167,10 @@ void BM_Forecast1000(benchmark::State& state) {
   state.counters["rounds"] = static_cast<double>(rounds);
 }
 BENCHMARK(BM_Forecast1000)
-    ->Args({1000, 10000})
-    ->Args({5000, 100000})
+    ->Args({1000, 10000, 0})
+    ->Args({1000, 10000, 1})
+    ->Args({5000, 100000, 0})
+    ->Args({5000, 100000, 1})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cli/password.h"
@@ -358,6 +359,20 @@ void Session::PrintCount(int shown, const v1::Pagination& page, const std::strin
   out << shown << " of " << page.total() << " " << noun << "(s)";
   if (page.offset() > 0 && shown > 0) out << ", from #" << page.offset() + 1;
   out << "\n";
+}
+
+// `line` with its control characters (but tab) as \xNN: a trial's output must not drive the
+// reader's terminal.
+std::string Printable(absl::string_view line) {
+  std::string out;
+  for (unsigned char c : line) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02x", c));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
 }
 
 void PrintTable(std::ostream& out, const std::vector<std::string>& header,

@@ -28,7 +28,7 @@ std::string EtaText(const v1::Job& j) {
 
 // "exp-12 (alice)", or the gang when phalanx-master did not create it.
 std::string RefText(const v1::JobRef& r) {
-  if (r.job_id().empty()) return r.gang();
+  if (r.job_id().empty()) return Printable(r.gang());
   return r.username().empty() ? r.job_id() : absl::StrCat(r.job_id(), " (", r.username(), ")");
 }
 
@@ -102,7 +102,8 @@ int Why(const Session& s, const Args& args) {
         << " in pool " << j.resource_pool() << ", " << j.jobs_ahead() << " queued ahead, priority "
         << PriorityText(j) << "\n";
   if (j.state() != v1::JOB_STATE_QUEUED) return 0;
-  s.out << "Why: " << (j.pending_reason().empty() ? "no reason written yet" : j.pending_reason())
+  s.out << "Why: "
+        << (j.pending_reason().empty() ? "no reason written yet" : Printable(j.pending_reason()))
         << "\n";
   if (j.eta_ms() > 0) {
     const absl::Duration in = absl::FromUnixMillis(j.eta_ms()) - absl::Now();
@@ -113,10 +114,11 @@ int Why(const Session& s, const Args& args) {
           << ")\n";
   } else {
     s.out << "Expected start: none"
-          << (j.eta_note().empty() ? " yet (no forecast made)" : absl::StrCat(": ", j.eta_note()))
+          << (j.eta_note().empty() ? " yet (no forecast made)"
+                                   : absl::StrCat(": ", Printable(j.eta_note())))
           << "\n";
   }
-  if (!j.eta_basis().empty()) s.out << "  its runtime: " << j.eta_basis() << "\n";
+  if (!j.eta_basis().empty()) s.out << "  its runtime: " << Printable(j.eta_basis()) << "\n";
   if (!j.has_what_if()) return 0;
   const v1::WhatIf& w = j.what_if();
   if (w.has_slots() || w.has_priority()) s.out << "It would start now:\n";

@@ -71,6 +71,10 @@ struct Session {
 std::string EnumName(const google::protobuf::EnumDescriptor* type, int value,
                      absl::string_view prefix);
 
+// `line` with its control characters (but tab) as \xNN: text others wrote must not drive the
+// reader's terminal.
+std::string Printable(absl::string_view line);
+
 // Rows printed as aligned columns under a header.
 void PrintTable(std::ostream& out, const std::vector<std::string>& header,
                 const std::vector<std::vector<std::string>>& rows);

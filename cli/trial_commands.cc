@@ -167,20 +167,6 @@ bool NumberOption(const Session& s, const Args& args, const std::string& name, i
   return true;
 }
 
-// `line` with its control characters (but tab) as \xNN: a trial's output must not drive the
-// reader's terminal.
-std::string Printable(absl::string_view line) {
-  std::string out;
-  for (unsigned char c : line) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) {
-      absl::StrAppend(&out, absl::StrFormat("\\x%02x", c));
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out;
-}
-
 // The pods' lines as they come; --follow goes on until they end (or Ctrl-C).
 int Logs(const Session& s, const Args& args) {
   v1::GetTrialLogsRequest req;

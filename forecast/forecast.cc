@@ -91,16 +91,18 @@ class Forecaster {
     events_.emplace(t, Event{kind, key});
   }
 
-  // Applies every event at or before `t`; returns the gangs they concerned.
+  // Applies every event at or before `t`, the first of each gang only (a victim that ends before
+  // its exit is gone by then); returns the gangs they concerned, at most kMaxAfter of them.
   std::vector<std::string> ApplyUntil(int64_t t) {
     std::vector<std::string> applied;
+    absl::flat_hash_set<std::string> done;
     auto snap = builder_.Build();
     while (!events_.empty() && events_.begin()->first <= t) {
       const Event e = events_.begin()->second;
       events_.erase(events_.begin());
       std::optional<core::Gang> g = snap->FindGang(e.gang);
-      if (!g) continue;
-      applied.push_back(e.gang);
+      if (!g || !done.insert(e.gang).second) continue;
+      if (applied.size() < kMaxAfter) applied.push_back(e.gang);
       for (const core::PodInfo* p : g->members) {
         if (e.kind == Kind::kEnd) {
           builder_.RemovePod(p->uid);
@@ -118,7 +120,8 @@ class Forecaster {
     auto snap = builder_.Build();
     preemption::AdmissionOptions opts = opt_.admission;
     opts.now_ms = t;
-    const preemption::RoundResult r = preemption::RunAdmissionRound(*snap, opts);
+    preemption::RoundResult r = preemption::RunAdmissionRound(*snap, opts);
+    if (result_.rounds == 1) result_.first_round = r;
     for (const preemption::GangDecision& d : r.decisions) {
       auto it = index_.find(d.gang);
       GangEta* eta = it == index_.end() ? nullptr : &result_.gangs[it->second];

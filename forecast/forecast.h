@@ -53,18 +53,22 @@ enum class NoEstimate {
 };
 const char* NoEstimateText(NoEstimate n);
 
+inline constexpr size_t kMaxAfter = 10;
+
 struct GangEta {
   std::string gang;
   int32_t priority = 0;
   int position = 0;                 // 1-based place in the queue at the forecast's start.
   std::optional<int64_t> start_ms;  // On the caller's clock.
   NoEstimate none = NoEstimate::kNone;
-  // The gangs whose end or exit was applied in the step that started it (sorted): "after X ends".
+  // The gangs whose end or exit was applied in the step that started it (sorted; at most
+  // kMaxAfter, the first applied): "after X ends".
   std::vector<std::string> after;
 };
 
 struct ForecastResult {
-  int64_t now_ms = 0;          // Where it started.
+  int64_t now_ms = 0;                    // Where it started.
+  preemption::RoundResult first_round;  // The round at now_ms: what the extender does now.
   std::vector<GangEta> gangs;  // Every waiting gang of the snapshot, in queue order.
   int rounds = 0;
 };

@@ -34,10 +34,13 @@ class Asker {
     core::SnapshotBuilder b(snap_);
     for (const core::PodInfo* m : gang_.members) b.RemovePod(m->uid);
     const core::PodInfo& like = *gang_.members.front();
+    // The gang keeps its key: a gang of one without a gang label is named after its pod.
+    const std::string gang = like.gang.empty() ? like.name : like.gang;
     for (int i = 0; i < pods; ++i) {
       core::PodInfo p = like;
       p.uid = absl::StrCat(like.uid, "~what-if-", i);
       p.name = absl::StrCat(like.name, "~what-if-", i);
+      p.gang = gang;
       p.gang_size = pods;
       p.priority = priority;
       p.requests.Set(opt_.slots.gpu_resource, per_pod);
@@ -69,22 +72,27 @@ class Asker {
   }
 
   void PriorityNow(const preemption::RoundResult& now, WhatIf& out) {
-    std::set<int32_t> candidates;
+    std::set<int64_t> candidates;
+    auto consider = [&](int32_t priority) {
+      const int64_t above = int64_t{priority} + 1;
+      if (priority >= gang_.priority && above <= kMaxPriority) candidates.insert(above);
+    };
     for (const core::Gang& g : snap_->Gangs()) {
-      if (g.Running() && g.priority >= gang_.priority) candidates.insert(g.priority + 1);
+      if (g.Running()) consider(g.priority);
     }
     for (const GangDecision& d : now.decisions) {
       if (d.gang == gang_.key) break;
-      if (d.priority >= gang_.priority) candidates.insert(d.priority + 1);
+      consider(d.priority);
     }
     const int pods = static_cast<int>(gang_.members.size());
     const int64_t per_pod = gang_.members.front()->requests.Get(opt_.slots.gpu_resource);
-    for (int32_t p : candidates) {
-      std::optional<GangDecision> d = Check(pods, per_pod, p);
+    for (int64_t p : candidates) {
+      std::optional<GangDecision> d = Check(pods, per_pod, static_cast<int32_t>(p));
       if (!d) return;
       if (Starts(d->verdict) || (d->verdict == Verdict::kPreempt && !d->victims.empty())) {
-        out.priority_now = p;
-        out.victims = d->victims;
+        out.priority_now = static_cast<int32_t>(p);
+        const size_t named = std::min(d->victims.size(), kMaxNamed);
+        out.victims.assign(d->victims.begin(), d->victims.begin() + named);
         return;
       }
     }
@@ -101,17 +109,23 @@ class Asker {
 
 absl::StatusOr<WhatIf> AskWhatIf(std::shared_ptr<const core::ClusterSnapshot> snapshot,
                                  const preemption::AdmissionOptions& options,
-                                 const std::string& gang, int max_checks) {
+                                 const std::string& gang, int max_checks,
+                                 const preemption::RoundResult* now_given) {
   std::optional<core::Gang> g = snapshot->FindGang(gang);
   if (!g || !g->Pending() || g->members.empty()) {
     return absl::NotFoundError(absl::StrCat("gang ", gang, " is not waiting"));
   }
-  const preemption::RoundResult now = preemption::RunAdmissionRound(*snapshot, options);
+  if (static_cast<int>(g->members.size()) < g->expected_size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("gang ", gang, " waits for members still to be created"));
+  }
+  std::optional<preemption::RoundResult> computed;
+  if (now_given == nullptr) computed = preemption::RunAdmissionRound(*snapshot, options);
+  const preemption::RoundResult& now = now_given != nullptr ? *now_given : *computed;
   WhatIf out;
   for (const GangDecision& d : now.decisions) {
     if (d.gang == gang) break;
-    if (!Starts(d.verdict) && d.verdict != Verdict::kInfeasible &&
-        static_cast<int>(out.ahead.size()) < kMaxAhead) {
+    if (!Starts(d.verdict) && d.verdict != Verdict::kInfeasible && out.ahead.size() < kMaxNamed) {
       out.ahead.push_back(d.gang);
     }
   }

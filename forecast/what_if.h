@@ -8,8 +8,9 @@
 //     lowest first; the first at which G is admitted, backfilled or preempts is the answer, with
 //     the victims it would take;
 //   - the gangs G waits behind: those ahead of it in the queue that this round does not start.
-// At most max_checks rounds in all (fewer slots first); a question whose checks ran out, or whose
-// candidates all fail, has no answer.
+// At most max_checks rounds in all (fewer slots first), besides the round as it is (`now`, when the
+// caller has it); a question whose checks ran out, or whose candidates all fail, has no answer.
+// A gang with members still missing is not asked (it waits for them whatever changes).
 #ifndef PHALANX_FORECAST_WHAT_IF_H_
 #define PHALANX_FORECAST_WHAT_IF_H_
 
@@ -28,16 +29,20 @@ namespace phalanx::forecast {
 struct WhatIf {
   std::optional<int64_t> slots_now;     // It starts now with at most this many slots.
   std::optional<int32_t> priority_now;  // It starts now, or preempts, at this priority.
-  std::vector<std::string> victims;     // Whom it preempts at priority_now.
-  std::vector<std::string> ahead;       // Waiting gangs ahead of it, in queue order (at most 10).
+  std::vector<std::string> victims;     // Whom it preempts at priority_now (the first kMaxNamed).
+  std::vector<std::string> ahead;       // Waiting gangs ahead of it, in queue order (kMaxNamed).
 };
 
-inline constexpr int kMaxAhead = 10;
+inline constexpr size_t kMaxNamed = 10;
+inline constexpr int kDefaultWhatIfChecks = 16;
+inline constexpr int64_t kMaxPriority = 1'000'000;
 
-// An error when `gang` is not waiting in `snapshot`.
+// An error when `gang` is not waiting in `snapshot`, or not complete. `now`, when given, is
+// RunAdmissionRound(*snapshot, options).
 absl::StatusOr<WhatIf> AskWhatIf(std::shared_ptr<const core::ClusterSnapshot> snapshot,
                                  const preemption::AdmissionOptions& options,
-                                 const std::string& gang, int max_checks = 16);
+                                 const std::string& gang, int max_checks = kDefaultWhatIfChecks,
+                                 const preemption::RoundResult* now = nullptr);
 
 }  // namespace phalanx::forecast
 

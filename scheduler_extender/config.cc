@@ -47,6 +47,16 @@ Setter Int(int64_t min, int64_t ExtenderConfig::*field, absl::string_view key,
   };
 }
 
+// 0 (off), or at least a second: each forecast runs many admission rounds.
+absl::Status ForecastInterval(absl::string_view v, ExtenderConfig& c) {
+  int64_t n;
+  if (!absl::SimpleAtoi(v, &n) || (n != 0 && (n < 1000 || n > kMaxRuleDurationMs))) {
+    return Bad("forecast_interval_ms", "must be 0 or an integer from 1000 to 2592000000", v);
+  }
+  c.forecast_interval_ms = n;
+  return absl::OkStatus();
+}
+
 Setter Bool(bool ExtenderConfig::*field, absl::string_view key) {
   return [=](absl::string_view v, ExtenderConfig& c) {
     if (!absl::SimpleAtob(v, &(c.*field))) return Bad(key, "must be true or false", v);
@@ -262,12 +272,14 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
                "MS >= 10: admission rounds run at least this often"),
       IntEntry("best_fit_candidates", 0, &ExtenderConfig::best_fit_candidates,
                "N: filter passes at most N best-fitting nodes (0: every fitting node)"),
-      RuleDurationEntry("forecast_interval_ms", 0, &ExtenderConfig::forecast_interval_ms,
-                        "MS up to 30 days: estimate every waiting gang's start this often "
-                        "(phalanx.io/eta, /debug/queue, the forecast gauges; 0: never)"),
+      {"forecast_interval_ms",
+       {ForecastInterval,
+        "0, or MS from 1000 to 30 days: estimate every waiting gang's start this often "
+        "(phalanx.io/eta, /debug/queue, the forecast gauges; 0: never)",
+        ShowInt(&ExtenderConfig::forecast_interval_ms)}},
       {"what_if_gangs",
-       {Int(0, &ExtenderConfig::what_if_gangs, "what_if_gangs", 1000),
-        "N from 0 to 1000: each forecast also asks what would start the first N waiting gangs now "
+       {Int(0, &ExtenderConfig::what_if_gangs, "what_if_gangs", 64),
+        "N from 0 to 64: each forecast also asks what would start the first N waiting gangs now "
         "(phalanx.io/what-if)",
         ShowInt(&ExtenderConfig::what_if_gangs)}},
       {"slot_type",

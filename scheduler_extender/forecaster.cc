@@ -30,7 +30,11 @@ forecast::RuntimeModel RuntimesOf(const core::ClusterSnapshot& snap, int64_t now
     int64_t runtime = -1;
     for (const core::PodInfo* p : g.members) runtime = std::max(runtime, p->expected_runtime_ms);
     if (runtime < 0) continue;
-    model[g.key] = g.Pending() || g.start_ms <= 0 ? runtime : g.start_ms + runtime - now_ms;
+    if (g.Pending() || g.start_ms <= 0) {
+      model[g.key] = runtime;
+    } else if (g.start_ms + runtime > now_ms) {  // Past its expected end: unknown, not imminent.
+      model[g.key] = g.start_ms + runtime - now_ms;
+    }
   }
   return model;
 }
@@ -87,15 +91,18 @@ void Forecaster::RunOnce(std::shared_ptr<const core::ClusterSnapshot> snap) {
   auto out = std::make_shared<Outlook>();
   out->at_ms = opts.admission.now_ms;
   int asked = 0;
+  const auto what_if_deadline = std::chrono::steady_clock::now() + kWhatIfBudget;
   for (const forecast::GangEta& e : r.gangs) {
     GangOutlook& g = out->gangs[e.gang];
     g.eta = e;
     if (e.start_ms == opts.admission.now_ms || e.none == forecast::NoEstimate::kInfeasible ||
-        asked >= what_if_gangs_) {
+        asked >= what_if_gangs_ || std::chrono::steady_clock::now() > what_if_deadline) {
       continue;
     }
     ++asked;
-    absl::StatusOr<forecast::WhatIf> w = forecast::AskWhatIf(snap, opts.admission, e.gang);
+    absl::StatusOr<forecast::WhatIf> w =
+        forecast::AskWhatIf(snap, opts.admission, e.gang, forecast::kDefaultWhatIfChecks,
+                            &r.first_round);
     if (w.ok()) g.what_if = *std::move(w);
   }
   if (deps_.metrics != nullptr) {

@@ -2,13 +2,16 @@
 // (forecast/forecast.h) and the what-if questions (forecast/what_if.h) for the first waiting gangs
 // on the informer's latest snapshot, with the admission loop's options, off every request path.
 // Runtimes come from the pods' phalanx.io/expected-runtime (core::PodInfo::expected_runtime_ms):
-// a running gang has its start plus that left, a waiting one that much once started. The latest
+// a running gang has its start plus that left (unknown once past it: an overrun is no sign the
+// end is near), a waiting one that much once started. What-if questions stop once a refresh has
+// spent kWhatIfBudget on them; the gangs left get none that time. The latest
 // outlook is read by the admission loop (/debug/queue, the phalanx.io/eta and phalanx.io/what-if
 // annotations) and sets the forecast gauges.
 #ifndef PHALANX_SCHEDULER_EXTENDER_FORECASTER_H_
 #define PHALANX_SCHEDULER_EXTENDER_FORECASTER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +38,8 @@ struct Outlook {
   int64_t at_ms = 0;  // When it was computed.
   absl::flat_hash_map<std::string, GangOutlook> gangs;
 };
+
+inline constexpr std::chrono::milliseconds kWhatIfBudget{2000};
 
 // The forecast's runtimes from the pods' expected runtimes at `now_ms`.
 forecast::RuntimeModel RuntimesOf(const core::ClusterSnapshot& snap, int64_t now_ms);

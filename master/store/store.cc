@@ -114,8 +114,10 @@ CREATE TABLE trial_metrics (
 )sql",
     // Version 10: what an adaptive searcher keeps with each trial (master/search/asha.h).
     "ALTER TABLE trials ADD COLUMN searcher_state TEXT NOT NULL DEFAULT ''",
-    // Version 11: a trial's checkpoints, read for its training pace (Store::MeasurePace).
-    "CREATE INDEX checkpoints_trial ON checkpoints (trial_id)",
+    // Version 11: a trial's newest checkpoints, and an owner's jobs of a name, read for the
+    // training pace (Store::MeasurePace).
+    "CREATE INDEX checkpoints_trial ON checkpoints (trial_id, reported_at);"
+    "CREATE INDEX jobs_owner_name ON jobs (username, name, type, submitted_at)",
 };
 
 // SQLSTATE classes that mean the connection is gone: 08 (connection exception), 57P (shutdown).

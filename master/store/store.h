@@ -121,8 +121,8 @@ class Store {
   absl::StatusOr<TrialHistory> GetTrialHistory(int64_t trial_id, int max_preemptions);
 
   // The pace of trial `trial_id`'s runs; else of the other trials of `job`; else of the trials of
-  // its owner's latest 20 other jobs of its type and name. Read from the newest 1000 checkpoints
-  // of those jobs; nullopt when no run of them has two.
+  // its owner's latest 20 other jobs of its type and name. Read from the newest 20 checkpoints of
+  // each of the newest 20 trials of those jobs; nullopt when no run of them has two.
   absl::StatusOr<std::optional<MeasuredPace>> MeasurePace(int64_t trial_id, const JobRecord& job);
 
   // Stores the trial's new run count and state and inserts the run's allocation, in one

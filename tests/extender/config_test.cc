@@ -54,6 +54,12 @@ TEST(ConfigTest, ErrorsNameTheField) {
                 "extender.yaml: preemption_limit: must be an integer from 0 to 16, got \"17\""},
            Case{"max_preemptions: 100\n",
                 "extender.yaml: max_preemptions: must be an integer from 0 to 16, got \"100\""},
+           // Each forecast runs many admission rounds: not more often than once a second.
+           Case{"forecast_interval_ms: 1\n",
+                "extender.yaml: forecast_interval_ms: must be 0 or an integer from 1000 to "
+                "2592000000, got \"1\""},
+           Case{"what_if_gangs: 65\n",
+                "extender.yaml: what_if_gangs: must be an integer from 0 to 64, got \"65\""},
            Case{"listen: 8888\n", "extender.yaml: listen: must be host:port, got \"8888\""},
            Case{"status_listen: :99999\n",
                 "extender.yaml: status_listen: must be host:port, got \":99999\""},

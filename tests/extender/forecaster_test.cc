@@ -53,6 +53,8 @@ TEST(ForecasterTest, RuntimesFromThePods) {
   EXPECT_EQ(m.at("default/running"), 20 * kMin);  // 30 expected, 10 run.
   EXPECT_EQ(m.at("default/waiting"), 20 * kMin);
   EXPECT_FALSE(m.contains("default/unknown"));
+  // Past its expected end a run's end is unknown: an overrun is no sign it is near.
+  EXPECT_FALSE(RuntimesOf(*Example(), kNow + 21 * kMin).contains("default/running"));
 }
 
 TEST(ForecasterTest, Texts) {

@@ -106,6 +106,34 @@ TEST(ForecastTest, SevenStepExamplePreemptorStartsWhenItsVictimsExit) {
   for (int i = 8; i < 12; ++i) EXPECT_EQ(MinutesTo(r, Asha(i), c.now_ms), 60) << Asha(i);
 }
 
+// A victim that ends before it has exited simply ends, also when its end and its exit fall in one
+// coarse step: here it is marked with 10 s left, exits at 30 s, and both are applied at 70 s (10 s
+// plus the one-minute step). The waiting gang starts then, and the victim never comes back.
+TEST(ForecastTest, AVictimEndingBeforeItsExitDoesNotComeBack) {
+  Cluster c;
+  c.AddNode(GpuNode("node-a", 4));
+  c.Submit({.name = "victim", .gpus_per_pod = 4, .priority = 10, .created_ms = 1});
+  c.Step(Exact(4).admission);
+  c.Submit({.name = "head", .gpus_per_pod = 4, .priority = 90, .created_ms = 2});
+  c.now_ms += 10 * kMin;
+  c.Step(Exact(4).admission);  // Marks the victim.
+  c.Submit({.name = "next", .gpus_per_pod = 4, .priority = 5, .created_ms = 3});
+  const RuntimeModel model = {{"default/victim", 10'000},
+                              {"default/head", 60 * kMin},
+                              {"default/next", kMin}};
+  ForecastOptions o = Exact(4);
+  o.step_ms = ForecastOptions().step_ms;
+  o.step_fraction = ForecastOptions().step_fraction;
+  o.admission.now_ms = c.now_ms;
+  const ForecastResult r = Forecast(c.snapshot(), o, model);
+  ASSERT_TRUE(EtaOf(r, "default/head").start_ms);
+  EXPECT_EQ(*EtaOf(r, "default/head").start_ms - c.now_ms, 70'000);
+  EXPECT_EQ(EtaOf(r, "default/head").after, std::vector<std::string>{"default/victim"});
+  // head ends at 61:10; the step there is 5% of it: 64.2 minutes. (A victim back in the queue,
+  // ahead of `next`, would run first and push it to 67.)
+  EXPECT_EQ(MinutesTo(r, "default/next", c.now_ms), 64);
+}
+
 // A running gang without a runtime holds its GPUs for good: what needs them gets no estimate,
 // what fits elsewhere still gets one; an infeasible gang gets none.
 TEST(ForecastTest, UnknownRuntimesAndInfeasibleGangsGetNoEstimate) {

@@ -85,5 +85,57 @@ TEST(WhatIfTest, NoAnswerWhenNothingCanFree) {
   EXPECT_TRUE(w->victims.empty());
 }
 
+// A gang of one without a gang label keeps its key when reshaped, so it gets answers too; a gang
+// with members still missing is not asked.
+TEST(WhatIfTest, UnlabelledPodsAndIncompleteGangs) {
+  Cluster c;
+  c.AddNode(GpuNode("node-a", 4));
+  c.Submit({.name = "full", .gpus_per_pod = 3, .created_ms = 1});
+  c.Step(Options());
+  core::SnapshotBuilder b(c.snapshot());
+  core::PodInfo bare = testing::GatedGang({.name = "bare", .gpus_per_pod = 2, .created_ms = 2})[0];
+  bare.gang.clear();
+  bare.gang_size = 1;
+  b.UpsertPod(bare);
+  std::vector<core::PodInfo> half =
+      testing::GatedGang({.name = "half", .pods = 2, .created_ms = 3});
+  b.UpsertPod(half[0]);
+  auto snap = b.Build();
+  absl::StatusOr<WhatIf> w = AskWhatIf(snap, Options(), bare.GangKey());
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->slots_now, 1);
+  EXPECT_EQ(w->priority_now, 51);
+  EXPECT_EQ(AskWhatIf(snap, Options(), "default/half").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// Priorities are offered only up to the highest a user may set; victims are named up to
+// kMaxNamed (the gang preempts all twelve).
+TEST(WhatIfTest, BoundedPrioritiesAndVictims) {
+  Cluster c;
+  c.AddNode(GpuNode("node-a", 12));
+  c.AddNode(GpuNode("node-b", 4));
+  for (int i = 0; i < 12; ++i) {
+    c.Submit({.name = "one-" + std::to_string(i), .created_ms = 1 + i});
+  }
+  c.Submit({.name = "top", .gpus_per_pod = 4, .priority = 1'000'000, .created_ms = 20});
+  c.Step(Options());
+  c.Submit({.name = "wide", .gpus_per_pod = 12, .priority = 50, .created_ms = 30});
+  preemption::AdmissionOptions o = Options();
+  o.slots.max_slots_per_pod = 12;
+  absl::StatusOr<WhatIf> w = AskWhatIf(c.snapshot(), o, "default/wide");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->priority_now, 51);
+  EXPECT_EQ(w->victims.size(), kMaxNamed);
+  Cluster only_top;
+  only_top.AddNode(GpuNode("node-a", 4));
+  only_top.Submit({.name = "top", .gpus_per_pod = 4, .priority = 1'000'000, .created_ms = 1});
+  only_top.Step(Options());
+  only_top.Submit({.name = "under", .gpus_per_pod = 4, .created_ms = 2});
+  w = AskWhatIf(only_top.snapshot(), Options(), "default/under");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_FALSE(w->priority_now) << "1000001 is above what a user may set";
+}
+
 }  // namespace
 }  // namespace phalanx::forecast
