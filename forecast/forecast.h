@@ -67,9 +67,9 @@ struct GangEta {
 };
 
 struct ForecastResult {
-  int64_t now_ms = 0;                    // Where it started.
+  int64_t now_ms = 0;                   // Where it started.
   preemption::RoundResult first_round;  // The round at now_ms: what the extender does now.
-  std::vector<GangEta> gangs;  // Every waiting gang of the snapshot, in queue order.
+  std::vector<GangEta> gangs;           // Every waiting gang of the snapshot, in queue order.
   int rounds = 0;
 };
 

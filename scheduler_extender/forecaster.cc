@@ -100,9 +100,8 @@ void Forecaster::RunOnce(std::shared_ptr<const core::ClusterSnapshot> snap) {
       continue;
     }
     ++asked;
-    absl::StatusOr<forecast::WhatIf> w =
-        forecast::AskWhatIf(snap, opts.admission, e.gang, forecast::kDefaultWhatIfChecks,
-                            &r.first_round);
+    absl::StatusOr<forecast::WhatIf> w = forecast::AskWhatIf(
+        snap, opts.admission, e.gang, forecast::kDefaultWhatIfChecks, &r.first_round);
     if (w.ok()) g.what_if = *std::move(w);
   }
   if (deps_.metrics != nullptr) {

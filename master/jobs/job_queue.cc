@@ -111,15 +111,15 @@ JobManager::QueuePage JobManager::Queue(const std::string& pool,
 }
 
 QueueEntry JobManager::EntryLocked(const QueueRow& row) {
-  QueueEntry e{.job = Summary(*row.job),
-               .position = row.position,
-               .jobs_ahead = row.jobs_ahead,
-               .state = row.state,
-               .requested_slots = row.requested_slots,
-               .allocated_slots = row.allocated_slots,
-               .pending_reason = row.pending_reason ? *row.pending_reason : "",
-               .running_priorities = {row.running_priorities.begin(),
-                                      row.running_priorities.end()}};
+  QueueEntry e{
+      .job = Summary(*row.job),
+      .position = row.position,
+      .jobs_ahead = row.jobs_ahead,
+      .state = row.state,
+      .requested_slots = row.requested_slots,
+      .allocated_slots = row.allocated_slots,
+      .pending_reason = row.pending_reason ? *row.pending_reason : "",
+      .running_priorities = {row.running_priorities.begin(), row.running_priorities.end()}};
   if (row.outlook != nullptr) OutlookLocked(*row.outlook, e);
   return e;
 }
