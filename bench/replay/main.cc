@@ -1,9 +1,10 @@
 // phalanx-replay: replays a GPU-cluster job trace (--trace), or a seeded synthetic gang-heavy
 // workload (--synthetic, synthetic.h), under several scheduling policies in one run and writes,
 // into --out: <name>-summary.md (Markdown section), <name>-summary.csv, <name>-series.csv
-// (allocation and queue depth over time), <name>-jct.csv (JCT quantiles), <name>-timing.csv (wall
-// time per policy: the only output that varies between runs), and into --jobs_dir one
-// <name>-<policy>-jobs.csv per policy (placement and start order of every job).
+// (allocation and queue depth over time), <name>-jct.csv (JCT quantiles), <name>-forecast.csv (with
+// --forecast_every: the forecast's start error), <name>-timing.csv (wall time per policy: the only
+// output that varies between runs), and into --jobs_dir one <name>-<policy>-jobs.csv per policy
+// (placement and start order of every job).
 //
 //   phalanx-replay --trace=philly_pollux.csv --cluster=125x8 --out=bench/results/philly
 //   phalanx-replay --synthetic=jobs=3000,seed=7,load=1.2 --cluster=12x8 --out=/tmp/synthetic
@@ -65,6 +66,10 @@ ABSL_FLAG(int64_t, bucket_min, 60, "time-series bucket, minutes");
 ABSL_FLAG(std::string, priority_source, "trace",
           "trace: keep priorities the trace has (Alibaba qos, generic column), seeded rule for the "
           "rest; seeded: the seeded rule for every job");
+ABSL_FLAG(int64_t, forecast_every, 0,
+          "phalanx only: at the submission of one accepted job in N, forecast its start with "
+          "exact, noisy (x0.5-2, seeded by --seed) and no durations, and report the error (0: "
+          "never)");
 ABSL_FLAG(int64_t, progress_rounds, 0, "print a progress line every N rounds (0: never)");
 ABSL_FLAG(std::string, name, "",
           "label of the run and prefix of output files (default: trace stem, or synthetic)");
@@ -157,6 +162,9 @@ absl::Status Main() {
   o.deadlock_timeout_ms = absl::GetFlag(FLAGS_deadlock_timeout_min) * 60'000;
   o.bucket_ms = absl::GetFlag(FLAGS_bucket_min) * 60'000;
   if (o.bucket_ms <= 0) return absl::InvalidArgumentError("--bucket_min must be positive");
+  o.forecast_every = absl::GetFlag(FLAGS_forecast_every);
+  if (o.forecast_every < 0) return absl::InvalidArgumentError("--forecast_every must be >= 0");
+  o.forecast_seed = setup.seed;
   const std::string priority_source = absl::GetFlag(FLAGS_priority_source);
   if (priority_source == "seeded") {
     for (TraceJob& j : trace->jobs) j.priority.reset();
@@ -178,6 +186,7 @@ absl::Status Main() {
   for (Policy p : policies) {
     SimOptions po = o;
     po.policy = p;
+    if (p != Policy::kPhalanx) po.forecast_every = 0;
     const auto start = std::chrono::steady_clock::now();
     po.progress_rounds = absl::GetFlag(FLAGS_progress_rounds);
     po.progress = [&](int64_t t_ms, int64_t rounds, int64_t queued) {
@@ -200,12 +209,14 @@ absl::Status Main() {
     runs.push_back({p, std::move(*result), std::move(summary)});
   }
   const std::string md = MarkdownSection(setup, *trace, jobs, runs);
-  for (const auto& [suffix, text] : std::vector<std::pair<std::string, std::string>>{
-           {"summary.md", md},
-           {"summary.csv", SummaryCsv(runs)},
-           {"series.csv", SeriesCsv(runs, o.bucket_ms)},
-           {"jct.csv", JctCsv(jobs, runs)},
-           {"timing.csv", timing}}) {
+  std::vector<std::pair<std::string, std::string>> outputs = {
+      {"summary.md", md},
+      {"summary.csv", SummaryCsv(runs)},
+      {"series.csv", SeriesCsv(runs, o.bucket_ms)},
+      {"jct.csv", JctCsv(jobs, runs)},
+      {"timing.csv", timing}};
+  if (o.forecast_every > 0) outputs.emplace_back("forecast.csv", ForecastCsv(runs));
+  for (const auto& [suffix, text] : outputs) {
     absl::Status s = Write(out / absl::StrCat(setup.name, "-", suffix), text);
     if (!s.ok()) return s;
   }

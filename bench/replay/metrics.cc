@@ -3,11 +3,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 namespace phalanx::replay {
 namespace {
 
 constexpr double kMsPerHour = 3600.0 * 1000.0;
+constexpr int64_t kMinWaitMs = 60'000;  // The forecast error's least denominator.
+
+template <typename T>
+T NearestRank(std::vector<T> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
+  const size_t i = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size())));
+  return values[i - 1];
+}
 
 std::vector<int64_t> Jcts(const std::vector<Job>& jobs, const SimResult& result) {
   std::vector<int64_t> jct;
@@ -21,11 +33,37 @@ std::vector<int64_t> Jcts(const std::vector<Job>& jobs, const SimResult& result)
 }  // namespace
 
 int64_t Percentile(std::vector<int64_t> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
-  const size_t i = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size())));
-  return values[i - 1];
+  return NearestRank(std::move(values), p);
+}
+
+std::array<ForecastError, kForecastModels> ForecastErrors(const std::vector<Job>& jobs,
+                                                          const SimResult& r) {
+  std::array<ForecastError, kForecastModels> out{};
+  for (int m = 0; m < kForecastModels; ++m) {
+    ForecastError& e = out[m];
+    std::vector<double> all, waited;
+    for (const ForecastSample& f : r.forecasts) {
+      ++e.sampled;
+      const int64_t start = r.jobs[f.job].first_start_ms;
+      if (f.start_ms[m] < 0) {
+        ++e.no_estimate;
+        continue;
+      }
+      if (start < 0) continue;
+      const int64_t wait = start - jobs[f.job].trace.submit_ms;
+      const double error = static_cast<double>(std::abs(f.start_ms[m] - start)) /
+                           static_cast<double>(std::max(wait, kMinWaitMs));
+      all.push_back(error);
+      if (wait > kMinWaitMs) waited.push_back(error);
+    }
+    e.measured = static_cast<int64_t>(all.size());
+    e.p50 = NearestRank(all, 50);
+    e.p90 = NearestRank(all, 90);
+    e.waited = static_cast<int64_t>(waited.size());
+    e.waited_p50 = NearestRank(waited, 50);
+    e.waited_p90 = NearestRank(waited, 90);
+  }
+  return out;
 }
 
 Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& r) {
@@ -83,6 +121,7 @@ Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& 
   s.max_partial_hold_hours = r.max_partial_hold_ms / kMsPerHour;
   s.fragmented_gpus = static_cast<double>(r.fragmented_gpu_ms) / std::max<int64_t>(r.end_ms, 1);
   s.rounds = r.rounds;
+  s.forecast = ForecastErrors(jobs, r);
   return s;
 }
 

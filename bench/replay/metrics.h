@@ -15,6 +15,9 @@
 // - thrash: the most times one job was preempted, and the jobs preempted kManyPreemptions times or
 //   more. Lost GPU time: work since the last checkpoint, exit time and restart overhead
 //   (simulator.h).
+// - forecast error of a sampled job (SimOptions::forecast_every), per runtime model:
+//   |forecast start - first start| / max(wait, 1 min), over the sampled jobs with an estimate that
+//   started; also over those of them that waited over a minute.
 #ifndef PHALANX_BENCH_REPLAY_METRICS_H_
 #define PHALANX_BENCH_REPLAY_METRICS_H_
 
@@ -31,6 +34,19 @@
 namespace phalanx::replay {
 
 inline constexpr int kManyPreemptions = 3;
+
+// The forecast error of one runtime model over a run's sampled jobs; p50 and p90 are ratios
+// (0.25: 25%), nearest-rank.
+struct ForecastError {
+  int64_t sampled = 0;
+  int64_t no_estimate = 0;
+  int64_t measured = 0;  // With an estimate, and started.
+  double p50 = 0;
+  double p90 = 0;
+  int64_t waited = 0;  // Of the measured, those that waited over a minute.
+  double waited_p50 = 0;
+  double waited_p90 = 0;
+};
 
 struct Summary {
   std::string policy;
@@ -66,10 +82,15 @@ struct Summary {
   double max_partial_hold_hours = 0;
   double fragmented_gpus = 0;
   int64_t rounds = 0;
+  std::array<ForecastError, kForecastModels> forecast{};  // By ForecastModel.
 };
 
 // Nearest-rank percentile `p` (0..100] of `values` (sorted here); 0 when empty.
 int64_t Percentile(std::vector<int64_t> values, double p);
+
+// Per ForecastModel, over result.forecasts.
+std::array<ForecastError, kForecastModels> ForecastErrors(const std::vector<Job>& jobs,
+                                                          const SimResult& result);
 
 Summary Summarize(Policy policy, const std::vector<Job>& jobs, const SimResult& result);
 

@@ -39,6 +39,38 @@ std::string RulesText(const preemption::PreemptionRules& r) {
   return text;
 }
 
+double Pct(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
+
+// The forecast accuracy of the runs that sampled it (SimOptions::forecast_every), or nothing.
+std::string ForecastTable(const SimOptions& o, const std::vector<PolicyRun>& runs) {
+  std::string rows;
+  for (const PolicyRun& run : runs) {
+    for (int m = 0; m < kForecastModels; ++m) {
+      const ForecastError& e = run.summary.forecast[m];
+      if (e.sampled == 0) continue;
+      absl::StrAppendFormat(&rows, "| %s | %s | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f |\n",
+                            run.summary.policy, ForecastModelName(static_cast<ForecastModel>(m)),
+                            e.sampled, Pct(e.no_estimate, e.sampled), 100 * e.p50, 100 * e.p90,
+                            e.waited, 100 * e.waited_p50, 100 * e.waited_p90);
+    }
+  }
+  if (rows.empty()) return "";
+  return absl::StrFormat(
+      "\nForecast start error (`forecast/`): at the submission of %s, before "
+      "that time's round, the forecast of its start with exact durations, with each job's off by "
+      "a seeded factor in [0.5, 2], and with none; error = |forecast - first start| / max(wait, 1 "
+      "min), over the jobs with an estimate (steps of %g s or %g%% of the lead; the forecasts' "
+      "time counts in the policy's wall time).\n\n"
+      "| policy | durations | jobs sampled | no estimate %% | error p50 %% | error p90 %% | jobs "
+      "that waited > 1 min | their error p50 %% | their error p90 %% |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|\n%s",
+      o.forecast_every == 1 ? std::string("every accepted job")
+                            : absl::StrCat("one accepted job in ", o.forecast_every),
+      o.forecast_step_ms / 1000.0, 100 * o.forecast_step_fraction, rows);
+}
+
 }  // namespace
 
 std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
@@ -106,7 +138,25 @@ std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
                             run.summary.unfinished);
     }
   }
+  md += ForecastTable(o, runs);
   return md;
+}
+
+std::string ForecastCsv(const std::vector<PolicyRun>& runs) {
+  std::string csv =
+      "policy,model,sampled,no_estimate_pct,measured,error_p50_pct,error_p90_pct,waited,"
+      "waited_error_p50_pct,waited_error_p90_pct\n";
+  for (const PolicyRun& run : runs) {
+    for (int m = 0; m < kForecastModels; ++m) {
+      const ForecastError& e = run.summary.forecast[m];
+      if (e.sampled == 0) continue;
+      absl::StrAppendFormat(&csv, "%s,%s,%d,%.3f,%d,%.3f,%.3f,%d,%.3f,%.3f\n", run.summary.policy,
+                            ForecastModelName(static_cast<ForecastModel>(m)), e.sampled,
+                            Pct(e.no_estimate, e.sampled), e.measured, 100 * e.p50, 100 * e.p90,
+                            e.waited, 100 * e.waited_p50, 100 * e.waited_p90);
+    }
+  }
+  return csv;
 }
 
 std::string SummaryCsv(const std::vector<PolicyRun>& runs) {

@@ -37,10 +37,15 @@ struct PolicyRun {
   Summary summary;
 };
 
-// "### <name>" with the setup, what was left out or rejected, and the table of `runs`.
+// "### <name>" with the setup, what was left out or rejected, the table of `runs`, and the forecast
+// error of those that sampled it.
 std::string MarkdownSection(const ReplaySetup& setup, const Trace& trace,
                             const std::vector<Job>& jobs, const std::vector<PolicyRun>& runs);
 std::string SummaryCsv(const std::vector<PolicyRun>& runs);
+// policy,model,sampled,no_estimate_pct,measured,error_p50_pct,error_p90_pct,waited,
+// waited_error_p50_pct,waited_error_p90_pct: the forecast error per runtime model of the runs that
+// sampled it (metrics.h; percentages).
+std::string ForecastCsv(const std::vector<PolicyRun>& runs);
 // policy,hour,allocated_pct,busy_pct,queued_mean,queued_max per bucket.
 std::string SeriesCsv(const std::vector<PolicyRun>& runs, int64_t bucket_ms);
 // policy,fraction,jct_s: 200 quantiles of JCT per policy.

@@ -2,17 +2,20 @@
 #include "bench/replay/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <queue>
 #include <set>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "bench/replay/greedy.h"
 #include "bench/replay/timeline.h"
 #include "core/snapshot.h"
+#include "forecast/forecast.h"
 #include "preemption/admission.h"
 
 namespace phalanx::replay {
@@ -79,6 +82,13 @@ class Simulator {
     admission_.backfill = opt.policy == Policy::kPhalanx;
     admission_.rules = opt.rules;
     result_.last_submit_ms = LastSubmit(jobs);
+    if (forecasting()) {
+      sampled_.resize(jobs.size());
+      int64_t accepted = 0;
+      for (const Job& j : jobs) {
+        if (j.rejected.empty()) sampled_[j.index] = accepted++ % opt.forecast_every == 0;
+      }
+    }
   }
 
   SimResult Run() {
@@ -96,6 +106,7 @@ class Simulator {
         events_.pop();
         changed |= Apply(e, t);
       }
+      const size_t first_arrival = next_arrival;
       for (; next_arrival < jobs_.size() && jobs_[next_arrival].trace.submit_ms == t;
            ++next_arrival) {
         if (jobs_[next_arrival].rejected.empty()) changed |= Submit(jobs_[next_arrival]);
@@ -105,7 +116,10 @@ class Simulator {
         events_.pop();
         changed |= Apply(e, t);
       }
-      if (changed) Round(t);
+      if (changed) {
+        ForecastArrivals(t, first_arrival, next_arrival);
+        Round(t);
+      }
     }
     timeline_.Finish(result_.end_ms);
     for (size_t j = 0; j < jobs_.size(); ++j) {
@@ -116,6 +130,7 @@ class Simulator {
 
  private:
   bool greedy() const { return opt_.policy == Policy::kGreedy; }
+  bool forecasting() const { return opt_.forecast_every > 0 && !greedy(); }
   // Checkpoint times matter to the engine only where it may preempt (victim costs).
   bool tracks_checkpoints() const {
     return admission_.preemption && opt_.checkpoint_interval_ms > 0;
@@ -299,6 +314,45 @@ class Simulator {
     cluster_.fragmented = head_gpus < 0 ? 0 : result_.cluster_gpus - cluster_.allocated;
   }
 
+  // Forecasts the start of the sampled jobs among jobs_[begin, end), submitted at `t`, from the
+  // snapshot the round at `t` is about to see (simulator.h).
+  void ForecastArrivals(int64_t t, size_t begin, size_t end) {
+    if (!forecasting()) return;
+    absl::flat_hash_map<int, size_t> samples;  // Job -> its entry in result_.forecasts.
+    for (size_t j = begin; j < end; ++j) {
+      if (!sampled_[j]) continue;
+      samples[static_cast<int>(j)] = result_.forecasts.size();
+      result_.forecasts.push_back({.job = static_cast<int>(j)});
+    }
+    if (samples.empty()) return;
+    RefreshCheckpoints(t);
+    auto snap = builder_.Build();
+    forecast::ForecastOptions options;
+    options.admission = admission_;
+    options.admission.now_ms = Clock(t);
+    options.preempt_exit_ms = opt_.preempt_exit_ms;
+    options.step_ms = opt_.forecast_step_ms;
+    options.step_fraction = opt_.forecast_step_fraction;
+    std::array<forecast::RuntimeModel, kForecastModels> models;
+    for (const core::Gang& g : snap->Gangs()) {
+      const int j = JobIndexOf(g.key);
+      const JobState& s = state_[j];
+      const int64_t left =
+          s.phase == Phase::kPending ? s.remaining_ms : s.run_start_ms + s.remaining_ms - t;
+      models[static_cast<int>(ForecastModel::kExact)][g.key] = left;
+      models[static_cast<int>(ForecastModel::kNoisy)][g.key] =
+          std::llround(static_cast<double>(left) * NoiseFactor(opt_.forecast_seed, j));
+    }
+    for (int m = 0; m < kForecastModels; ++m) {
+      for (const forecast::GangEta& eta : forecast::Forecast(snap, options, models[m]).gangs) {
+        auto it = samples.find(JobIndexOf(eta.gang));
+        if (it != samples.end() && eta.start_ms) {
+          result_.forecasts[it->second].start_ms[m] = *eta.start_ms - kClockOriginMs;
+        }
+      }
+    }
+  }
+
   // The pods of every job that passed a checkpoint since the last refresh carry its latest one.
   void RefreshCheckpoints(int64_t t) {
     if (checkpoints_.empty() || checkpoints_.top().t > t) return;
@@ -373,6 +427,7 @@ class Simulator {
   const std::vector<Job>& jobs_;
   const SimOptions& opt_;
   std::vector<JobState> state_;
+  std::vector<bool> sampled_;  // Jobs whose start is forecast at their submission (forecasting).
   SimResult result_;
   Timeline timeline_;
   core::SnapshotBuilder builder_;
@@ -413,6 +468,27 @@ const char* PolicyName(Policy p) {
   return "unknown";
 }
 
+const char* ForecastModelName(ForecastModel m) {
+  switch (m) {
+    case ForecastModel::kExact:
+      return "exact";
+    case ForecastModel::kNoisy:
+      return "noisy";
+    case ForecastModel::kNone:
+      return "none";
+  }
+  return "unknown";
+}
+
+double NoiseFactor(uint64_t seed, int job) {
+  // splitmix64 of (seed, job): independent of the order in which jobs are asked for.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(job) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return 0.5 + 1.5 * static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
 absl::StatusOr<SimResult> Simulate(const std::vector<Job>& jobs,
                                    const std::vector<core::Node>& nodes,
                                    const SimOptions& options) {
@@ -420,6 +496,7 @@ absl::StatusOr<SimResult> Simulate(const std::vector<Job>& jobs,
   if (options.max_slots_per_pod <= 0) {
     return absl::InvalidArgumentError("maxSlotsPerPod must be at least 1");
   }
+  if (options.forecast_every < 0) return absl::InvalidArgumentError("forecast_every must be >= 0");
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (jobs[i].index != static_cast<int>(i) ||
         (i > 0 && jobs[i].trace.submit_ms < jobs[i - 1].trace.submit_ms)) {

@@ -30,9 +30,17 @@
 // last in queue order (lowest priority, then latest submit) and resubmits it at once: its pods are
 // recreated at that time, so they queue behind everything already waiting. Repeated while the
 // deadlock lasts.
+// Forecast accuracy (SimOptions::forecast_every; engine policies only): at the submit time of a
+// sampled job, once that time's events and arrivals are applied and before its round, the forecast
+// (forecast/forecast.h) runs on the round's snapshot with the simulator's admission options, exit
+// time and one runtime model per ForecastModel, keyed by gang: a running job's time to its
+// completion event; a marked victim's the same, from which the forecast derives its rerun (work
+// since its checkpoint and restart overhead added, as Exit charges it); a waiting job's remaining
+// work. The noisy model multiplies each job's figure by NoiseFactor; the none model is empty.
 #ifndef PHALANX_BENCH_REPLAY_SIMULATOR_H_
 #define PHALANX_BENCH_REPLAY_SIMULATOR_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -43,6 +51,7 @@
 #include "bench/replay/workload.h"
 #include "core/node.h"
 #include "core/snapshot.h"
+#include "forecast/forecast.h"
 #include "preemption/admission.h"
 #include "preemption/rules.h"
 
@@ -51,6 +60,15 @@ namespace phalanx::replay {
 enum class Policy { kPhalanx, kFifoGang, kPriorityNoBackfill, kGreedy };
 absl::StatusOr<Policy> ParsePolicy(absl::string_view name);
 const char* PolicyName(Policy p);
+
+// What the forecast is told of runtimes: the simulator's exact figures, each off by a per-job
+// factor, or nothing.
+enum class ForecastModel { kExact, kNoisy, kNone };
+inline constexpr int kForecastModels = 3;
+const char* ForecastModelName(ForecastModel m);
+// The noisy model's factor for job `job` under `seed`: uniform in [0.5, 2), the same for a job
+// throughout a run.
+double NoiseFactor(uint64_t seed, int job);
 
 struct SimOptions {
   Policy policy = Policy::kPhalanx;
@@ -71,6 +89,20 @@ struct SimOptions {
   // for greedy): what the engine sees, for tests.
   std::function<void(const core::ClusterSnapshot&, const preemption::AdmissionOptions&)>
       observe_round;
+  // Forecast every Nth accepted job's start at its submission (the first, the N+1th...; 0: never;
+  // not for greedy), into SimResult::forecasts.
+  int64_t forecast_every = 0;
+  uint64_t forecast_seed = 1;  // Of NoiseFactor.
+  // The forecast's step coalescing (forecast::ForecastOptions; both 0: exact steps).
+  int64_t forecast_step_ms = forecast::ForecastOptions{}.step_ms;
+  double forecast_step_fraction = forecast::ForecastOptions{}.step_fraction;
+};
+
+// One sampled job's forecast start per ForecastModel, ms since the trace's first submit, -1 when
+// the forecast gave none.
+struct ForecastSample {
+  int job = 0;
+  std::array<int64_t, kForecastModels> start_ms{-1, -1, -1};
 };
 
 // Per job; times are ms since the trace's first submit, -1 when it never happened.
@@ -115,6 +147,7 @@ struct SimResult {
   int64_t allocated_gpu_ms_waiting = 0;  // GPUs held during that time.
   int64_t busy_gpu_ms = 0;
   int64_t unfinished = 0;  // Accepted jobs that never completed (none unless something is wrong).
+  std::vector<ForecastSample> forecasts;  // In submit order.
 };
 
 absl::StatusOr<SimResult> Simulate(const std::vector<Job>& jobs,
