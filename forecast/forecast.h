@@ -10,8 +10,11 @@
 //      expected duration. Victims it marks leave `preempt_exit_ms` later, and rerun their remaining
 //      work, the work since their last checkpoint and the restart overhead.
 //   2. t moves to the next end or exit e, and every other event up to e + max(step_ms,
-//      step_fraction x (e - now)) is applied with it, at that later time: an estimate errs late,
-//      by at most that step, and the number of rounds grows with the logarithm of the horizon.
+//      step_fraction x (e - now)) is applied with it, at that later time: a start it frees comes
+//      late by at most that step, and the number of rounds grows with the logarithm of the
+//      horizon. Along a chain of gangs that wait for one another the lateness adds up (each starts
+//      late, so ends late), which on a deep queue can reach several times the wait (measured in
+//      the trace replay, bench/RESULTS.md); exact steps (both 0) have none.
 // It stops when every waiting gang has an estimate, when nothing is left to end (the rest wait on
 // work whose end is unknown), past the horizon, or after max_rounds rounds.
 // Gangs without a known runtime hold their capacity for the rest of the forecast, so whatever
