@@ -260,7 +260,7 @@ using MasterForecastE2e = MasterE2eTest;
 // it would start now at priority 51, preempting exp-1.
 TEST_F(MasterForecastE2e, JobWhyOnTheRealCluster) {
   AddNodes("n", 1, 4);
-  StartExtender(4, {"--forecast-interval-ms", "500"});
+  StartExtender(4, {"--forecast-interval-ms", "1000"});
   StartMaster(4);
   const std::string yaml =
       "searcher: {name: single, max_length: 1000}\nresources: {slots_per_trial: 4, "
