@@ -34,6 +34,18 @@ std::string SourceText(MeasuredPace::Source s, const std::string& name) {
   return "";
 }
 
+// At the measured pace, when the budget is known and the figure stays in range.
+std::optional<RunEstimate> AtPace(const std::optional<SearcherBudget>& budget, int64_t left,
+                                  const std::optional<MeasuredPace>& pace,
+                                  const std::string& name) {
+  if (!budget || !pace || !(pace->steps_per_second > 0)) return std::nullopt;
+  const double seconds = std::ceil(static_cast<double>(left) / pace->steps_per_second);
+  if (seconds > absl::ToDoubleSeconds(kMaxExpectedRuntime)) return std::nullopt;
+  return RunEstimate{static_cast<int64_t>(seconds),
+                     absl::StrFormat("%d batches left at %.3g batches/s measured on %s", left,
+                                     pace->steps_per_second, SourceText(pace->source, name))};
+}
+
 }  // namespace
 
 std::optional<SearcherBudget> BudgetOf(const SearcherConfig& searcher, const TrialRecord& trial) {
@@ -53,15 +65,11 @@ std::optional<RunEstimate> EstimateRun(const ResourcesConfig& resources,
                                        const std::string& name) {
   const int64_t left =
       budget ? std::max<int64_t>(budget->run_target - std::max<int64_t>(steps_done, 0), 0) : 0;
-  if (budget && pace && pace->steps_per_second > 0) {
-    const double seconds = std::ceil(static_cast<double>(left) / pace->steps_per_second);
-    if (seconds <= absl::ToDoubleSeconds(kMaxExpectedRuntime)) {
-      return RunEstimate{static_cast<int64_t>(seconds),
-                         absl::StrFormat("%d batches left at %.3g batches/s measured on %s", left,
-                                         pace->steps_per_second, SourceText(pace->source, name))};
-    }
+  const bool own = pace && pace->source != MeasuredPace::Source::kOwnerHistory;
+  if (own) {
+    if (std::optional<RunEstimate> e = AtPace(budget, left, pace, name)) return e;
   }
-  if (!resources.expected_runtime) return std::nullopt;
+  if (!resources.expected_runtime) return own ? std::nullopt : AtPace(budget, left, pace, name);
   const int64_t given = absl::ToInt64Seconds(*resources.expected_runtime);
   if (!budget) return RunEstimate{given, "resources.expected_runtime"};
   const double share = static_cast<double>(left) / static_cast<double>(budget->max_length);

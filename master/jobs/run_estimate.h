@@ -1,12 +1,12 @@
 // How long a run is expected to take, for the extender's start-time forecast (pods carry it as
 // phalanx.io/expected-runtime). Pure. Sources, in order:
-//   1. the searcher's budget for the run and the measured pace: (the steps the trial trains to in
-//      this run - the steps it has done) / steps per second measured on the trial's runs, else on
-//      its experiment's other trials, else on its owner's recent experiments of that name
-//      (Store::MeasurePace);
+//   1. the searcher's budget for the run and the trial's measured progress: (the steps the trial
+//      trains to in this run - the steps it has done) / steps per second measured on the trial's
+//      runs, else on its experiment's other trials (Store::MeasurePace);
 //   2. resources.expected_runtime: for a trial whose budget is known, scaled to the steps this run
 //      has left of the searcher's max_length; else as given;
-//   3. none: unknown, and the forecast says so rather than invent a figure.
+//   3. the budget at the pace of the owner's recent experiments of that name;
+//   4. none: unknown, and the forecast says so rather than invent a figure.
 #ifndef PHALANX_MASTER_JOBS_RUN_ESTIMATE_H_
 #define PHALANX_MASTER_JOBS_RUN_ESTIMATE_H_
 

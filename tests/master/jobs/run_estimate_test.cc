@@ -47,9 +47,11 @@ TEST(RunEstimateTest, MeasuredPaceComesFirst) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->seconds, 300);
   EXPECT_EQ(e->basis, "600 batches left at 2 batches/s measured on this experiment's trials");
-  e = EstimateRun(
-      r, budget, 0,
-      MeasuredPace{.source = MeasuredPace::Source::kOwnerHistory, .steps_per_second = 3}, "mnist");
+  // The owner's other experiments come after expected_runtime, and stand in without it.
+  const MeasuredPace history{.source = MeasuredPace::Source::kOwnerHistory, .steps_per_second = 3};
+  e = EstimateRun(r, budget, 0, history, "mnist");
+  EXPECT_EQ(e->seconds, 5 * 3600);
+  e = EstimateRun({}, budget, 0, history, "mnist");
   EXPECT_EQ(e->seconds, 334);  // 1000 / 3, rounded up.
   EXPECT_EQ(e->basis,
             "1000 batches left at 3 batches/s measured on the owner's recent experiments named "
