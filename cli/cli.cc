@@ -17,11 +17,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cli/password.h"
 #include "cli/session.h"
 #include "phalanx/v1/auth.grpc.pb.h"
@@ -100,8 +103,16 @@ std::shared_ptr<grpc::Channel> Connect(const Args& args, std::ostream& err) {
         << "use https://\n";
     return nullptr;
   }
+  // Reconnect often, so that a standby taking over is reached soon after it serves (with gRPC's
+  // defaults a refused connection is tried again only after up to 20 s); a connection attempt
+  // still gets 2 s.
+  grpc::ChannelArguments channel_args;
+  channel_args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  channel_args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  channel_args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   if (!tls_asked && master->scheme != MasterAddress::Scheme::kHttps) {
-    return grpc::CreateChannel(master->target, grpc::InsecureChannelCredentials());
+    return grpc::CreateCustomChannel(master->target, grpc::InsecureChannelCredentials(),
+                                     channel_args);
   }
   grpc::SslCredentialsOptions ssl;
   if (ca && !ReadWholeFile(*ca, ssl.pem_root_certs)) {
@@ -109,7 +120,7 @@ std::shared_ptr<grpc::Channel> Connect(const Args& args, std::ostream& err) {
     return nullptr;
   }
   if (!ca) ssl.pem_root_certs = Env("PHALANX_MASTER_CA", "");  // Set in task pods.
-  return grpc::CreateChannel(master->target, grpc::SslCredentials(ssl));
+  return grpc::CreateCustomChannel(master->target, grpc::SslCredentials(ssl), channel_args);
 }
 
 // Writes the login token to `path`, readable by its owner only (an existing file is tightened).
@@ -183,7 +194,9 @@ int Login(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AuthService>();
   if (stub == nullptr) return 2;
   v1::LoginResponse resp;
-  if (int rc = s.Check(stub->Login(NewContext().get(), req, &resp))) return rc;
+  if (int rc = s.Check(s.Retried([&](grpc::ClientContext* c) { return stub->Login(c, req, &resp); },
+                                 NewContext)))
+    return rc;
   if (absl::Status saved = SaveToken(s.token_file, resp.token()); !saved.ok()) {
     s.err << "phalanx: " << saved.message() << "\n";
     return 1;
@@ -206,7 +219,8 @@ int Logout(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AuthService>();
   if (stub == nullptr) return 2;
   v1::LogoutResponse resp;
-  const grpc::Status status = stub->Logout(s.Context().get(), {}, &resp);
+  const grpc::Status status =
+      s.Retried([&](grpc::ClientContext* c) { return stub->Logout(c, {}, &resp); });
   if (status.error_code() != grpc::StatusCode::UNAUTHENTICATED) {
     if (int rc = s.Check(status)) return rc;
   }
@@ -226,7 +240,9 @@ int WhoAmI(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AuthService>();
   if (stub == nullptr) return 2;
   v1::CurrentUserResponse resp;
-  if (int rc = s.Check(stub->CurrentUser(s.Context().get(), {}, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->CurrentUser(c, {}, &resp); })))
+    return rc;
   s.out << "Logged in as " << Describe(resp.user()) << "\n";
   return 0;
 }
@@ -269,7 +285,9 @@ int SetPassword(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AuthService>();
   if (stub == nullptr) return 2;
   v1::SetUserPasswordResponse resp;
-  if (int rc = s.Check(stub->SetUserPassword(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->SetUserPassword(c, req, &resp); })))
+    return rc;
   const std::string& name = resp.user().username();
   s.out << "Password of " << name << " set (other logins of " << name << " revoked)\n";
   return 0;
@@ -304,6 +322,20 @@ std::unique_ptr<grpc::ClientContext> Session::Context() const {
     ctx->AddMetadata("authorization", "Bearer " + token);
   }
   return ctx;
+}
+
+grpc::Status Session::Retried(const Rpc& rpc, const ContextMaker& make) const {
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  for (absl::Duration wait = absl::Milliseconds(200);;
+       wait = std::min(wait * 2, absl::Seconds(2))) {
+    grpc::Status status = rpc((make ? make() : Context()).get());
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        absl::StrContains(absl::AsciiStrToLower(status.error_message()), "handshake") ||
+        absl::Now() + wait > end) {
+      return status;
+    }
+    absl::SleepFor(wait);
+  }
 }
 
 int Session::Check(const grpc::Status& status) const {

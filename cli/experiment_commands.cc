@@ -62,7 +62,9 @@ int List(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::ExperimentService>();
   if (stub == nullptr) return 2;
   v1::ListExperimentsResponse resp;
-  if (int rc = s.Check(stub->ListExperiments(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->ListExperiments(c, req, &resp); })))
+    return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::Experiment& e : resp.experiments()) {
     rows.push_back({std::to_string(e.id()), e.name(), StateName(e.state()), e.resource_pool(),
@@ -128,7 +130,9 @@ int ScheduledTrials(const Session& s, const std::string& job_id) {
   req.set_id(id);
   v1::GetExperimentResponse resp;
   auto stub = s.Stub<v1::ExperimentService>();
-  if (stub == nullptr || !stub->GetExperiment(s.Context().get(), req, &resp).ok()) return 0;
+  if (stub == nullptr ||
+      !s.Retried([&](grpc::ClientContext* c) { return stub->GetExperiment(c, req, &resp); }).ok())
+    return 0;
   return static_cast<int>(
       std::count_if(resp.trials().begin(), resp.trials().end(), [](const v1::Trial& t) {
         return t.allocation_state() == v1::ALLOCATION_STATE_SCHEDULED ||

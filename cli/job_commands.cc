@@ -67,7 +67,9 @@ int ListJobs(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::JobService>();
   if (stub == nullptr) return 2;
   v1::GetJobsResponse resp;
-  if (int rc = s.Check(stub->GetJobs(s.Context().get(), req, &resp))) return rc;
+  if (int rc =
+          s.Check(s.Retried([&](grpc::ClientContext* c) { return stub->GetJobs(c, req, &resp); })))
+    return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::Job& j : resp.jobs()) {
     // position is 0-based; # counts from 1, as the count under the table does.
@@ -95,7 +97,9 @@ int Why(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::JobService>();
   if (stub == nullptr) return 2;
   v1::GetJobResponse resp;
-  if (int rc = s.Check(stub->GetJob(s.Context().get(), req, &resp))) return rc;
+  if (int rc =
+          s.Check(s.Retried([&](grpc::ClientContext* c) { return stub->GetJob(c, req, &resp); })))
+    return rc;
   const v1::Job& j = resp.job();
   s.out << "Job " << j.job_id() << " (" << j.username() << "), "
         << EnumName(v1::JobState_descriptor(), j.state(), "JOB_STATE_") << ": #" << j.position() + 1
@@ -137,7 +141,9 @@ int Stats(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::JobService>();
   if (stub == nullptr) return 2;
   v1::GetJobQueueStatsResponse resp;
-  if (int rc = s.Check(stub->GetJobQueueStats(s.Context().get(), {}, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->GetJobQueueStats(c, {}, &resp); })))
+    return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::QueueStats& q : resp.results()) {
     rows.push_back({q.resource_pool(), std::to_string(q.queued_count()),
@@ -180,7 +186,9 @@ int Update(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::JobService>();
   if (stub == nullptr) return 2;
   v1::UpdateJobQueueResponse resp;
-  if (int rc = s.Check(stub->UpdateJobQueue(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->UpdateJobQueue(c, req, &resp); })))
+    return rc;
   if (verb == "set-priority") {
     PrintPrioritySet(s, u->job_id(), priority);
   } else {
@@ -230,7 +238,9 @@ int ListTasks(const Session& s, const std::string& kind, const Args& args,
   auto stub = s.Stub<v1::TaskService>();
   if (stub == nullptr) return 2;
   v1::ListTasksResponse resp;
-  if (int rc = s.Check(stub->ListTasks(s.Context().get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->ListTasks(c, req, &resp); })))
+    return rc;
   std::vector<std::vector<std::string>> rows;
   for (const v1::Task& t : resp.tasks()) {
     rows.push_back(
@@ -286,12 +296,13 @@ int RunTaskCommand(const Session& s, const std::string& kind, const Args& args) 
     req.set_id(id);
     req.set_priority(priority);
     v1::SetTaskPriorityResponse resp;
-    status = stub->SetTaskPriority(s.Context().get(), req, &resp);
+    status =
+        s.Retried([&](grpc::ClientContext* c) { return stub->SetTaskPriority(c, req, &resp); });
   } else {
     v1::KillTaskRequest req;
     req.set_id(id);
     v1::KillTaskResponse resp;
-    status = stub->KillTask(s.Context().get(), req, &resp);
+    status = s.Retried([&](grpc::ClientContext* c) { return stub->KillTask(c, req, &resp); });
   }
   if (int rc = s.Check(status)) return rc;
   s.out << kind << " " << id << ": " << verb << " done\n";

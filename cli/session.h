@@ -2,6 +2,7 @@
 #ifndef PHALANX_CLI_SESSION_H_
 #define PHALANX_CLI_SESSION_H_
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <set>
@@ -39,6 +40,13 @@ struct Session {
   }
   // A context with the saved token and a 60 s deadline.
   std::unique_ptr<grpc::ClientContext> Context() const;
+  using Rpc = std::function<grpc::Status(grpc::ClientContext*)>;
+  using ContextMaker = std::function<std::unique_ptr<grpc::ClientContext>()>;
+  // `rpc` on a fresh context from `make` (null: Context()) each try, tried again while the master
+  // is UNAVAILABLE (restarting, or a standby taking over) for up to 30 s, 0.2 s apart doubling to
+  // 2 s; a TLS handshake that fails is not retried. Only for calls that may be repeated: a
+  // submission whose answer was lost may have been stored.
+  grpc::Status Retried(const Rpc& rpc, const ContextMaker& make = nullptr) const;
   // Prints the master's refusal ("phalanx: INVALID_ARGUMENT: ...") and returns 1; 0 when ok.
   int Check(const grpc::Status& status) const;
   // Prints "phalanx: <message>" and returns 2.

@@ -64,7 +64,10 @@ int Preemption(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AllocationService>();
   if (stub == nullptr) return 2;
   v1::WatchPreemptionResponse resp;
-  if (int rc = s.Check(stub->WatchPreemption(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->WatchPreemption(c, req, &resp); },
+                    [&] { return TrialContext(s); })))
+    return rc;
   s.out << (resp.preempt() ? "preempt" : "continue") << "\n";
   return resp.preempt() ? 0 : 3;
 }
@@ -81,7 +84,10 @@ int Checkpoint(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AllocationService>();
   if (stub == nullptr) return 2;
   v1::ReportCheckpointResponse resp;
-  if (int rc = s.Check(stub->ReportCheckpoint(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->ReportCheckpoint(c, req, &resp); },
+                    [&] { return TrialContext(s); })))
+    return rc;
   s.out << "Checkpoint " << req.uuid() << " of " << req.allocation_id() << " recorded\n";
   return 0;
 }
@@ -92,7 +98,10 @@ int Ack(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AllocationService>();
   if (stub == nullptr) return 2;
   v1::AckPreemptionResponse resp;
-  if (int rc = s.Check(stub->AckPreemption(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->AckPreemption(c, req, &resp); },
+                    [&] { return TrialContext(s); })))
+    return rc;
   s.out << req.allocation_id() << " acknowledged preemption: its pods are deleted\n";
   return 0;
 }
@@ -106,7 +115,10 @@ int Complete(const Session& s, const Args& args) {
   auto stub = s.Stub<v1::AllocationService>();
   if (stub == nullptr) return 2;
   v1::ReportCompletionResponse resp;
-  if (int rc = s.Check(stub->ReportCompletion(TrialContext(s).get(), req, &resp))) return rc;
+  if (int rc = s.Check(
+          s.Retried([&](grpc::ClientContext* c) { return stub->ReportCompletion(c, req, &resp); },
+                    [&] { return TrialContext(s); })))
+    return rc;
   s.out << req.allocation_id() << (error ? " reported failure" : " reported success") << "\n";
   return 0;
 }
@@ -129,7 +141,9 @@ int Metrics(const Session& s, const Args& args) {
   std::set<std::string> names;
   for (bool more = true; more;) {
     v1::GetTrialMetricsResponse resp;
-    if (int rc = s.Check(stub->GetTrialMetrics(s.Context().get(), req, &resp))) return rc;
+    if (int rc = s.Check(s.Retried(
+            [&](grpc::ClientContext* c) { return stub->GetTrialMetrics(c, req, &resp); })))
+      return rc;
     for (const v1::MetricReport& r : resp.reports()) {
       for (const auto& [name, value] : r.metrics()) names.insert(name);
       reports.push_back(r);

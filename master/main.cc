@@ -1,9 +1,13 @@
-// phalanx-master: loads master.yaml (--config), opens Postgres, re-attaches to its pods, then
-// serves the phalanx.v1 gRPC API on --listen (default 0.0.0.0:<port>) and Prometheus metrics on
-// --metrics-listen (default 0.0.0.0:<metrics_port>) until SIGTERM or SIGINT. --help (-h) prints
-// the usage on stdout; without --config it goes to stderr, with exit status 2.
+// phalanx-master: loads master.yaml (--config), serves Prometheus metrics on --metrics-listen
+// (default 0.0.0.0:<metrics_port>), waits to be the database's one active master (a standby
+// until then: master/store/leader_lock.h), opens Postgres, re-attaches to its pods, then serves
+// the phalanx.v1 gRPC API on --listen (default 0.0.0.0:<port>) until SIGTERM or SIGINT. In a pod
+// (POD_NAME and POD_NAMESPACE set) it labels itself phalanx.io/master-role=standby, then =active
+// once it serves: the chart's Service routes to the active one only. --help (-h) prints the usage
+// on stdout; without --config it goes to stderr, with exit status 2.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,17 +16,19 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "http/server.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "master/config/config.h"
-#include "master/jobs/job_manager.h"
-#include "master/k8s/kube_pod_client.h"
 #include "master/api/metrics.h"
 #include "master/api/server.h"
 #include "master/api/services.h"
+#include "master/config/config.h"
+#include "master/jobs/job_manager.h"
+#include "master/k8s/kube_pod_client.h"
+#include "master/store/leader_lock.h"
 #include "master/store/store.h"
 
 namespace phalanx::master {
@@ -116,6 +122,55 @@ bool HasArg(int argc, char** argv, const std::string& want) {
   return false;
 }
 
+// The time for log lines, as the job manager's event log writes it.
+std::string Now() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+}
+
+// The metrics of a standby, and the line the active master adds to its own.
+std::string ActiveGauge(bool active) {
+  return absl::StrCat(
+      "# HELP phalanx_master_active 1 on the active master (it holds the database's lock), 0 on "
+      "a standby.\n# TYPE phalanx_master_active gauge\nphalanx_master_active ",
+      active ? 1 : 0, "\n");
+}
+
+constexpr char kRoleLabel[] = "phalanx.io/master-role";
+
+// Labels this master's own pod (POD_NAMESPACE/POD_NAME, from the downward API) with `role`,
+// retrying every 2 s until it lands or the master stops; nothing outside a pod.
+void LabelOwnPod(KubePodClient& pods, const std::string& role) {
+  const char* ns = std::getenv("POD_NAMESPACE");
+  const char* name = std::getenv("POD_NAME");
+  if (ns == nullptr || name == nullptr || *ns == '\0' || *name == '\0') return;
+  for (bool told = false; !g_stop; told = true) {
+    absl::Status s = pods.SetPodLabel(ns, name, kRoleLabel, role);
+    if (s.ok()) return;
+    if (!told) {
+      std::fprintf(stderr, "phalanx-master: labelling pod %s/%s %s=%s (retrying): %s\n", ns, name,
+                   kRoleLabel, role.c_str(), s.ToString().c_str());
+    }
+    absl::SleepFor(absl::Seconds(2));
+  }
+}
+
+// Waits until this master holds the database's lock, then watches it: a master that loses it
+// exits at once, since another may be active by then.
+absl::Status BecomeActive(LeaderLock& lock) {
+  // As OpenStore: the chart starts the database next to the master, so wait up to 5 minutes.
+  absl::Status s =
+      lock.Acquire(g_stop, absl::Milliseconds(500), absl::Minutes(5), [](const std::string& why) {
+        std::fprintf(stderr, "phalanx-master: %s standby (%s)\n", Now().c_str(), why.c_str());
+      });
+  if (!s.ok()) return s;
+  std::fprintf(stderr, "phalanx-master: %s active\n", Now().c_str());
+  lock.Watch(absl::Seconds(1), [](const std::string& why) {
+    std::fprintf(stderr, "phalanx-master: no longer the active master: %s; exiting\n", why.c_str());
+    std::_Exit(3);
+  });
+  return absl::OkStatus();
+}
+
 int CheckConfig(const std::string& path) {
   absl::StatusOr<MasterConfig> config = ParseMasterConfigFile(path);
   if (!config.ok()) return Fail("invalid config", config.status());
@@ -138,6 +193,35 @@ int Run(int argc, char** argv) {
   if (args->check_config) return CheckConfig(args->config);
   absl::StatusOr<MasterConfig> config = LoadMasterConfig(args->config);
   if (!config.ok()) return Fail("invalid config", config.status());
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  // The job manager the metrics read, once active; null on a standby and once it stops.
+  absl::Mutex serving_mu;
+  JobManager* serving = nullptr;
+  MasterMetrics metrics;
+  MetricsServer metrics_server([&] {
+    absl::MutexLock serving_lock(&serving_mu);
+    JobManager* jobs = serving;
+    if (jobs == nullptr) return ActiveGauge(false);
+    absl::StatusOr<std::vector<QueueEntry>> queue = jobs->Queue("");
+    metrics.Update(jobs->Stats(), queue.ok() ? *queue : std::vector<QueueEntry>{});
+    return metrics.Serialize() + ActiveGauge(true);
+  });
+  const std::pair<std::string, int> metrics_address =
+      args->metrics.value_or(std::pair<std::string, int>{"0.0.0.0", config->metrics_port});
+  if (absl::Status s = metrics_server.Start(metrics_address.first, metrics_address.second,
+                                            config->metrics_server);
+      !s.ok()) {
+    return Fail("starting the metrics server", s);
+  }
+  absl::StatusOr<kube::Config> kube_config = kube::DefaultConfig();
+  if (!kube_config.ok()) return Fail("kubernetes config", kube_config.status());
+  kube::Client client(*kube_config);
+  KubePodClient pods(client);
+  LabelOwnPod(pods, "standby");
+  LeaderLock lock(ConnectionString(config->db));
+  if (absl::Status s = BecomeActive(lock); !s.ok())
+    return absl::IsCancelled(s) ? 0 : Fail("database", s);
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(config->db);
   if (!store.ok()) return Fail("database", store.status());
   auto log = [](const std::string& line) {
@@ -153,48 +237,34 @@ int Run(int argc, char** argv) {
       !s.ok()) {
     return Fail("creating the built-in users", s);
   }
-  absl::StatusOr<kube::Config> kube_config = kube::DefaultConfig();
-  if (!kube_config.ok()) return Fail("kubernetes config", kube_config.status());
-  kube::Client client(*kube_config);
-  KubePodClient pods(client);
   JobManager jobs(*config, **store, pods);
   jobs.SetEventLog([](const std::string& line) {
-    std::fprintf(stderr, "phalanx-master: %s %s\n",
-                 absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()).c_str(),
-                 line.c_str());
+    std::fprintf(stderr, "phalanx-master: %s %s\n", Now().c_str(), line.c_str());
   });
   if (absl::Status s = jobs.Recover(); !s.ok()) return Fail("re-attaching to pods", s);
   std::set<std::string> namespaces;
   for (const ResourcePoolConfig& pool : config->resource_pools) namespaces.insert(pool.ns);
   PodWatcher watcher(client, jobs, {namespaces.begin(), namespaces.end()});
   watcher.Start();
-  MasterMetrics metrics;
-  MetricsServer metrics_server([&] {
-    absl::StatusOr<std::vector<QueueEntry>> queue = jobs.Queue("");
-    metrics.Update(jobs.Stats(), queue.ok() ? *queue : std::vector<QueueEntry>{});
-    return metrics.Serialize();
-  });
-  const std::pair<std::string, int> metrics_address =
-      args->metrics.value_or(std::pair<std::string, int>{"0.0.0.0", config->metrics_port});
-  if (absl::Status s = metrics_server.Start(metrics_address.first, metrics_address.second,
-                                            config->metrics_server);
-      !s.ok()) {
-    return Fail("starting the metrics server", s);
-  }
   absl::StatusOr<std::unique_ptr<MasterServer>> server = MasterServer::Start(
       args->listen.empty() ? absl::StrCat("0.0.0.0:", config->port) : args->listen, config->tls,
       **store, jobs, &metrics);
   if (!server.ok()) return Fail("starting the gRPC server", server.status());
-  std::fprintf(stderr, "phalanx-master: serving on port %d, metrics on port %d\n",
+  std::fprintf(stderr, "phalanx-master: %s serving on port %d, metrics on port %d\n", Now().c_str(),
                (*server)->port(), metrics_server.port());
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
+  {
+    absl::MutexLock serving_lock(&serving_mu);
+    serving = &jobs;
+  }
+  LabelOwnPod(pods, "active");
   while (!g_stop) {
     jobs.Tick(absl::Now());
     absl::SleepFor(absl::Seconds(2));
   }
   (*server)->Shutdown();
   watcher.Stop();
+  absl::MutexLock serving_lock(&serving_mu);
+  serving = nullptr;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // Applies admission rounds to pods (see admission_loop.h).
 #include "scheduler_extender/admission_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "gang/planner.h"
 #include "kube/decode.h"
 #include "kube/json.h"
@@ -370,6 +372,7 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
   Publish(r, took.count());
   const absl::flat_hash_set<std::string> avoiding = NoteAvoidedNodes(snap);
   for (const GangDecision& d : r.decisions) {
+    if (!Leads()) break;
     if (avoiding.contains(d.gang)) continue;  // Planned once the cache shows what it avoids.
     absl::Status st;
     switch (d.verdict) {
@@ -397,12 +400,29 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
 
 void AdmissionLoop::Run(const std::atomic<bool>& stop) {
   uint64_t version = 0;
+  bool led = true;
   while (!stop.load()) {
+    if (!Leads()) {
+      if (led) Follow();
+      led = false;
+      absl::SleepFor(absl::Milliseconds(std::min<int64_t>(resync_ms_, 100)));
+      continue;
+    }
+    led = true;
     version = deps_.wait_for_change(version, resync_ms_);
     std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
     if (snap == nullptr || AwaitingWrites(*snap)) continue;
     RunOnce(*snap);
   }
+}
+
+void AdmissionLoop::Follow() {
+  awaited_.clear();
+  for (const std::string& gang : held_) deps_.reservations->Release(gang);
+  held_.clear();
+  reasons_.clear();
+  absl::MutexLock lock(&mu_);
+  queue_json_ = R"({"leading":false,"gangs":[]})";
 }
 
 void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {

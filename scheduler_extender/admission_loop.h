@@ -21,6 +21,8 @@
 // Marks for recreation name the gang itself in phalanx.io/preempted-by; gangs phalanx-master did
 // not create are evicted as well. Pins name the node's kubernetes.io/hostname label (its name when
 // it has none).
+// With several scheduler replicas, only the leader (leadership.h) runs rounds; a round stops its
+// writes when leadership is lost, and what it left half done is recovered as after a crash.
 // A round runs only once the informer shows the previous round's writes (or they time out), so
 // nothing is planned twice. A gang whose writes fail (a pod the extender may not patch, say) is
 // logged and counted; the round goes on with the other gangs, and the next round tries again.
@@ -59,6 +61,9 @@ struct LoopDeps {
   std::function<int64_t()> now_ms;
   // The forecaster's latest outlook (forecaster.h); empty or null: no estimates.
   std::function<std::shared_ptr<const Outlook>()> outlook;
+  // Whether this replica leads (leadership.h); null: always. A follower runs no round, and a
+  // round stops writing once it no longer leads.
+  std::function<bool()> leads;
 };
 
 class AdmissionLoop {
@@ -72,7 +77,7 @@ class AdmissionLoop {
 
   // Recovers half-done admissions, runs one round on `snap` and applies it.
   preemption::RoundResult RunOnce(const core::ClusterSnapshot& snap);
-  // Rounds until `stop` is set.
+  // Rounds until `stop` is set, while this replica leads.
   void Run(const std::atomic<bool>& stop);
   // The last round as JSON: queue order, each gang's state, position, reason and nodes.
   std::string DebugQueueJson();
@@ -131,6 +136,9 @@ class AdmissionLoop {
   // True while a write of the last round is not yet visible in `snap` (and not timed out).
   bool AwaitingWrites(const core::ClusterSnapshot& snap);
   void Publish(const preemption::RoundResult& r, double seconds);
+  bool Leads() const { return !deps_.leads || deps_.leads(); }
+  // Drops what the rounds led here wait on; the next leader recovers from pod state.
+  void Follow();
 
   preemption::AdmissionOptions options_;
   int64_t resync_ms_;

@@ -57,6 +57,23 @@ absl::Status ForecastInterval(absl::string_view v, ExtenderConfig& c) {
   return absl::OkStatus();
 }
 
+// NAMESPACE/NAME of a Lease: both DNS-1123 names.
+absl::Status SetFollowLease(absl::string_view v, ExtenderConfig& c) {
+  const size_t slash = v.find('/');
+  auto name_ok = [](absl::string_view n) {
+    return !n.empty() && n.size() <= 253 && std::all_of(n.begin(), n.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.';
+    });
+  };
+  if (!v.empty() && (slash == absl::string_view::npos || !name_ok(v.substr(0, slash)) ||
+                     !name_ok(v.substr(slash + 1)))) {
+    return Bad("follow_lease", "must be NAMESPACE/NAME of a Lease (lowercase DNS names) or empty",
+               v);
+  }
+  c.follow_lease = std::string(v);
+  return absl::OkStatus();
+}
+
 Setter Bool(bool ExtenderConfig::*field, absl::string_view key) {
   return [=](absl::string_view v, ExtenderConfig& c) {
     if (!absl::SimpleAtob(v, &(c.*field))) return Bad(key, "must be true or false", v);
@@ -282,6 +299,19 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
         "N from 0 to 64: each forecast also asks what would start the first N waiting gangs now "
         "(phalanx.io/what-if)",
         ShowInt(&ExtenderConfig::what_if_gangs)}},
+      {"follow_lease",
+       {SetFollowLease,
+        "NAMESPACE/NAME: kube-scheduler's leader-election Lease; with several scheduler replicas, "
+        "admission rounds run only in the one whose kube-scheduler holds it (empty: always)",
+        ShowStr(&ExtenderConfig::follow_lease)}},
+      StrEntry("lease_holder_prefix", &ExtenderConfig::lease_holder_prefix,
+               "TEXT: how the Lease names this replica's kube-scheduler, a prefix of its "
+               "holderIdentity (empty: this host's name and \"_\", as kube-scheduler names "
+               "itself)"),
+      {"lease_poll_ms",
+       {Int(50, &ExtenderConfig::lease_poll_ms, "lease_poll_ms", 60'000),
+        "MS from 50 to 60000: how often follow_lease is read",
+        ShowInt(&ExtenderConfig::lease_poll_ms)}},
       {"slot_type",
        {SetSlotType, "gpu|cpu: what one slot is",
         [](const ExtenderConfig& c) {

@@ -59,6 +59,12 @@ struct ExtenderConfig {
   // of the first waiting gangs get what-if answers.
   int64_t forecast_interval_ms = 15'000;
   int64_t what_if_gangs = 16;
+  // leadership.h: the NAMESPACE/NAME of the Lease this replica's kube-scheduler elects its leader
+  // with; rounds run only while it holds it ("": always, for a single replica). Its holder is
+  // named lease_holder_prefix... ("": this host's name and "_"), read every lease_poll_ms.
+  std::string follow_lease;
+  std::string lease_holder_prefix;
+  int64_t lease_poll_ms = 500;
   gang::SlotPolicy slots{.milli_cpu_per_slot = 0};  // 0 until cpus_per_slot is set.
 };
 

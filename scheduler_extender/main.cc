@@ -14,8 +14,9 @@
 #include "kube/informer.h"
 #include "kube/placement_key.h"
 #include "scheduler_extender/admission_loop.h"
-#include "scheduler_extender/forecaster.h"
 #include "scheduler_extender/config.h"
+#include "scheduler_extender/forecaster.h"
+#include "scheduler_extender/leadership.h"
 #include "scheduler_extender/server.h"
 
 namespace phalanx::extender {
@@ -61,6 +62,19 @@ int Main(int argc, char** argv) {
   kube::Informer informer(client, kube::InformerOptions{.placement_key = &*key});
   informer.Start();
 
+  std::unique_ptr<Leadership> leadership;
+  if (!config->follow_lease.empty()) {
+    const size_t slash = config->follow_lease.find('/');
+    leadership = std::make_unique<Leadership>(
+        LeadershipOptions{.lease_namespace = config->follow_lease.substr(0, slash),
+                          .lease_name = config->follow_lease.substr(slash + 1),
+                          .holder_prefix = config->lease_holder_prefix.empty()
+                                               ? DefaultHolderPrefix()
+                                               : config->lease_holder_prefix,
+                          .poll_ms = config->lease_poll_ms},
+        &client, NowMs);
+  }
+  auto leads = [&] { return leadership == nullptr || leadership->Leads(); };
   Metrics metrics;
   ReservationBook book;
   Verbs verbs(config->slots, config->reservation_ttl_ms, &book,
@@ -75,11 +89,11 @@ int Main(int argc, char** argv) {
                 .max_preemptions = static_cast<int32_t>(config->max_preemptions),
                 .preemption_limit = static_cast<int32_t>(config->preemption_limit),
                 .window_ms = config->preemption_window_ms}};
-  Forecaster forecaster(admission, config->forecast_interval_ms,
-                        static_cast<int>(config->what_if_gangs),
-                        ForecasterDeps{.snapshot = [&] { return informer.Snapshot(); },
-                                       .now_ms = NowMs,
-                                       .metrics = &metrics});
+  Forecaster forecaster(
+      admission, config->forecast_interval_ms, static_cast<int>(config->what_if_gangs),
+      ForecasterDeps{.snapshot = [&] { return leads() ? informer.Snapshot() : nullptr; },
+                     .now_ms = NowMs,
+                     .metrics = &metrics});
   AdmissionLoop loop(admission, config->resync_ms,
                      LoopDeps{.client = &client,
                               .placement_key = &*key,
@@ -91,7 +105,8 @@ int Main(int argc, char** argv) {
                                     return informer.WaitForChange(v, absl::Milliseconds(ms));
                                   },
                               .now_ms = NowMs,
-                              .outlook = [&] { return forecaster.Latest(); }},
+                              .outlook = [&] { return forecaster.Latest(); },
+                              .leads = leads},
                      Refusals(config->refused_placement_timeout_ms, config->avoid_node_memory_ms));
   ServerDeps deps{
       .verbs = &verbs,
@@ -106,6 +121,7 @@ int Main(int argc, char** argv) {
             metrics.SetCacheObjects("pods", c.pods);
             metrics.SetCacheObjects("nodes", c.nodes);
             metrics.SetWatchRestarts(c.watch_restarts);
+            metrics.SetLeader(leads());
           },
       .debug_queue = [&] { return loop.DebugQueueJson(); },
       .now_ms = NowMs,
@@ -149,11 +165,17 @@ int Main(int argc, char** argv) {
                    "phalanx-extender: still waiting for the first list of nodes and pods\n");
     }
   }
+  std::thread following;
+  if (leadership != nullptr) {
+    leadership->Poll();
+    following = std::thread([&] { leadership->Run(g_stop); });
+  }
   std::thread rounds([&] { loop.Run(g_stop); });
   std::thread forecasts;
   if (config->forecast_interval_ms > 0) forecasts = std::thread([&] { forecaster.Run(g_stop); });
   while (!g_stop.load()) absl::SleepFor(absl::Milliseconds(200));
   rounds.join();
+  if (following.joinable()) following.join();
   if (forecasts.joinable()) forecasts.join();
   server.Stop();
   informer.Stop();

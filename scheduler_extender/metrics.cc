@@ -59,6 +59,12 @@ Metrics::Metrics()
                          .Name("phalanx_extender_cache_objects")
                          .Help("Objects in the informer cache, by kind.")
                          .Register(*registry_)),
+      leader_(prometheus::BuildGauge()
+                  .Name("phalanx_extender_leader")
+                  .Help("1 while this replica runs admission rounds: its kube-scheduler holds "
+                        "the followed Lease, or none is followed; else 0.")
+                  .Register(*registry_)
+                  .Add({})),
       forecast_seconds_(prometheus::BuildHistogram()
                             .Name("phalanx_extender_forecast_duration_seconds")
                             .Help("Time of one start-time forecast of every waiting gang, with "
@@ -115,6 +121,8 @@ void Metrics::AddFailedWrites(double gangs) { failed_writes_.Increment(gangs); }
 void Metrics::SetCacheObjects(absl::string_view kind, double count) {
   cache_objects_.Add({{"kind", std::string(kind)}}).Set(count);
 }
+
+void Metrics::SetLeader(bool leads) { leader_.Set(leads ? 1 : 0); }
 
 void Metrics::SetForecast(const core::ClusterSnapshot& snap, const forecast::ForecastResult& r,
                           double seconds) {

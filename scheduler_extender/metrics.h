@@ -38,6 +38,8 @@ class Metrics {
   // A gang's writes of a round that the API server refused or that failed.
   void AddFailedWrites(double gangs);
   void SetCacheObjects(absl::string_view kind, double count);
+  // 1 while this replica runs admission rounds (leadership.h), else 0.
+  void SetLeader(bool leads);
   // One forecast of `snap`'s waiting gangs and how long it took: the longest forecast wait per
   // pool and priority (series of pools and priorities no longer waiting go), and the gangs with
   // and without an estimate.
@@ -59,6 +61,7 @@ class Metrics {
   prometheus::Counter& replans_;
   prometheus::Counter& failed_writes_;
   prometheus::Family<prometheus::Gauge>& cache_objects_;
+  prometheus::Gauge& leader_;
   prometheus::Histogram& forecast_seconds_;
   prometheus::Family<prometheus::Gauge>& forecast_delay_;
   prometheus::Family<prometheus::Gauge>& forecast_gangs_;

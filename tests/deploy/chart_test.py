@@ -131,7 +131,7 @@ class Defaults(unittest.TestCase):
     def test_extender_yaml(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
                          {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
-                          "max_slots_per_pod": 8})
+                          "max_slots_per_pod": 8, "follow_lease": "kube-system/phalanx-scheduler"})
 
     def test_passwords_are_only_in_the_secret(self):
         r = Rendered({**REQUIRED, "db": {"password": "s3cret-db"}, "defaultPassword": "s3cret-pw"})
@@ -160,8 +160,10 @@ class Defaults(unittest.TestCase):
 
     def test_scheduler_pod_runs_kube_scheduler_and_extender_sidecar(self):
         deployment = self.r.get("Deployment", f"{self.r.fullname}-scheduler")
-        # One extender at a time, also during an upgrade: each runs its own admission loop.
-        self.assertEqual(deployment["spec"]["strategy"], {"type": "Recreate"})
+        # Two replicas; only the one whose kube-scheduler leads runs admission rounds.
+        self.assertEqual(deployment["spec"]["replicas"], 2)
+        self.assertEqual(deployment["spec"]["strategy"],
+                         {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}})
         pod = deployment["spec"]["template"]["spec"]
         self.assertEqual([c["name"] for c in pod["containers"]], ["kube-scheduler", "phalanx-extender"])
         ks = self.r.container("scheduler", "kube-scheduler")
@@ -172,6 +174,30 @@ class Defaults(unittest.TestCase):
                                        "--placement-key-file", "/etc/phalanx-placement-key/placement-key"])
         self.assertEqual(pod["volumes"][0]["configMap"]["name"], f"{self.r.fullname}-scheduler")
         self.assertEqual(pod["serviceAccountName"], f"{self.r.fullname}-scheduler")
+
+    def test_replicas_spread_and_survive_drains(self):
+        for component in ("scheduler", "master"):
+            name = f"{self.r.fullname}-{component}"
+            pod = self.r.get("Deployment", name)["spec"]["template"]["spec"]
+            term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+            self.assertEqual(term["podAffinityTerm"]["topologyKey"], "kubernetes.io/hostname")
+            selector = self.r.get("Deployment", name)["spec"]["selector"]["matchLabels"]
+            self.assertEqual(term["podAffinityTerm"]["labelSelector"]["matchLabels"], selector)
+            pdb = self.r.get("PodDisruptionBudget", name)["spec"]
+            self.assertEqual(pdb, {"minAvailable": 1, "selector": {"matchLabels": selector}})
+        one = Rendered({**REQUIRED, "schedulerReplicas": 1, "masterReplicas": 1})
+        self.assertEqual(one.all("PodDisruptionBudget"), [])
+
+    def test_the_master_service_routes_to_the_active_master_only(self):
+        service = self.r.get("Service", f"{self.r.fullname}-master")["spec"]["selector"]
+        self.assertEqual(service["phalanx.io/master-role"], "active")
+        c = self.r.container("master", "phalanx-master")
+        env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
+        self.assertEqual(env, {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"})
+        # Standbys are ready too: the role label, not readiness, keeps them out of the Service.
+        self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/healthz", "port": "metrics"})
+        role = self.r.get("Role", f"{self.r.fullname}-master-role-label")
+        self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}])
 
     def test_priority_classes_never_preempt(self):
         classes = {p["metadata"]["name"]: p for p in self.r.all("PriorityClass")}

@@ -85,7 +85,7 @@ class CpuSlots(unittest.TestCase):
 
     def test_extender_counts_cpu_slots(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
-                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "cpu", "slot_resource": "cpu",
+                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "follow_lease": "kube-system/phalanx-scheduler", "slot_type": "cpu", "slot_resource": "cpu",
                           "cpus_per_slot": 7.5, "max_slots_per_pod": 2})
 
 
@@ -107,7 +107,7 @@ class ResourcePools(unittest.TestCase):
 
     def test_extender_settings_join_what_the_chart_sets(self):
         self.assertEqual(self.r.config_file("scheduler", "extender.yaml"),
-                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "gpu",
+                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "follow_lease": "kube-system/phalanx-scheduler", "slot_type": "gpu",
                           "slot_resource": "nvidia.com/gpu", "max_slots_per_pod": 8,
                           "pool_max_slots_per_pod": {"a100": 4}, "refused_placement_timeout_ms": 60000})
 
@@ -115,7 +115,7 @@ class ResourcePools(unittest.TestCase):
         r = Rendered({"maxSlotsPerPod": 4, "resourcePools": [{"pool_name": "a100", "max_slots_per_pod": 8},
                                                              {"pool_name": "t4"}]})
         self.assertEqual(r.config_file("scheduler", "extender.yaml"),
-                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
+                         {"listen": "127.0.0.1:8888", "status_listen": "0.0.0.0:9091", "follow_lease": "kube-system/phalanx-scheduler", "slot_type": "gpu", "slot_resource": "nvidia.com/gpu",
                           "max_slots_per_pod": 4, "pool_max_slots_per_pod": {"a100": 8}})
         self.assertEqual(r.config_file("master", "master.yaml")["resource_pools"][0]["max_slots_per_pod"], 8)
 

@@ -295,20 +295,24 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
     const std::string grace =
         slow_exit ? absl::StrCat(R"("terminationGracePeriodSeconds":)", gang.exit_seconds, ",")
                   : "";
+    const std::string group = gang.pod_group.empty()
+                                  ? ""
+                                  : absl::StrCat(R"("schedulingGroup":{"podGroupName":)",
+                                                 EncodeJsonString(gang.pod_group), "},");
     const std::string ports = gang.host_port > 0
                                   ? absl::StrCat(R"("ports":[{"containerPort":)", gang.host_port,
                                                  R"(,"hostPort":)", gang.host_port, "}],")
                                   : "";
-    std::string pod =
-        absl::StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r",
-                     run, "-", i, R"(","labels":{)", labels, "}", annotations, R"(},"spec":{)",
-                     affinity, grace, R"("schedulerName":"phalanx","priorityClassName":")", pc,
-                     R"(","schedulingGates":[{"name":"phalanx.io/admission"}],"nodeSelector":{")",
-                     kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
-                     R"(","operator":"Equal","value":")", ns_,
-                     R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
-                     ports, R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
-                     R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
+    std::string pod = absl::StrCat(
+        R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", gang.name, "-r", run, "-", i,
+        R"(","labels":{)", labels, "}", annotations, R"(},"spec":{)", affinity, grace, group,
+        R"("schedulerName":")", scheduler_name_, R"(","priorityClassName":")", pc,
+        R"(","schedulingGates":[{"name":"phalanx.io/admission"}],"nodeSelector":{")", kPoolKey,
+        R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
+        R"(","operator":"Equal","value":")", ns_,
+        R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)", ports,
+        R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
+        R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
     ASSERT_TRUE(CreatePod(pod));
   }
 }
@@ -317,9 +321,9 @@ void ExtenderE2eTest::SubmitUngated(const std::string& name, int64_t gpus,
                                     const std::string& priority_class, bool preemptible) {
   std::string pod = absl::StrCat(
       R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", name, R"(","labels":{)",
-      preemptible ? R"("phalanx.io/preemptible":"true")" : "",
-      R"(}},"spec":{"schedulerName":"phalanx","priorityClassName":")", priority_class,
-      R"(","nodeSelector":{")", kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
+      preemptible ? R"("phalanx.io/preemptible":"true")" : "", R"(}},"spec":{"schedulerName":")",
+      scheduler_name_, R"(","priorityClassName":")", priority_class, R"(","nodeSelector":{")",
+      kPoolKey, R"(":")", ns_, R"("},"tolerations":[{"key":")", kPoolKey,
       R"(","operator":"Equal","value":")", ns_,
       R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
       R"("resources":{"requests":{"nvidia.com/gpu":")", gpus,

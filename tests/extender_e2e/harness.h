@@ -40,6 +40,8 @@ struct GangSpec {
   int exit_seconds = 0;
   int host_port = 0;  // > 0: the container asks for this host port (TCP).
   std::map<std::string, std::string> annotations;  // Written on each pod as given.
+  // Non-empty: spec.schedulingGroup.podGroupName (Kubernetes' workload-aware scheduling).
+  std::string pod_group;
 };
 
 // One gang's entry in the extender's /debug/queue.
@@ -119,12 +121,14 @@ class ExtenderE2eTest : public ::testing::Test {
 
   const std::string& kubeconfig() const { return kubeconfig_; }
   const std::string& cluster_dir() const { return cluster_dir_; }
+  const std::string& key_path() const { return key_path_; }
   static constexpr char kPoolKey[] = "e2e.phalanx.io/pool";  // Label and taint of the node pool.
 
   std::unique_ptr<kube::Client> client_;
   std::string ns_;
   std::unique_ptr<Watcher> watcher_;
   std::optional<kube::PlacementKey> placement_key_;  // What key_path_ holds.
+  std::string scheduler_name_ = "phalanx";           // spec.schedulerName of the pods created.
 
   // A GET of the extender's; `code` receives the HTTP status.
   std::string ExtenderGet(const std::string& path, long* code);

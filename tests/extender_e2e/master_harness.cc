@@ -1,9 +1,7 @@
 // The master e2e fixture (see master_harness.h).
 #include "tests/extender_e2e/master_harness.h"
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,19 +23,6 @@
 
 namespace phalanx::e2e {
 namespace {
-
-// A free loopback port in the kernel's ephemeral range (bound once, then released).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // master.yaml's db section from "postgresql://user@host:port/name".
 std::string DbYaml(const std::string& url) {
@@ -66,6 +51,7 @@ void MasterE2eTest::SetUp() {
 
 void MasterE2eTest::TearDown() {
   StopMaster(SIGTERM);
+  while (!replicas_.empty()) StopReplica(replicas_.back(), SIGTERM);
   if (HasFailure()) {
     std::printf("--- %s (last 40 lines)\n%s\n", master_log_.c_str(), Tail(master_log_, 40).c_str());
   }
@@ -74,7 +60,8 @@ void MasterE2eTest::TearDown() {
 
 void MasterE2eTest::StartMaster(int max_slots_per_pod, const std::string& more_yaml) {
   ASSERT_LT(master_, 0) << "master already running";
-  const std::string config_path = absl::StrCat(cluster_dir(), "/master-", ns_, ".yaml");
+  config_path_ = absl::StrCat(cluster_dir(), "/master-", ns_, ".yaml");
+  const std::string& config_path = config_path_;
   if (master_address_.empty()) {
     master_address_ = absl::StrCat("127.0.0.1:", FreePort());
     // The pool's pods tolerate the test pool's taint and select its nodes, as an admin's
@@ -113,6 +100,25 @@ void MasterE2eTest::StartMaster(int max_slots_per_pod, const std::string& more_y
     absl::SleepFor(absl::Milliseconds(200));
   }
   FAIL() << "phalanx-master accepted no login within 60 s:\n" << Tail(master_log_, 20);
+}
+
+pid_t MasterE2eTest::SpawnReplica(const std::string& listen, const std::string& metrics_listen,
+                                  const std::string& log, const std::vector<std::string>& env) {
+  EXPECT_FALSE(config_path_.empty()) << "StartMaster first";
+  std::vector<std::string> args = {"/usr/bin/env"};
+  args.insert(args.end(), env.begin(), env.end());
+  args.insert(args.end(), {PHALANX_MASTER_BINARY, "--config", config_path_, "--listen", listen,
+                           "--metrics-listen", metrics_listen});
+  const pid_t pid = SpawnLogged(args, log);
+  EXPECT_GT(pid, 0);
+  if (pid > 0) replicas_.push_back(pid);
+  return pid;
+}
+
+void MasterE2eTest::StopReplica(pid_t pid, int signal) {
+  std::erase(replicas_, pid);
+  const std::string stopped = StopProcess(pid, signal);
+  EXPECT_EQ(stopped, "") << "phalanx-master replica " << pid << " " << stopped;
 }
 
 void MasterE2eTest::StopMaster(int signal) {

@@ -32,6 +32,12 @@ class MasterE2eTest : public ExtenderE2eTest {
   // phalanx-master; returns once it accepts a login. A restart keeps the first start's master.yaml.
   void StartMaster(int max_slots_per_pod, const std::string& more_yaml = "");
   void StopMaster(int signal);
+  // Another phalanx-master on the same database and master.yaml (StartMaster first) listening on
+  // `listen`, with `env` ("NAME=value") added to its environment; a standby while another master
+  // is active. Not waited for; stopped by TearDown unless StopReplica stopped it.
+  pid_t SpawnReplica(const std::string& listen, const std::string& metrics_listen,
+                     const std::string& log, const std::vector<std::string>& env = {});
+  void StopReplica(pid_t pid, int signal);
   // Where the master listens (the same across restarts).
   const std::string& master_address() const { return master_address_; }
   // Logs in as admin on `channel`; "" when the master does not answer.
@@ -72,6 +78,8 @@ class MasterE2eTest : public ExtenderE2eTest {
   std::unique_ptr<grpc::ClientContext> AllocationCtx(const std::string& allocation);
 
   std::string db_url_;
+  std::string config_path_;
+  std::vector<pid_t> replicas_;
   std::string master_log_;
   std::string master_address_;
   pid_t master_ = -1;

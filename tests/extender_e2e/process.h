@@ -10,6 +10,9 @@
 
 namespace phalanx::e2e {
 
+// A free loopback port in the kernel's ephemeral range (bound once, then released).
+int FreePort();
+
 // Starts args[0] with `args`, stdout and stderr appended to `log_path`. -1 on failure.
 pid_t SpawnLogged(const std::vector<std::string>& args, const std::string& log_path);
 

@@ -32,8 +32,10 @@ def wait_for(predicate, what, timeout=60):
 
 def trial_context(kube, ns, allocation, rank, checkpoint_dir):
     """phalanx.Context as the trial process of pod `rank` gets it (its checkpoint mount, which the
-    test cluster's fake nodes lack, is a local directory)."""
-    env = kube.pod_env(ns, f"{allocation}-{rank}")
+    test cluster's fake nodes lack, is a local directory). A run is announced before its pods are
+    all created, so this waits for the pod."""
+    env = wait_for(lambda: kube.pod_env(ns, f"{allocation}-{rank}", missing_ok=True),
+                   f"pod {allocation}-{rank}")
     env["PHALANX_CHECKPOINT_DIR"] = str(checkpoint_dir)
     return phalanx.Context(env)
 

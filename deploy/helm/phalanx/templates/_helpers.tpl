@@ -49,6 +49,20 @@ imagePullSecrets:
 {{- end }}
 {{- end -}}
 
+{{- /* Replicas of component `component` prefer distinct nodes (a node's loss takes one at most);
+      preferred, so a one-node cluster still runs them all. (dict "ctx" $ "component" "master") */ -}}
+{{- define "phalanx.spreadReplicas" -}}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- include "phalanx.selectorLabels" . | nindent 14 }}
+{{- end -}}
+
 {{- /* The scheduler of task pods: phalanx, also for Determined's values coscheduler and preemption
       (both gang scheduling, the latter with priority preemption, which phalanx does together);
       default for default and for an empty value (Determined's "the default Kubernetes scheduler"). */ -}}
