@@ -28,6 +28,7 @@
 #include "master/config/config.h"
 #include "master/jobs/job_manager.h"
 #include "master/k8s/kube_pod_client.h"
+#include "master/k8s/role_label.h"
 #include "master/store/leader_lock.h"
 #include "master/store/store.h"
 
@@ -135,25 +136,6 @@ std::string ActiveGauge(bool active) {
       active ? 1 : 0, "\n");
 }
 
-constexpr char kRoleLabel[] = "phalanx.io/master-role";
-
-// Labels this master's own pod (POD_NAMESPACE/POD_NAME, from the downward API) with `role`,
-// retrying every 2 s until it lands or the master stops; nothing outside a pod.
-void LabelOwnPod(KubePodClient& pods, const std::string& role) {
-  const char* ns = std::getenv("POD_NAMESPACE");
-  const char* name = std::getenv("POD_NAME");
-  if (ns == nullptr || name == nullptr || *ns == '\0' || *name == '\0') return;
-  for (bool told = false; !g_stop; told = true) {
-    absl::Status s = pods.SetPodLabel(ns, name, kRoleLabel, role);
-    if (s.ok()) return;
-    if (!told) {
-      std::fprintf(stderr, "phalanx-master: labelling pod %s/%s %s=%s (retrying): %s\n", ns, name,
-                   kRoleLabel, role.c_str(), s.ToString().c_str());
-    }
-    absl::SleepFor(absl::Seconds(2));
-  }
-}
-
 // Waits until this master holds the database's lock, then watches it: a master that loses it
 // exits at once, since another may be active by then.
 absl::Status BecomeActive(LeaderLock& lock) {
@@ -164,6 +146,12 @@ absl::Status BecomeActive(LeaderLock& lock) {
       });
   if (!s.ok()) return s;
   std::fprintf(stderr, "phalanx-master: %s active\n", Now().c_str());
+  if (absl::StatusOr<int> ended = lock.FenceOthers(); !ended.ok()) {
+    return ended.status();
+  } else if (*ended > 0) {
+    std::fprintf(stderr, "phalanx-master: %s ended %d database session(s) of the master before\n",
+                 Now().c_str(), *ended);
+  }
   lock.Watch(absl::Seconds(1), [](const std::string& why) {
     std::fprintf(stderr, "phalanx-master: no longer the active master: %s; exiting\n", why.c_str());
     std::_Exit(3);
@@ -196,6 +184,18 @@ int Run(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   // The job manager the metrics read, once active; null on a standby and once it stops.
+  absl::StatusOr<kube::Config> kube_config = kube::DefaultConfig();
+  if (!kube_config.ok()) return Fail("kubernetes config", kube_config.status());
+  kube::Client client(*kube_config);
+  KubePodClient pods(client);
+  const char* pod_ns = std::getenv("POD_NAMESPACE");
+  const char* pod_name = std::getenv("POD_NAME");
+  PodRoleLabel role(pods, pod_ns == nullptr ? "" : pod_ns, pod_name == nullptr ? "" : pod_name);
+  // A pod restarted in place may still say active: it says standby before it answers probes.
+  role.Set("standby");
+  if (!role.WaitApplied(absl::Seconds(10))) {
+    std::fprintf(stderr, "phalanx-master: %s its pod is not yet labelled standby\n", Now().c_str());
+  }
   absl::Mutex serving_mu;
   JobManager* serving = nullptr;
   MasterMetrics metrics;
@@ -214,11 +214,6 @@ int Run(int argc, char** argv) {
       !s.ok()) {
     return Fail("starting the metrics server", s);
   }
-  absl::StatusOr<kube::Config> kube_config = kube::DefaultConfig();
-  if (!kube_config.ok()) return Fail("kubernetes config", kube_config.status());
-  kube::Client client(*kube_config);
-  KubePodClient pods(client);
-  LabelOwnPod(pods, "standby");
   LeaderLock lock(ConnectionString(config->db));
   if (absl::Status s = BecomeActive(lock); !s.ok())
     return absl::IsCancelled(s) ? 0 : Fail("database", s);
@@ -256,7 +251,7 @@ int Run(int argc, char** argv) {
     absl::MutexLock serving_lock(&serving_mu);
     serving = &jobs;
   }
-  LabelOwnPod(pods, "active");
+  role.Set("active");
   while (!g_stop) {
     jobs.Tick(absl::Now());
     absl::SleepFor(absl::Seconds(2));

@@ -79,7 +79,13 @@ std::string OutlookJson(const GangOutlook* o) {
 
 }  // namespace
 
+absl::Status AdmissionLoop::StillLeading() const {
+  if (Leads()) return absl::OkStatus();
+  return absl::AbortedError("no longer the leading replica: writes stop");
+}
+
 absl::Status AdmissionLoop::MergePatch(const core::PodInfo& pod, const std::string& patch) {
+  if (absl::Status st = StillLeading(); !st.ok()) return st;
   absl::StatusOr<std::string> r =
       deps_.client->Patch(kube::kPods, pod.ns, pod.name, kube::PatchType::kMerge, patch);
   if (!r.ok() && !absl::IsNotFound(r.status())) return r.status();
@@ -90,6 +96,7 @@ absl::Status AdmissionLoop::Ungate(const core::PodInfo& pod) {
   static const std::string kPatch =
       "{\"spec\":{\"schedulingGates\":[{\"$patch\":\"delete\",\"name\":\"phalanx.io/"
       "admission\"}]}}";
+  if (absl::Status st = StillLeading(); !st.ok()) return st;
   absl::StatusOr<std::string> r =
       deps_.client->Patch(kube::kPods, pod.ns, pod.name, kube::PatchType::kStrategicMerge, kPatch);
   if (!r.ok() && !absl::IsNotFound(r.status())) return r.status();
@@ -192,6 +199,7 @@ absl::Status AdmissionLoop::Recreate(const core::ClusterSnapshot& snap, const co
 
 absl::Status AdmissionLoop::Evict(const core::Gang& g, const std::string& by) {
   for (const core::PodInfo* p : g.members) {
+    if (absl::Status st = StillLeading(); !st.ok()) return st;
     std::fprintf(stderr, "phalanx-extender: evicting pod %s/%s for gang %s\n", p->ns.c_str(),
                  p->name.c_str(), by.c_str());
     absl::Status st = deps_.client->Delete(kube::kPods, p->ns, p->name);
@@ -250,7 +258,7 @@ absl::flat_hash_set<std::string> AdmissionLoop::NoteAvoidedNodes(
 }
 
 void AdmissionLoop::Check(absl::string_view gang, const absl::Status& st) {
-  if (st.ok()) return;
+  if (st.ok() || absl::IsAborted(st)) return;  // Aborted: the lead went (StillLeading).
   std::fprintf(stderr, "phalanx-extender: writes for gang %.*s failed: %s\n",
                static_cast<int>(gang.size()), gang.data(), st.ToString().c_str());
   if (deps_.metrics != nullptr) deps_.metrics->AddFailedWrites(1);
@@ -411,15 +419,14 @@ void AdmissionLoop::Run(const std::atomic<bool>& stop) {
     led = true;
     version = deps_.wait_for_change(version, resync_ms_);
     std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
-    if (snap == nullptr || AwaitingWrites(*snap)) continue;
+    if (snap == nullptr || !Leads() || AwaitingWrites(*snap)) continue;
     RunOnce(*snap);
   }
 }
 
 void AdmissionLoop::Follow() {
-  awaited_.clear();
-  for (const std::string& gang : held_) deps_.reservations->Release(gang);
-  held_.clear();
+  // What the last rounds wait to see stays: leading again soon, this replica still waits for
+  // its own writes (AwaitingWrites) before it plans.
   reasons_.clear();
   absl::MutexLock lock(&mu_);
   queue_json_ = R"({"leading":false,"gangs":[]})";

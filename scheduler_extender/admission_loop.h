@@ -137,7 +137,10 @@ class AdmissionLoop {
   bool AwaitingWrites(const core::ClusterSnapshot& snap);
   void Publish(const preemption::RoundResult& r, double seconds);
   bool Leads() const { return !deps_.leads || deps_.leads(); }
-  // Drops what the rounds led here wait on; the next leader recovers from pod state.
+  // Aborted once this replica no longer leads: every write checks it first, so a round that
+  // loses the lead stops at its next write (a half-done gang is recovered from pod state).
+  absl::Status StillLeading() const;
+  // Publishes that this replica follows.
   void Follow();
 
   preemption::AdmissionOptions options_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kube/json.h"
@@ -55,16 +56,36 @@ absl::StatusOr<LeaseRecord> ParseLease(absl::string_view json) {
   return out;
 }
 
-bool HeldBy(const LeaseRecord& lease, absl::string_view holder_prefix, int64_t now_ms) {
+bool HeldBy(const LeaseRecord& lease, absl::string_view holder_prefix, int64_t now_ms,
+            int64_t unchanged_ms) {
   if (holder_prefix.empty() || !absl::StartsWith(lease.holder, holder_prefix)) return false;
   if (lease.renew_ms < 0 || lease.duration_ms <= 0) return false;
-  return now_ms - lease.renew_ms < lease.duration_ms / 2;
+  const int64_t fresh_ms = lease.duration_ms / 2;
+  return now_ms - lease.renew_ms < fresh_ms && unchanged_ms < fresh_ms;
 }
 
 std::string DefaultHolderPrefix() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "";
   return absl::StrCat(name, "_");
+}
+
+absl::StatusOr<std::string> HolderPrefix(const std::string& configured,
+                                         const std::string& host_prefix,
+                                         const std::string& pod_name) {
+  if (!configured.empty()) return configured;
+  if (!pod_name.empty() && host_prefix != absl::StrCat(pod_name, "_")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "follow_lease: this host's name \"", absl::StripSuffix(host_prefix, "_"),
+        "\" is not this pod's name \"", pod_name,
+        "\" (Kubernetes cuts host names to 63 characters), so another replica may share it and "
+        "lead too: shorten the release's name, or set lease_holder_prefix"));
+  }
+  if (host_prefix.size() < 2) {
+    return absl::InvalidArgumentError(
+        "follow_lease: this host has no name; set lease_holder_prefix");
+  }
+  return host_prefix;
 }
 
 void Leadership::Poll() {
@@ -74,6 +95,9 @@ void Leadership::Poll() {
       body.ok() ? ParseLease(*body) : absl::StatusOr<LeaseRecord>(body.status());
   absl::MutexLock lock(&mu_);
   if (lease.ok()) {
+    if (lease->holder != last_.holder || lease->renew_ms != last_.renew_ms) {
+      changed_ = std::chrono::steady_clock::now();
+    }
     last_ = *std::move(lease);
     warned_ = false;
     return;
@@ -104,7 +128,9 @@ void Leadership::Run(const std::atomic<bool>& stop) {
 
 bool Leadership::Leads() const {
   absl::MutexLock lock(&mu_);
-  return HeldBy(last_, options_.holder_prefix, now_ms_());
+  const auto unchanged = std::chrono::steady_clock::now() - changed_;
+  return HeldBy(last_, options_.holder_prefix, now_ms_(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(unchanged).count());
 }
 
 std::string Leadership::Holder() const {

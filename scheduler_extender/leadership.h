@@ -6,15 +6,18 @@
 // kube-scheduler names itself "<host name>_<uuid>" in the Lease's holderIdentity.
 //
 // The Lease is read every poll_ms. A replica leads while the last record read names its holder
-// prefix and was renewed less than half the Lease's duration ago by this host's clock (kube-
-// scheduler writes renewTime from the same clock). So it stops by itself when its kube-scheduler
-// dies, hangs or is cut off, or when the Lease cannot be read, at least half a duration before
-// another kube-scheduler may take the Lease over; a follower starts leading at its first poll after
-// its kube-scheduler acquired it. Rounds check Leads() before each gang's writes.
+// prefix, was renewed less than half the Lease's duration ago by this host's clock (kube-scheduler
+// writes renewTime from the same clock), and last changed less than half a duration ago by this
+// process's monotonic clock (so a renewTime in the future, or a clock stepped back, keeps no stale
+// record fresh). So it stops by itself when its kube-scheduler dies, hangs or is cut off, or when
+// the Lease cannot be read, at least half a duration before another kube-scheduler may take the
+// Lease over; a follower starts leading at its first poll after its kube-scheduler acquired it.
+// Every write of the admission loop checks Leads() first.
 #ifndef PHALANX_SCHEDULER_EXTENDER_LEADERSHIP_H_
 #define PHALANX_SCHEDULER_EXTENDER_LEADERSHIP_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,11 +43,20 @@ struct LeaseRecord {
 absl::StatusOr<LeaseRecord> ParseLease(absl::string_view json);
 
 // Whether `lease` is held by a holder named `holder_prefix`... and still fresh at `now_ms`:
-// renewed less than half its duration ago.
-bool HeldBy(const LeaseRecord& lease, absl::string_view holder_prefix, int64_t now_ms);
+// renewed less than half its duration ago, and seen to change less than that ago (`unchanged_ms`).
+bool HeldBy(const LeaseRecord& lease, absl::string_view holder_prefix, int64_t now_ms,
+            int64_t unchanged_ms);
 
 // "<this host's name>_": how kube-scheduler beside this process names itself in the Lease.
 std::string DefaultHolderPrefix();
+
+// The holder prefix to follow: `configured` when set, else `host_prefix` (DefaultHolderPrefix).
+// In a pod (`pod_name` set, from the downward API) a host name other than the pod's name is
+// refused: Kubernetes cuts host names to 63 characters, and replicas whose names differ only past
+// that would share one prefix and both lead.
+absl::StatusOr<std::string> HolderPrefix(const std::string& configured,
+                                         const std::string& host_prefix,
+                                         const std::string& pod_name);
 
 struct LeadershipOptions {
   std::string lease_namespace;
@@ -72,6 +84,8 @@ class Leadership {
   const std::function<int64_t()> now_ms_;
   mutable absl::Mutex mu_;
   LeaseRecord last_ ABSL_GUARDED_BY(mu_);
+  // When last_ last changed (holder or renewal), by the monotonic clock.
+  std::chrono::steady_clock::time_point changed_ ABSL_GUARDED_BY(mu_);
   bool warned_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -2,6 +2,7 @@
 // through an informer, runs the admission loop, and serves the extender verbs until SIGTERM.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -64,13 +65,15 @@ int Main(int argc, char** argv) {
 
   std::unique_ptr<Leadership> leadership;
   if (!config->follow_lease.empty()) {
+    const char* pod_name = std::getenv("POD_NAME");
+    absl::StatusOr<std::string> prefix = HolderPrefix(
+        config->lease_holder_prefix, DefaultHolderPrefix(), pod_name == nullptr ? "" : pod_name);
+    if (!prefix.ok()) return Fail(prefix.status());
     const size_t slash = config->follow_lease.find('/');
     leadership = std::make_unique<Leadership>(
         LeadershipOptions{.lease_namespace = config->follow_lease.substr(0, slash),
                           .lease_name = config->follow_lease.substr(slash + 1),
-                          .holder_prefix = config->lease_holder_prefix.empty()
-                                               ? DefaultHolderPrefix()
-                                               : config->lease_holder_prefix,
+                          .holder_prefix = *std::move(prefix),
                           .poll_ms = config->lease_poll_ms},
         &client, NowMs);
   }

@@ -1,11 +1,13 @@
 // The active master's advisory lock (leader_lock.h).
 #include "master/store/leader_lock.h"
 
+#include <chrono>
 #include <exception>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "master/store/store.h"
 #include "pqxx/pqxx"
 
 namespace phalanx::master {
@@ -16,10 +18,18 @@ namespace {
 constexpr int kLockClass = 0x70686c78;
 constexpr int kLockId = 1;
 
-// The server ends this session (freeing the lock) ~11 s after its peer went silent.
+// The server ends this session (freeing the lock) ~11 s after its peer went silent. Named apart
+// from the store's sessions, which FenceOthers ends.
 constexpr char kSessionSettings[] =
     "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; "
-    "SET tcp_keepalives_count = 3; SET statement_timeout = '10s'";
+    "SET tcp_keepalives_count = 3; SET statement_timeout = '10s'; "
+    "SET application_name = 'phalanx-master-lock'";
+
+// Whether this session holds the lock (not only whether it is alive: behind a pooler in
+// transaction mode a session could lose it silently).
+constexpr char kHeld[] =
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = $1 AND "
+    "objid::bigint = $2 AND objsubid = 2 AND granted AND pid = pg_backend_pid()";
 
 }  // namespace
 
@@ -51,6 +61,20 @@ absl::Status LeaderLock::TryOnce(bool& held) {
   }
 }
 
+absl::StatusOr<int> LeaderLock::FenceOthers() {
+  try {
+    pqxx::nontransaction tx(session_->conn);
+    return tx
+        .exec_params1(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+            "current_database() AND application_name = $1 AND pid <> pg_backend_pid()",
+            std::string(kMasterApplicationName))[0]
+        .as<int>();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("database: ", e.what()));
+  }
+}
+
 absl::Status LeaderLock::Acquire(const volatile std::sig_atomic_t& stop, absl::Duration poll,
                                  absl::Duration unreachable,
                                  const std::function<void(const std::string&)>& waiting) {
@@ -78,14 +102,20 @@ absl::Status LeaderLock::Acquire(const volatile std::sig_atomic_t& stop, absl::D
 void LeaderLock::Watch(absl::Duration period, std::function<void(const std::string& why)> on_lost) {
   watcher_ = std::thread([this, period, on_lost = std::move(on_lost)] {
     // A check that does not answer within 3 periods (a silent network) counts as lost too.
-    std::atomic<int64_t> last_ok_ms{absl::ToUnixMillis(absl::Now())};
+    using Clock = std::chrono::steady_clock;
+    std::atomic<Clock::time_point> last_ok{Clock::now()};
     std::atomic<bool> done{false};
     std::string broke;  // Written by the checker before it sets `done`.
     std::thread checker([&] {
       while (!stop_ && !done) {
         try {
-          pqxx::nontransaction(session_->conn).exec("SELECT 1");
-          last_ok_ms = absl::ToUnixMillis(absl::Now());
+          pqxx::nontransaction tx(session_->conn);
+          if (tx.exec_params1(kHeld, kLockClass, kLockId)[0].as<int>() == 0) {
+            broke = "the lock's database session no longer holds the lock";
+            done = true;
+            return;
+          }
+          last_ok = Clock::now();
         } catch (const std::exception& e) {
           broke = absl::StrCat("the lock's database session broke: ", e.what());
           done = true;
@@ -96,7 +126,7 @@ void LeaderLock::Watch(absl::Duration period, std::function<void(const std::stri
     });
     const int64_t limit_ms = 3 * absl::ToInt64Milliseconds(period) + 1000;
     while (!stop_ && !done) {
-      if (absl::ToUnixMillis(absl::Now()) - last_ok_ms > limit_ms) break;
+      if (Clock::now() - last_ok.load() > std::chrono::milliseconds(limit_ms)) break;
       absl::SleepFor(absl::Milliseconds(100));
     }
     if (!stop_) {

@@ -1,9 +1,11 @@
 // One active phalanx-master per database: the active one holds a session-level Postgres advisory
-// lock on a connection of its own; standbys try to take it every poll and take over as soon as it
-// is free. Postgres frees it when the holder's session ends: at once when the process dies (its
-// socket closes), and after about 11 s of silence when its host or network goes (the session's
-// server-side TCP keepalives). The holder checks its session every second; once it is broken the
-// lock may be another master's, so the holder must stop at once (Watch's on_lost).
+// lock on a connection of its own (a direct or session-pooled connection: a pooler in transaction
+// mode cannot keep a session's lock); standbys try to take it every poll and take over as soon as
+// it is free, ending the old master's sessions first (FenceOthers). Postgres frees it when the
+// holder's session ends: at once when the process dies (its socket closes), and after about 11 s of
+// silence when its host or network goes (the session's server-side TCP keepalives). The holder
+// checks its session every second; once it is broken the lock may be another master's, so the
+// holder must stop at once (Watch's on_lost).
 #ifndef PHALANX_MASTER_STORE_LEADER_LOCK_H_
 #define PHALANX_MASTER_STORE_LEADER_LOCK_H_
 
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace phalanx::master {
@@ -32,8 +35,12 @@ class LeaderLock {
   absl::Status Acquire(const volatile std::sig_atomic_t& stop, absl::Duration poll,
                        absl::Duration unreachable,
                        const std::function<void(const std::string&)>& waiting);
-  // Checks the held lock's session every `period` on a thread of its own; calls `on_lost` once
-  // if it breaks.
+  // Ends the database sessions of other masters (their store's, named kMasterApplicationName):
+  // a master that took over fences the one before, whose open transactions (and row locks) end
+  // with them and which can write no more. Returns how many it ended.
+  absl::StatusOr<int> FenceOthers();
+  // Checks every `period`, on a thread of its own, that the lock's session still holds the lock;
+  // calls `on_lost` once if it does not, or the session breaks or stops answering.
   void Watch(absl::Duration period, std::function<void(const std::string& why)> on_lost);
 
  private:

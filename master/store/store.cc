@@ -151,14 +151,19 @@ std::string ConnectionString(const DbConfig& db) {
   };
   // The job manager holds its lock across statements, so none may hang: a dead host or a network
   // partition is noticed within about a minute rather than the kernel's hours (keepalives probe an
-  // idle connection after 30 s, every 10 s, 3 times; tcp_user_timeout drops one whose sent data
-  // stays unacknowledged 60 s), and the server ends a statement (lock waits included) after 60 s,
-  // well beyond any query the master makes.
+  // idle connection after 30 s, every 10 s, 3 times, on both ends; tcp_user_timeout drops one whose
+  // sent data stays unacknowledged 60 s), and the server ends a statement (lock waits included)
+  // after 60 s, well beyond any query the master makes, and a session idle in a transaction as
+  // long (its row locks go with it). The sessions are named, so that a master taking over can end
+  // those of the one before (LeaderLock::FenceOthers).
   return absl::StrCat(
       "host=", quote(db.host), " port=", db.port, " dbname=", quote(db.name),
       " user=", quote(db.user), " password=", quote(db.password), " sslmode=", quote(db.sslmode),
       " connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10",
-      " keepalives_count=3 tcp_user_timeout=60000", " options=", quote("-c statement_timeout=60s"));
+      " keepalives_count=3 tcp_user_timeout=60000 application_name=", kMasterApplicationName,
+      " options=",
+      quote("-c statement_timeout=60s -c idle_in_transaction_session_timeout=60s "
+            "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"));
 }
 
 struct Store::Connection {

@@ -57,6 +57,9 @@ struct StoredUser {
   std::string password_hash;
 };
 
+// The application_name of the master's database sessions.
+inline constexpr char kMasterApplicationName[] = "phalanx-master";
+
 // A libpq connection string ("host='db' port=5432 ...") for `db`, values quoted and escaped, with
 // TCP keepalives and timeouts that bound how long a statement can hang (see store.cc).
 std::string ConnectionString(const DbConfig& db);

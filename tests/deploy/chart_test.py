@@ -188,6 +188,12 @@ class Defaults(unittest.TestCase):
         one = Rendered({**REQUIRED, "schedulerReplicas": 1, "masterReplicas": 1})
         self.assertEqual(one.all("PodDisruptionBudget"), [])
 
+    def test_a_release_name_that_would_cut_scheduler_host_names_is_refused(self):
+        proc = helm_run("template", "r" * 29, CHART, values=REQUIRED, check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("over 46 characters", proc.stderr)
+        self.assertEqual(helm_run("template", "r" * 28, CHART, values=REQUIRED).returncode, 0)
+
     def test_the_master_service_routes_to_the_active_master_only(self):
         service = self.r.get("Service", f"{self.r.fullname}-master")["spec"]["selector"]
         self.assertEqual(service["phalanx.io/master-role"], "active")
@@ -197,7 +203,11 @@ class Defaults(unittest.TestCase):
         # Standbys are ready too: the role label, not readiness, keeps them out of the Service.
         self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/healthz", "port": "metrics"})
         role = self.r.get("Role", f"{self.r.fullname}-master-role-label")
-        self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}])
+        self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}])
+        policy = self.r.get("ValidatingAdmissionPolicy", f"{self.r.fullname}-master-phalanx-test-role-label")
+        self.assertEqual(policy["spec"]["failurePolicy"], "Fail")
+        binding = self.r.get("ValidatingAdmissionPolicyBinding", f"{self.r.fullname}-master-phalanx-test-role-label")
+        self.assertEqual(binding["spec"]["validationActions"], ["Deny"])
 
     def test_priority_classes_never_preempt(self):
         classes = {p["metadata"]["name"]: p for p in self.r.all("PriorityClass")}

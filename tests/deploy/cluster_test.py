@@ -7,6 +7,8 @@ KubeSchedulerStarts: the rendered KubeSchedulerConfiguration starts the real kub
   strict decoding rejects an unknown field in the same file.
 KeptSecrets: rendered against the cluster (helm's lookup reads it), the chart reuses the generated
   admin password and placement key of the release's existing Secrets, as an upgrade does.
+MasterRoleLabel: the master's ServiceAccount, which may patch pods in the release's namespace to
+  label its own pod with its role, can change nothing else there (the chart's admission policy).
 The cluster comes from $PHALANX_TEST_CLUSTER_DIR/env (KUBECONFIG), the binaries from
 scripts/build-cluster's cache. Run one class with `cluster_test.py ClassName`."""
 
@@ -84,6 +86,55 @@ class DryRunServer(ClusterTest):
                 self.assertEqual(len(accepted), len(rendered.objects), proc.stdout)
                 self.assertNotIn("PodSecurity", proc.stderr)
 
+
+
+class MasterRoleLabel(ClusterTest):
+    def test_the_master_may_set_only_its_own_pods_role(self):
+        ns = f"{self.prefix}-role"
+        self.kubectl_run("create", "namespace", ns)
+        self.addCleanup(self.kubectl_run, "delete", "namespace", ns, "--wait=false", check=False)
+        rendered = Rendered(REQUIRED, release="e2e", namespace=ns)
+        wanted = {"ServiceAccount", "Role", "RoleBinding", "ValidatingAdmissionPolicy",
+                  "ValidatingAdmissionPolicyBinding"}
+        objects = [o for o in rendered.objects if o["kind"] in wanted and
+                   o["metadata"]["name"].startswith("e2e-phalanx-master")]
+        self.kubectl_run("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+        for o in objects:
+            if o["metadata"].get("namespace") is None and o["kind"].startswith("ValidatingAdmission"):
+                self.addCleanup(self.kubectl_run, "delete", o["kind"], o["metadata"]["name"], check=False)
+        for name, component in (("master-x", "master"), ("scheduler-x", "scheduler")):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "phalanx",
+                                                         "app.kubernetes.io/instance": "e2e",
+                                                         "app.kubernetes.io/component": component}},
+                   "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "real"}]}}
+            self.kubectl_run("apply", "-n", ns, "-f", "-", stdin=json.dumps(pod))
+        as_master = ["--as", f"system:serviceaccount:{ns}:e2e-phalanx-master", "-n", ns]
+
+        def patch(pod, change):
+            return self.kubectl_run("patch", "pod", pod, *as_master, "-p", json.dumps(change), check=False)
+
+        # The policy takes effect within seconds of its creation.
+        evil = {"spec": {"containers": [{"name": "c", "image": "evil"}]}}
+        deadline = time.monotonic() + 30
+        while (proc := patch("scheduler-x", evil)).returncode == 0:
+            self.assertLess(time.monotonic(), deadline, "the master replaced the scheduler pod's image")
+            patch("scheduler-x", {"spec": {"containers": [{"name": "c", "image": "real"}]}})
+            time.sleep(0.5)
+        self.assertIn("the master may change only the pods of this release's masters", proc.stderr)
+        for change, refusal in (
+                (evil, "may not change a master pod's spec"),
+                ({"metadata": {"labels": {"app.kubernetes.io/component": "scheduler"}}}, "only its pod's phalanx.io/master-role"),
+                ({"metadata": {"labels": {"phalanx.io/master-role": "owner"}}}, "to active or standby"),
+                ({"metadata": {"annotations": {"x": "y"}}}, "annotations")):
+            proc = patch("master-x", change)
+            self.assertNotEqual(proc.returncode, 0, change)
+            self.assertIn(refusal, proc.stderr)
+        for role in ("standby", "active"):
+            proc = patch("master-x", {"metadata": {"labels": {"phalanx.io/master-role": role}}})
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotEqual(patch("scheduler-x", {"metadata": {"labels": {"phalanx.io/master-role": "active"}}}).returncode, 0,
+                            "a scheduler pod labelled active would take the master Service")
 
 
 class KeptSecrets(ClusterTest):

@@ -35,28 +35,14 @@ TEST_F(MasterCrashE2e, KillNineDuringSubmissionsLosesNothingAndDuplicatesNoPod) 
   std::atomic<bool> abandon{false};
   std::thread submitter([&] {
     auto channel = grpc::CreateChannel(master_address(), grpc::InsecureChannelCredentials());
-    auto stub = v1::ExperimentService::NewStub(channel);
     std::string token;
     for (int i = 0; i < kSubmissions && !abandon; ++i) {
       const std::string name = absl::StrCat("sub-", i);
-      for (absl::Time deadline = absl::Now() + absl::Seconds(120); absl::Now() < deadline;) {
-        if (token.empty()) token = Login(channel);
-        grpc::ClientContext ctx;
-        ctx.AddMetadata("authorization", "Bearer " + token);
-        ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-        v1::CreateExperimentRequest req;
-        req.set_config(absl::StrCat("name: ", name, "\nresources: {slots_per_trial: 1}\n"));
-        req.set_activate(true);
-        v1::CreateExperimentResponse resp;
-        if (stub->CreateExperiment(&ctx, req, &resp).ok()) {
-          absl::MutexLock lock(&mu);
-          acked[resp.experiment().id()] = name;
-          break;
-        }
-        absl::MutexLock lock(&mu);
-        ++retries;  // Not acknowledged: the caller submits again, as a user would.
-        absl::SleepFor(absl::Milliseconds(100));
-      }
+      int tries = 0;
+      const int64_t id = SubmitUntilAcknowledged(channel, token, name, tries);
+      absl::MutexLock lock(&mu);
+      if (id > 0) acked[id] = name;
+      retries += tries;  // Not acknowledged: the caller submits again, as a user would.
       submitted = i + 1;
     }
   });

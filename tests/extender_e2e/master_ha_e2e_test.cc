@@ -130,28 +130,17 @@ TEST_F(MasterHaE2e, TheStandbyTakesOverWhenTheActiveMasterIsKilled) {
   std::atomic<bool> abandon{false};
   std::thread submitter([&] {
     auto channel = grpc::CreateCustomChannel(both, grpc::InsecureChannelCredentials(), args);
-    auto stub = v1::ExperimentService::NewStub(channel);
     std::string token;
+    int retries = 0;
     for (int i = 0; i < kSubmissions && !abandon; ++i) {
       const std::string name = absl::StrCat("sub-", i);
-      for (absl::Time deadline = absl::Now() + absl::Seconds(120); absl::Now() < deadline;) {
-        if (token.empty()) token = Login(channel);
-        grpc::ClientContext ctx;
-        ctx.AddMetadata("authorization", "Bearer " + token);
-        ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-        v1::CreateExperimentRequest req;
-        req.set_config(absl::StrCat("name: ", name, "\nresources: {slots_per_trial: 1}\n"));
-        req.set_activate(true);
-        v1::CreateExperimentResponse resp;
-        if (stub->CreateExperiment(&ctx, req, &resp).ok()) {
-          absl::MutexLock lock(&mu);
-          acked[resp.experiment().id()] = name;
-          break;  // The next one 50 ms on, so that every kill falls among the submissions.
-        }
-        absl::SleepFor(absl::Milliseconds(100));  // Not acknowledged: submitted again.
+      const int64_t id = SubmitUntilAcknowledged(channel, token, name, retries);
+      if (id > 0) {
+        absl::MutexLock lock(&mu);
+        acked[id] = name;
       }
       submitted = i + 1;
-      absl::SleepFor(absl::Milliseconds(50));
+      absl::SleepFor(absl::Milliseconds(50));  // So that every kill falls among the submissions.
     }
   });
 

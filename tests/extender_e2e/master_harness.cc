@@ -138,6 +138,26 @@ std::string MasterE2eTest::Login(const std::shared_ptr<grpc::Channel>& channel) 
   return v1::AuthService::NewStub(channel)->Login(&ctx, req, &resp).ok() ? resp.token() : "";
 }
 
+int64_t MasterE2eTest::SubmitUntilAcknowledged(const std::shared_ptr<grpc::Channel>& channel,
+                                               std::string& token, const std::string& name,
+                                               int& retries) {
+  auto stub = v1::ExperimentService::NewStub(channel);
+  for (absl::Time deadline = absl::Now() + absl::Seconds(120); absl::Now() < deadline;) {
+    if (token.empty()) token = Login(channel);
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token);
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::CreateExperimentRequest req;
+    req.set_config(absl::StrCat("name: ", name, "\nresources: {slots_per_trial: 1}\n"));
+    req.set_activate(true);
+    v1::CreateExperimentResponse resp;
+    if (stub->CreateExperiment(&ctx, req, &resp).ok()) return resp.experiment().id();
+    ++retries;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return -1;
+}
+
 std::unique_ptr<grpc::ClientContext> MasterE2eTest::Ctx(absl::Duration deadline) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->AddMetadata("authorization", "Bearer " + token_);

@@ -42,6 +42,11 @@ class MasterE2eTest : public ExtenderE2eTest {
   const std::string& master_address() const { return master_address_; }
   // Logs in as admin on `channel`; "" when the master does not answer.
   static std::string Login(const std::shared_ptr<grpc::Channel>& channel);
+  // Submits experiment `name` (one trial of one slot) on `channel` until the master acknowledges
+  // it, for up to 120 s, as a user would after an error: logs in again when `token` is empty, and
+  // counts each unacknowledged try in `retries`. Returns its id; -1 when it was never acknowledged.
+  static int64_t SubmitUntilAcknowledged(const std::shared_ptr<grpc::Channel>& channel,
+                                         std::string& token, const std::string& name, int& retries);
 
   // The admin's token.
   const std::string& token() const { return token_; }

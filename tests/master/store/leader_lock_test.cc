@@ -55,6 +55,26 @@ TEST(LeaderLockTest, OneHolderAndTheStandbyTakesOverWhenItGoes) {
   EXPECT_TRUE(taken);
 }
 
+// The master that takes over ends the sessions of the one before: its open transaction (and the
+// row locks it holds) goes, and it can write no more.
+TEST(LeaderLockTest, TheNewMasterFencesTheOldOnesSessions) {
+  const std::string url = testing::FreshDatabaseUrl();
+  ASSERT_FALSE(url.empty());
+  pqxx::connection old_master(url + "?application_name=phalanx-master");
+  pqxx::work stuck(old_master);
+  stuck.exec("CREATE TABLE fenced (x INT)");  // Uncommitted, as a transaction cut off mid-way.
+  volatile std::sig_atomic_t never = 0;
+  LeaderLock lock(url);
+  ASSERT_TRUE(lock.Acquire(never, absl::Milliseconds(50), absl::Minutes(1), Quiet).ok());
+  absl::StatusOr<int> ended = lock.FenceOthers();
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(*ended, 1);
+  EXPECT_ANY_THROW(stuck.exec("SELECT 1"));
+  pqxx::connection other(url);  // Not a master's: left alone.
+  EXPECT_EQ(*lock.FenceOthers(), 0);
+  EXPECT_TRUE(other.is_open());
+}
+
 TEST(LeaderLockTest, AnUnreachableDatabaseEndsTheWait) {
   volatile std::sig_atomic_t never = 0;
   LeaderLock lock("host=127.0.0.1 port=1 dbname=none user=none connect_timeout=2");

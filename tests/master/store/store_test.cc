@@ -560,7 +560,9 @@ TEST_F(StoreTest, ConnectionStringBoundsDeadPeersAndStatements) {
       ConnectionString({.host = "db", .name = "phalanx", .password = "it's"}),
       "host='db' port=5432 dbname='phalanx' user='postgres' password='it\\'s' sslmode='prefer' "
       "connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10 "
-      "keepalives_count=3 tcp_user_timeout=60000 options='-c statement_timeout=60s'");
+      "keepalives_count=3 tcp_user_timeout=60000 application_name=phalanx-master "
+      "options='-c statement_timeout=60s -c idle_in_transaction_session_timeout=60s "
+      "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3'");
   std::smatch parts;
   ASSERT_TRUE(
       std::regex_match(url_, parts, std::regex("postgresql://([^@]+)@([^:]+):([0-9]+)/(.+)")))
@@ -571,6 +573,8 @@ TEST_F(StoreTest, ConnectionStringBoundsDeadPeersAndStatements) {
   pqxx::connection conn(ConnectionString(db));
   pqxx::nontransaction tx(conn);
   EXPECT_EQ(tx.exec1("SHOW statement_timeout")[0].as<std::string>(), "1min");
+  EXPECT_EQ(tx.exec1("SHOW idle_in_transaction_session_timeout")[0].as<std::string>(), "1min");
+  EXPECT_EQ(tx.exec1("SHOW application_name")[0].as<std::string>(), "phalanx-master");
 }
 
 }  // namespace
