@@ -183,7 +183,6 @@ int Run(int argc, char** argv) {
   if (!config.ok()) return Fail("invalid config", config.status());
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  // The job manager the metrics read, once active; null on a standby and once it stops.
   absl::StatusOr<kube::Config> kube_config = kube::DefaultConfig();
   if (!kube_config.ok()) return Fail("kubernetes config", kube_config.status());
   kube::Client client(*kube_config);
@@ -196,6 +195,7 @@ int Run(int argc, char** argv) {
   if (!role.WaitApplied(absl::Seconds(10))) {
     std::fprintf(stderr, "phalanx-master: %s its pod is not yet labelled standby\n", Now().c_str());
   }
+  // The job manager the metrics read, once active; null on a standby and once it stops.
   absl::Mutex serving_mu;
   JobManager* serving = nullptr;
   MasterMetrics metrics;
