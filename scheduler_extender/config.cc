@@ -60,13 +60,17 @@ absl::Status ForecastInterval(absl::string_view v, ExtenderConfig& c) {
 // NAMESPACE/NAME of a Lease: both DNS-1123 names.
 absl::Status SetFollowLease(absl::string_view v, ExtenderConfig& c) {
   const size_t slash = v.find('/');
-  auto name_ok = [](absl::string_view n) {
-    return !n.empty() && n.size() <= 253 && std::all_of(n.begin(), n.end(), [](char ch) {
-      return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.';
-    });
+  // DNS-1123: lowercase alphanumerics, '-' and (names only) '.', each part starting and ending
+  // alphanumeric; so no ".." can reach the request path.
+  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
+  auto name_ok = [&](absl::string_view n, bool dots) {
+    return !n.empty() && n.size() <= 253 && alnum(n.front()) && alnum(n.back()) &&
+           n.find("..") == absl::string_view::npos && std::all_of(n.begin(), n.end(), [&](char ch) {
+             return alnum(ch) || ch == '-' || (dots && ch == '.');
+           });
   };
-  if (!v.empty() && (slash == absl::string_view::npos || !name_ok(v.substr(0, slash)) ||
-                     !name_ok(v.substr(slash + 1)))) {
+  if (!v.empty() && (slash == absl::string_view::npos || !name_ok(v.substr(0, slash), false) ||
+                     !name_ok(v.substr(slash + 1), true))) {
     return Bad("follow_lease", "must be NAMESPACE/NAME of a Lease (lowercase DNS names) or empty",
                v);
   }

@@ -94,6 +94,24 @@ TEST(ConfigTest, ErrorsNameTheField) {
             std::string::npos);
 }
 
+// follow_lease names a Lease as NAMESPACE/NAME of DNS names; a hostile or mistyped one is refused
+// naming the key, and the poll stays within 50 ms to a minute.
+TEST(ConfigTest, TheFollowedLeaseIsNamespaceSlashName) {
+  ExtenderConfig c;
+  EXPECT_TRUE(ApplySetting("follow_lease", "kube-system/phalanx-scheduler", c).ok());
+  EXPECT_EQ(c.follow_lease, "kube-system/phalanx-scheduler");
+  for (const char* bad : {"kube-system", "/x", "x/", "a/b/c", "Kube/x", "a/b?watch=1", "../x",
+                          "x/..", "a.b/x", "-a/x"}) {
+    absl::Status st = ApplySetting("follow_lease", bad, c);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("follow_lease"), absl::string_view::npos) << st;
+  }
+  EXPECT_TRUE(ApplySetting("follow_lease", "", c).ok()) << "empty: always lead";
+  EXPECT_FALSE(ApplySetting("lease_poll_ms", "10", c).ok());
+  EXPECT_FALSE(ApplySetting("lease_poll_ms", "60001", c).ok());
+  EXPECT_TRUE(ApplySetting("lease_poll_ms", "100", c).ok());
+}
+
 TEST(ConfigTest, FlagsOverrideTheFile) {
   absl::StatusOr<ExtenderConfig> c =
       LoadConfig({"--max-slots-per-pod=8", "--listen", "0.0.0.0:9999", "--preemption=false"});
