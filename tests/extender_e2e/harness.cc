@@ -313,7 +313,7 @@ void ExtenderE2eTest::Submit(const GangSpec& gang) {
         R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)", ports,
         R"("resources":{"requests":{"nvidia.com/gpu":")", gang.gpus,
         R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gang.gpus, R"("}}}]}})");
-    ASSERT_TRUE(CreatePod(pod));
+    ASSERT_TRUE(CreateInNamespace(kube::kPods, pod));
   }
 }
 
@@ -328,12 +328,12 @@ void ExtenderE2eTest::SubmitUngated(const std::string& name, int64_t gpus,
       R"(","effect":"NoSchedule"}],"containers":[{"name":"main","image":"trial",)",
       R"("resources":{"requests":{"nvidia.com/gpu":")", gpus,
       R"(","cpu":"1"},"limits":{"nvidia.com/gpu":")", gpus, R"("}}}]}})");
-  ASSERT_TRUE(CreatePod(pod));
+  ASSERT_TRUE(CreateInNamespace(kube::kPods, pod));
 }
 
-bool ExtenderE2eTest::CreatePod(const std::string& json) {
+bool ExtenderE2eTest::CreateInNamespace(const kube::Resource& resource, const std::string& json) {
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<std::string> r = client_->Create(kube::kPods, ns_, json);
+    absl::StatusOr<std::string> r = client_->Create(resource, ns_, json);
     if (r.ok()) return true;
     // The Priority admission plugin reads PriorityClasses from a cache that lags their creation.
     if (attempt == 50 || !absl::StrContains(r.status().message(), "no PriorityClass")) {

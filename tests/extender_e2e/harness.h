@@ -132,14 +132,14 @@ class ExtenderE2eTest : public ::testing::Test {
 
   // A GET of the extender's; `code` receives the HTTP status.
   std::string ExtenderGet(const std::string& path, long* code);
+  // Creates `json` as a `resource` in the test namespace, retrying while the PriorityClass it
+  // names is not yet seen by admission; a failure is added to the test.
+  bool CreateInNamespace(const kube::Resource& resource, const std::string& json);
 
  private:
   // Starts phalanx-extender with `args`; sets extender_ once it is ready, else `status` if it
   // exited.
   void RunExtender(const std::vector<std::string>& args, int* status);
-  // Creates a pod in the test namespace, retrying while its PriorityClass is not yet admitted.
-  bool CreatePod(const std::string& json);
-
   std::string cluster_dir_;
   std::string extender_url_;
   std::string kubeconfig_;

@@ -24,13 +24,12 @@ class WorkloadApiE2e : public ExtenderE2eTest {
   // A PodGroup of `min_count` pods at the harness's priority class for `priority` (a group's
   // priority must equal its pods').
   void CreatePodGroup(const std::string& name, int min_count, int priority) {
-    absl::StatusOr<std::string> created = client_->Create(
-        kPodGroups, ns_,
+    ASSERT_TRUE(CreateInNamespace(
+        kPodGroups,
         absl::StrCat(R"({"apiVersion":"scheduling.k8s.io/v1beta1","kind":"PodGroup",)",
                      R"("metadata":{"name":")", name, R"("},"spec":{"priorityClassName":")",
                      PriorityClass(priority), R"(","schedulingPolicy":{"gang":{"minCount":)",
-                     min_count, "}}}}"));
-    ASSERT_TRUE(created.ok()) << created.status();
+                     min_count, "}}}}")));
   }
 
   // Whether kube-scheduler's group cycle scheduled the group (its status condition
