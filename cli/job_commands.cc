@@ -125,12 +125,15 @@ int Why(const Session& s, const Args& args) {
   if (!j.eta_basis().empty()) s.out << "  its runtime: " << Printable(j.eta_basis()) << "\n";
   if (!j.has_what_if()) return 0;
   const v1::WhatIf& w = j.what_if();
-  if (w.has_slots() || w.has_priority()) s.out << "It would start now:\n";
+  if (w.has_slots() || w.has_priority() || w.has_pool()) s.out << "It would start now:\n";
   if (w.has_slots()) s.out << "  with at most " << w.slots() << " slots\n";
   if (w.has_priority()) {
     s.out << "  at priority >= " << w.priority();
     if (w.victims_size() > 0) s.out << ", preempting " << RefsText(w.victims());
     s.out << "\n";
+  }
+  if (w.has_pool()) {
+    s.out << "  in resource pool " << Printable(w.pool()) << " (phalanx job set-pool)\n";
   }
   if (w.ahead_size() > 0) s.out << "Waiting ahead of it: " << RefsText(w.ahead()) << "\n";
   return 0;

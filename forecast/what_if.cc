@@ -2,6 +2,7 @@
 #include "forecast/what_if.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/status/status.h"
@@ -14,6 +15,37 @@ using preemption::GangDecision;
 using preemption::Verdict;
 
 bool Starts(Verdict v) { return v == Verdict::kAdmit || v == Verdict::kBackfill; }
+
+// `slots` GPU slots as the master splits them at maxSlotsPerPod `max` (0: no limit): one pod up
+// to `max`, else pods of `max`; nullopt when `max` does not divide them.
+struct Split {
+  int pods;
+  int64_t per_pod;
+};
+std::optional<Split> SplitAt(int64_t slots, int32_t max) {
+  if (max <= 0 || slots <= max) return Split{1, slots};
+  if (slots % max != 0) return std::nullopt;
+  return Split{static_cast<int>(slots / max), max};
+}
+
+bool SamePlacement(const core::PodInfo& a, const core::PodInfo& b) {
+  return a.node_selector == b.node_selector && a.tolerations == b.tolerations &&
+         a.node_affinity == b.node_affinity;
+}
+
+// Per resource pool other than `own`, by name: a pod phalanx-master created there, when every
+// such pod of that pool is placed alike (SamePlacement).
+std::map<std::string, const core::PodInfo*> PoolPlacements(const core::ClusterSnapshot& snap,
+                                                           const std::string& own) {
+  std::map<std::string, const core::PodInfo*> seen;  // Null: its pods differ.
+  snap.ForEachPod([&](const core::PodInfo& p) {
+    if (!p.managed() || p.pool.empty() || p.pool == own) return;
+    auto [it, fresh] = seen.try_emplace(p.pool, &p);
+    if (!fresh && it->second != nullptr && !SamePlacement(*it->second, p)) it->second = nullptr;
+  });
+  std::erase_if(seen, [](const auto& entry) { return entry.second == nullptr; });
+  return seen;
+}
 
 const GangDecision* DecisionOf(const preemption::RoundResult& r, const std::string& gang) {
   for (const GangDecision& d : r.decisions) {
@@ -28,8 +60,10 @@ class Asker {
         const core::Gang& g, int max_checks)
       : snap_(std::move(snap)), opt_(opt), gang_(g), checks_left_(max_checks) {}
 
-  // Its decision with `slots` slots split as the master would (`pods` pods) and `priority`.
-  std::optional<GangDecision> Check(int pods, int64_t per_pod, int32_t priority) {
+  // Its decision with `pods` pods of `per_pod` GPUs at `priority`, placed like `placed_like` (a
+  // pod of another pool) when given, else like its own first member.
+  std::optional<GangDecision> Check(int pods, int64_t per_pod, int32_t priority,
+                                    const core::PodInfo* placed_like = nullptr) {
     if (checks_left_-- <= 0) return std::nullopt;
     core::SnapshotBuilder b(snap_);
     for (const core::PodInfo* m : gang_.members) b.RemovePod(m->uid);
@@ -44,6 +78,12 @@ class Asker {
       p.gang_size = pods;
       p.priority = priority;
       p.requests.Set(opt_.slots.gpu_resource, per_pod);
+      if (placed_like != nullptr) {
+        p.pool = placed_like->pool;
+        p.node_selector = placed_like->node_selector;
+        p.tolerations = placed_like->tolerations;
+        p.node_affinity = placed_like->node_affinity;
+      }
       b.UpsertPod(std::move(p));
     }
     const preemption::RoundResult r = preemption::RunAdmissionRound(*b.Build(), opt_);
@@ -52,21 +92,41 @@ class Asker {
     return *d;
   }
 
-  std::optional<int64_t> SlotsNow() {
-    const int pods = static_cast<int>(gang_.members.size());
+  // Its GPUs per pod when its pods are equal and ask for GPU slots; nullopt otherwise.
+  std::optional<int64_t> EqualGpuPods() const {
     const int64_t per_pod = gang_.members.front()->requests.Get(opt_.slots.gpu_resource);
     if (opt_.slots.type != gang::SlotPolicy::Type::kGpu || per_pod <= 0) return std::nullopt;
     for (const core::PodInfo* m : gang_.members) {
       if (m->requests.Get(opt_.slots.gpu_resource) != per_pod) return std::nullopt;
     }
-    const int64_t max = opt_.slots.MaxSlotsPerPod(gang_.pool);
-    for (int64_t s = per_pod * pods - 1; s >= 1; --s) {
-      const bool one_pod = max <= 0 || s <= max;
-      if (!one_pod && s % max != 0) continue;
-      std::optional<GangDecision> d =
-          Check(one_pod ? 1 : static_cast<int>(s / max), one_pod ? s : max, gang_.priority);
+    return per_pod;
+  }
+
+  std::optional<int64_t> SlotsNow() {
+    const int pods = static_cast<int>(gang_.members.size());
+    const std::optional<int64_t> per_pod = EqualGpuPods();
+    if (!per_pod) return std::nullopt;
+    const int32_t max = opt_.slots.MaxSlotsPerPod(gang_.pool);
+    for (int64_t s = *per_pod * pods - 1; s >= 1; --s) {
+      const std::optional<Split> split = SplitAt(s, max);
+      if (!split) continue;
+      std::optional<GangDecision> d = Check(split->pods, split->per_pod, gang_.priority);
       if (!d) return std::nullopt;
       if (Starts(d->verdict)) return s;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::string> PoolNow() {
+    const std::optional<int64_t> per_pod = EqualGpuPods();
+    if (!per_pod || checks_left_ <= 0) return std::nullopt;
+    const int64_t slots = *per_pod * static_cast<int64_t>(gang_.members.size());
+    for (const auto& [pool, like] : PoolPlacements(*snap_, gang_.pool)) {
+      const std::optional<Split> split = SplitAt(slots, opt_.slots.MaxSlotsPerPod(pool));
+      if (!split) continue;
+      std::optional<GangDecision> d = Check(split->pods, split->per_pod, gang_.priority, like);
+      if (!d) return std::nullopt;
+      if (Starts(d->verdict)) return pool;
     }
     return std::nullopt;
   }
@@ -134,6 +194,7 @@ absl::StatusOr<WhatIf> AskWhatIf(std::shared_ptr<const core::ClusterSnapshot> sn
   if (own == nullptr || Starts(own->verdict)) return out;
   out.slots_now = asker.SlotsNow();
   asker.PriorityNow(now, out);
+  out.pool_now = asker.PoolNow();
   return out;
 }
 

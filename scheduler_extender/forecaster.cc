@@ -52,6 +52,7 @@ std::string WhatIfJson(const forecast::WhatIf& w) {
     fields.push_back(absl::StrCat("\"priority\":", *w.priority_now));
     fields.push_back(absl::StrCat("\"victims\":", JsonList(w.victims)));
   }
+  if (w.pool_now) fields.push_back(absl::StrCat("\"pool\":", kube::EncodeJsonString(*w.pool_now)));
   fields.push_back(absl::StrCat("\"ahead\":", JsonList(w.ahead)));
   return absl::StrCat("{", absl::StrJoin(fields, ","), "}");
 }

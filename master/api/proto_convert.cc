@@ -217,6 +217,7 @@ void ToProto(const QueueEntry& e, v1::Job* out) {
   v1::WhatIf* w = out->mutable_what_if();
   if (e.what_if->slots) w->set_slots(*e.what_if->slots);
   if (e.what_if->priority) w->set_priority(*e.what_if->priority);
+  if (e.what_if->pool) w->set_pool(*e.what_if->pool);
   for (auto [refs, add] : {std::pair{&e.what_if->victims, &v1::WhatIf::add_victims},
                            std::pair{&e.what_if->ahead, &v1::WhatIf::add_ahead}}) {
     for (const GangRef& r : *refs) {

@@ -68,8 +68,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "master/jobs/active_jobs.h"
 #include "master/config/config.h"
+#include "master/jobs/active_jobs.h"
 #include "master/pods/pod_client.h"
 #include "master/search/asha.h"
 #include "master/store/records.h"
@@ -131,6 +131,7 @@ struct WhatIfAnswer {
   std::optional<int64_t> slots;
   std::optional<int32_t> priority;
   std::vector<GangRef> victims;
+  std::optional<std::string> pool;  // It starts now in this resource pool.
   std::vector<GangRef> ahead;
 };
 

@@ -21,7 +21,7 @@ TEST_F(CliTest, JobWhy) {
     s.pending_reason = "needs 8 GPUs on 2 nodes; 4 free";
     s.eta = "2099-01-02T03:04:00Z";
     s.expected_runtime_basis = "resources.expected_runtime";
-    s.what_if = R"({"slots":4,"priority":61,"victims":["ns/g"],"ahead":[]})";
+    s.what_if = R"({"slots":4,"priority":61,"victims":["ns/g"],"pool":"cpu","ahead":[]})";
     jobs_->OnPod(s);
   }
   ASSERT_EQ(Run({"job", "list"}), 0) << err_;
@@ -32,7 +32,8 @@ TEST_F(CliTest, JobWhy) {
   EXPECT_THAT(out_, HasSubstr("Expected start: 2099-01-02 03:04 UTC (in "));
   EXPECT_THAT(out_, HasSubstr("  its runtime: resources.expected_runtime\n"));
   EXPECT_THAT(out_, HasSubstr("It would start now:\n  with at most 4 slots\n"
-                              "  at priority >= 61, preempting ns/g\n"));
+                              "  at priority >= 61, preempting ns/g\n"
+                              "  in resource pool cpu (phalanx job set-pool)\n"));
   EXPECT_EQ(Run({"job", "why", "exp-7"}), 1);
   EXPECT_THAT(err_, HasSubstr("NOT_FOUND"));
   EXPECT_EQ(Run({"job", "why"}), 2);

@@ -62,8 +62,10 @@ TEST(ForecasterTest, Texts) {
   EXPECT_EQ(EtaText(eta), "2026-11-29T12:01:30Z");
   EXPECT_EQ(EtaText({.none = forecast::NoEstimate::kUnknown}),
             "none: waits on work with no expected end");
-  forecast::WhatIf w{.slots_now = 6, .priority_now = 70, .victims = {"a/b"}, .ahead = {"c/d"}};
-  EXPECT_EQ(WhatIfJson(w), R"({"slots":6,"priority":70,"victims":["a/b"],"ahead":["c/d"]})");
+  forecast::WhatIf w{
+      .slots_now = 6, .priority_now = 70, .victims = {"a/b"}, .pool_now = "v\"1", .ahead = {"c/d"}};
+  EXPECT_EQ(WhatIfJson(w),
+            R"({"slots":6,"priority":70,"victims":["a/b"],"pool":"v\"1","ahead":["c/d"]})");
   EXPECT_EQ(WhatIfJson({}), R"({"ahead":[]})");
 }
 

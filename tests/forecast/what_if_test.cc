@@ -137,5 +137,66 @@ TEST(WhatIfTest, BoundedPrioritiesAndVictims) {
   EXPECT_FALSE(w->priority_now) << "1000001 is above what a user may set";
 }
 
+core::Node PoolNode(std::string name, int64_t gpus, core::Labels labels) {
+  core::Node n = GpuNode(std::move(name), gpus);
+  n.labels = std::move(labels);
+  return n;
+}
+
+// Pools a100 (two 4-GPU nodes, full with work that may not be preempted), t4 (16 GPUs, 14 free)
+// and v100 (two 8-GPU nodes, one free; its own maxSlotsPerPod 8). `big` waits in a100 with 2 x 4
+// GPUs: no fewer slots and no priority start it there. t4's two pods differ in nodeSelector (one
+// also asks for zone x), so t4's own placement is unknown and it is not proposed, though it has
+// room; in v100 its 8 slots are one pod of 8, which fits the free node.
+TEST(WhatIfTest, AnotherPool) {
+  Cluster c;
+  const core::Labels a100{{"pool", "a100"}}, t4{{"pool", "t4"}}, v100{{"pool", "v100"}};
+  c.AddNode(PoolNode("a-1", 4, a100));
+  c.AddNode(PoolNode("a-2", 4, a100));
+  c.AddNode(PoolNode("t-1", 16, {{"pool", "t4"}, {"zone", "x"}}));
+  c.AddNode(PoolNode("v-1", 8, v100));
+  c.AddNode(PoolNode("v-2", 8, v100));
+  preemption::AdmissionOptions o = Options();
+  o.slots.pool_max_slots_per_pod["v100"] = 8;
+  for (const char* name : {"r1", "r2"}) {
+    c.Submit({.name = name,
+              .gpus_per_pod = 4,
+              .preemptible = false,
+              .pool = "a100",
+              .node_selector = a100});
+  }
+  c.Submit({.name = "t-one", .pool = "t4", .node_selector = t4});
+  c.Submit({.name = "t-two", .pool = "t4", .node_selector = {{"pool", "t4"}, {"zone", "x"}}});
+  c.Submit({.name = "v-run", .gpus_per_pod = 8, .pool = "v100", .node_selector = v100});
+  c.Step(o);
+  c.Submit({.name = "big",
+            .pods = 2,
+            .gpus_per_pod = 4,
+            .created_ms = 9,
+            .pool = "a100",
+            .node_selector = a100});
+  absl::StatusOr<WhatIf> w = AskWhatIf(c.snapshot(), o, "default/big");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_FALSE(w->slots_now);
+  EXPECT_FALSE(w->priority_now);
+  EXPECT_EQ(w->pool_now, "v100");
+
+  // Without v100's own limit, 8 slots split at 4 into two pods, which the one free node holds.
+  o.slots.pool_max_slots_per_pod.clear();
+  w = AskWhatIf(c.snapshot(), o, "default/big");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->pool_now, "v100");
+
+  // v100 full too: no pool starts it.
+  o.slots.pool_max_slots_per_pod["v100"] = 8;
+  c.Submit(
+      {.name = "v-two", .gpus_per_pod = 8, .created_ms = 1, .pool = "v100", .node_selector = v100});
+  c.Step(o);
+  ASSERT_TRUE(c.Running("default/v-two"));
+  w = AskWhatIf(c.snapshot(), o, "default/big");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_FALSE(w->pool_now);
+}
+
 }  // namespace
 }  // namespace phalanx::forecast

@@ -35,6 +35,9 @@ std::vector<core::PodInfo> GatedGang(const GangSpec& spec) {
     p.creation_ms = spec.created_ms;
     p.preemptible = spec.preemptible;
     p.gated = true;
+    p.pool = spec.pool;
+    if (!spec.pool.empty()) p.job_id = absl::StrCat("job-", spec.name);
+    p.node_selector = spec.node_selector;
     pods.push_back(std::move(p));
   }
   return pods;

@@ -26,6 +26,10 @@ struct GangSpec {
   int64_t created_ms = 0;
   bool preemptible = true;
   std::string ns = "default";
+  // Set on every pod: a pool's pods are created by phalanx-master (a job id) and carry its
+  // nodeSelector.
+  std::string pool;
+  core::Labels node_selector;
 };
 
 // Gated pods "<name>-0".. of one gang, uids "<ns>/<name>-<i>".

@@ -379,8 +379,9 @@ TEST_F(ServiceTest, ForecastOfAWaitingJob) {
     }
   };
   const std::string ns = pods_.pods().begin()->second["metadata"]["namespace"];
-  observe("2026-11-29T16:05:00Z", absl::StrCat(R"({"slots":4,"priority":51,"victims":[")", ns, "/",
-                                               alloc_a, R"("],"ahead":["other/foreign"]})"));
+  observe("2026-11-29T16:05:00Z",
+          absl::StrCat(R"({"slots":4,"priority":51,"victims":[")", ns, "/", alloc_a,
+                       R"("],"pool":"cpu","ahead":["other/foreign"]})"));
   v1::GetJobRequest req;
   req.set_job_id("exp-2");
   v1::GetJobResponse got;
@@ -395,6 +396,7 @@ TEST_F(ServiceTest, ForecastOfAWaitingJob) {
   ASSERT_EQ(j.what_if().victims_size(), 1);
   EXPECT_EQ(j.what_if().victims(0).job_id(), "exp-1");
   EXPECT_EQ(j.what_if().victims(0).username(), "admin");
+  EXPECT_EQ(j.what_if().pool(), "cpu");
   ASSERT_EQ(j.what_if().ahead_size(), 1);
   EXPECT_EQ(j.what_if().ahead(0).gang(), "other/foreign");
   EXPECT_EQ(j.what_if().ahead(0).job_id(), "");
@@ -405,13 +407,17 @@ TEST_F(ServiceTest, ForecastOfAWaitingJob) {
   EXPECT_EQ(got.job().eta_ms(), 0);
   EXPECT_EQ(got.job().eta_note(), "waits on work with no expected end");
   EXPECT_FALSE(got.job().has_what_if());
-  observe("tomorrow", R"({"slots":"many","priority":99999999999,"ahead":[7]})");
+  observe("tomorrow", R"({"slots":"many","priority":99999999999,"pool":"nowhere","ahead":[7]})");
   ASSERT_TRUE(queue_->GetJob(Ctx().get(), req, &got).ok());
   EXPECT_EQ(got.job().eta_ms(), 0);
   EXPECT_EQ(got.job().eta_note(), "");
   EXPECT_FALSE(got.job().what_if().has_slots());
   EXPECT_FALSE(got.job().what_if().has_priority());
+  EXPECT_FALSE(got.job().what_if().has_pool()) << "a pool this master does not have";
   EXPECT_EQ(got.job().what_if().ahead_size(), 0);
+  observe("tomorrow", R"({"pool":"gpu","ahead":[]})");
+  ASSERT_TRUE(queue_->GetJob(Ctx().get(), req, &got).ok());
+  EXPECT_FALSE(got.job().what_if().has_pool()) << "the job's own pool";
 
   req.set_job_id("exp-9");
   EXPECT_EQ(queue_->GetJob(Ctx().get(), req, &got).error_code(), grpc::StatusCode::NOT_FOUND);
