@@ -2,6 +2,7 @@
 #include "core/snapshot.h"
 
 #include <algorithm>
+#include <atomic>
 #include <tuple>
 
 #include "absl/hash/hash.h"
@@ -9,14 +10,21 @@
 namespace phalanx::core {
 namespace {
 
+// The entry in `slot`, safe to change: copied first unless this builder copied it since its last
+// Build, or nothing else refers to it (every snapshot that shared it is gone: a snapshot refers to
+// its entries for as long as it lives, so none can come to share it but through this builder).
 template <typename T>
 T* CopyOnWrite(std::shared_ptr<const T>& slot, absl::flat_hash_set<const void*>& owned) {
   if (!owned.contains(slot.get())) {
-    auto copy = std::make_shared<T>(*slot);
-    owned.insert(copy.get());
-    slot = std::move(copy);
+    if (slot.use_count() == 1) {
+      // Pairs with the release of the last other owner's reference: its reads come first.
+      std::atomic_thread_fence(std::memory_order_acquire);
+    } else {
+      slot = std::make_shared<T>(*slot);
+    }
+    owned.insert(slot.get());
   }
-  // Safe: every owned entry was created non-const by make_shared above.
+  // Safe: every entry is created non-const (make_shared<T>, here and in Empty).
   return const_cast<T*>(slot.get());
 }
 
@@ -51,9 +59,9 @@ auto NodeNameLess = [](const std::shared_ptr<const ClusterSnapshot::NodeEntry>& 
 std::shared_ptr<const ClusterSnapshot> ClusterSnapshot::Empty() {
   static const std::shared_ptr<const ClusterSnapshot> empty = [] {
     auto s = std::make_shared<ClusterSnapshot>();
-    auto pods = std::make_shared<const PodShard>();
-    auto gangs = std::make_shared<const GangShard>();
-    auto keys = std::make_shared<const KeyShard>();
+    std::shared_ptr<const PodShard> pods = std::make_shared<PodShard>();
+    std::shared_ptr<const GangShard> gangs = std::make_shared<GangShard>();
+    std::shared_ptr<const KeyShard> keys = std::make_shared<KeyShard>();
     s->pods_.fill(pods);
     s->gangs_.fill(gangs);
     s->pending_.fill(keys);
@@ -233,11 +241,13 @@ void SnapshotBuilder::RemoveNode(absl::string_view name) {
 void SnapshotBuilder::AttachAllTo(int node_index) {
   ClusterSnapshot::NodeEntry* entry = MutableNode(node_index);
   entry->used = Resources();
+  entry->planned = Resources();
   entry->pods.clear();
   entry->occupants.clear();
   next_->ForEachPod([&](const PodInfo& p) {
     if (p.HoldsCapacity() && p.AssignedNode() == entry->node.name) {
       entry->used += p.requests;
+      if (p.node.empty()) entry->planned += p.requests;
       entry->pods.push_back(next_->pods_[ClusterSnapshot::ShardOf(p.uid)]->at(p.uid));
     }
   });
@@ -264,6 +274,7 @@ void SnapshotBuilder::Attach(const ClusterSnapshot::PodPtr& pod) {
   if (!i) return;  // Attached when the node arrives.
   ClusterSnapshot::NodeEntry* e = MutableNode(*i);
   e->used += pod->requests;
+  if (pod->node.empty()) e->planned += pod->requests;
   Recount(e);
   e->pods.insert(std::lower_bound(e->pods.begin(), e->pods.end(), pod, UidLess), pod);
 }
@@ -277,6 +288,7 @@ void SnapshotBuilder::Detach(const ClusterSnapshot::PodPtr& pod) {
   if (it == e->pods.end() || *it != pod) return;
   e->pods.erase(it);
   e->used -= pod->requests;
+  if (pod->node.empty()) e->planned -= pod->requests;
   Recount(e);
 }
 

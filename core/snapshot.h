@@ -38,6 +38,7 @@ class ClusterSnapshot {
     Node node;
     Resources used;                   // Requests of the pods holding capacity here.
     Resources free;                   // node.allocatable - used, kept up to date by the builder.
+    Resources planned;                // Of `used`, what pods planned here and not bound hold.
     std::vector<PodPtr> pods;         // Those pods, sorted by uid.
     std::vector<Occupant> occupants;  // Preemptible gangs among them, by priority, then key.
   };
@@ -58,6 +59,8 @@ class ClusterSnapshot {
   const Node& node(int i) const { return nodes_[i]->node; }
   const Resources& used(int i) const { return nodes_[i]->used; }
   const Resources& Free(int i) const { return nodes_[i]->free; }
+  // What pods planned on node `i` (phalanx.io/placement) and not bound there yet hold.
+  const Resources& Planned(int i) const { return nodes_[i]->planned; }
   // Preemptible gangs holding capacity on node `i`, lowest priority first (see Occupant).
   const std::vector<Occupant>& Occupants(int i) const { return nodes_[i]->occupants; }
   // Index of the node called `name` (nodes are sorted by name).
@@ -110,6 +113,9 @@ class SnapshotBuilder {
 
   // The new snapshot; the builder may keep going from it.
   std::shared_ptr<const ClusterSnapshot> Build();
+  // What Build would return, without sealing it: valid until the next change, and what it holds
+  // (pods, gangs' members) only until then.
+  const ClusterSnapshot& Current() const { return *next_; }
 
  private:
   ClusterSnapshot::NodeEntry* MutableNode(int i);

@@ -96,18 +96,21 @@ class Forecaster {
   std::vector<std::string> ApplyUntil(int64_t t) {
     std::vector<std::string> applied;
     absl::flat_hash_set<std::string> done;
-    auto snap = builder_.Build();
     while (!events_.empty() && events_.begin()->first <= t) {
       const Event e = events_.begin()->second;
       events_.erase(events_.begin());
-      std::optional<core::Gang> g = snap->FindGang(e.gang);
+      std::optional<core::Gang> g = builder_.Current().FindGang(e.gang);
       if (!g || !done.insert(e.gang).second) continue;
       if (applied.size() < kMaxAfter) applied.push_back(e.gang);
-      for (const core::PodInfo* p : g->members) {
+      // Copied first: the members go with the gang's entry as the first of them changes.
+      std::vector<core::PodInfo> members;
+      members.reserve(g->members.size());
+      for (const core::PodInfo* p : g->members) members.push_back(*p);
+      for (core::PodInfo& p : members) {
         if (e.kind == Kind::kEnd) {
-          builder_.RemovePod(p->uid);
+          builder_.RemovePod(p.uid);
         } else {
-          builder_.UpsertPod(core::Requeued(*p, t));
+          builder_.UpsertPod(core::Requeued(std::move(p), t));
         }
       }
     }

@@ -94,7 +94,7 @@ class Round {
     GangPlan plan = PlanOnIncoming(g, cap);
     if (!plan.placed()) plan = PlanOnOpen(g, shape);
     if (!plan.placed()) plan = PlanProvisionally(g, shape, std::move(plan));
-    if (!plan.placed()) plan = PlanWithPreemption(g, std::move(plan), cap, victims);
+    if (!plan.placed()) plan = PlanWithPreemption(g, shape, std::move(plan), cap, victims);
     if (plan.placed() && !cap.empty() && OnHeldNode(plan)) {
       plan = GangPlan{.reason = absl::StrCat("the capacity it could free is held for ",
                                              *level_holder_, ", ahead of it")};
@@ -167,17 +167,17 @@ class Round {
   }
 
   // Plans `g` on the capacity new victims would free beyond WithIncoming.
-  GangPlan PlanWithPreemption(const Gang& g, GangPlan plan, Capacity& cap,
+  GangPlan PlanWithPreemption(const Gang& g, const std::string& shape, GangPlan plan, Capacity& cap,
                               std::vector<const Gang*>& victims) {
     if (!opt_.preemption) return plan;
     std::optional<VictimChoice> choice;
-    if (!KnownToFail(g)) {
+    if (!KnownToFail(g, shape)) {
       cap = WithIncoming(g);
       choice = ChooseVictims(planner_, g, cap, claimed_, opt_.rules, opt_.now_ms,
                              level_held_.empty() ? nullptr : &level_held_);
     }
     if (!choice) {
-      RecordFailure(g);
+      RecordFailure(g, shape);
       absl::StrAppend(&plan.reason, "; no set of lower-priority preemptible gangs frees enough");
       return plan;
     }
@@ -333,11 +333,17 @@ class Round {
   }
 
   // What planning depends on: the eligible nodes, the pool (its maxSlotsPerPod), the expected size
-  // and every member's requests.
+  // and every member's requests, in order (runs of equal requests written once, with their length).
   std::string ShapeKey(const Gang& g) const {
     std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(&planner_.EligibleNodes(g)), "|",
                                    g.pool, "|", g.expected_size);
-    for (const core::PodInfo* p : g.members) absl::StrAppend(&key, "|", p->requests.ToString());
+    for (size_t m = 0; m < g.members.size();) {
+      const core::Resources& r = g.members[m]->requests;
+      size_t end = m + 1;
+      while (end < g.members.size() && g.members[end]->requests == r) ++end;
+      absl::StrAppend(&key, "|", end - m, "x", r.ToString());
+      m = end;
+    }
     return key;
   }
 
@@ -368,14 +374,14 @@ class Round {
 
   // Victim search is monotone within a level too: a gang of the same shape and no higher priority
   // than one that failed, fails; unless victims already marked for it free capacity for it alone.
-  bool KnownToFail(const Gang& g) const {
+  bool KnownToFail(const Gang& g, const std::string& shape) const {
     if (incoming_.contains(g.key) || reclaims_.contains(g.key)) return false;
-    auto it = failed_.find(ShapeKey(g));
+    auto it = failed_.find(shape);
     return it != failed_.end() && g.priority <= it->second;
   }
-  void RecordFailure(const Gang& g) {
+  void RecordFailure(const Gang& g, const std::string& shape) {
     if (incoming_.contains(g.key) || reclaims_.contains(g.key)) return;
-    int32_t& p = failed_.try_emplace(ShapeKey(g), g.priority).first->second;
+    int32_t& p = failed_.try_emplace(shape, g.priority).first->second;
     p = std::max(p, g.priority);
   }
 

@@ -155,7 +155,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
   s.ForEachPod([&](const PodInfo& p) { by_gang[p.GangKey()].push_back(&p); });
   std::vector<std::string> pending, marked, placing;
   std::vector<std::vector<std::tuple<int32_t, std::string, std::string>>> want(s.node_count());
-  std::vector<Resources> used(s.node_count());
+  std::vector<Resources> used(s.node_count()), planned(s.node_count());
   for (const auto& [key, pods] : by_gang) {
     Gang g = SummarizeGang(key, pods);
     std::optional<Gang> found = s.FindGang(key);
@@ -174,6 +174,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
       std::optional<int> i = p->HoldsCapacity() ? s.NodeIndex(p->AssignedNode()) : std::nullopt;
       if (!i) continue;
       used[*i] += p->requests;
+      if (p->node.empty()) planned[*i] += p->requests;
       if (preemptible) held[*i] += p->requests;
     }
     for (const auto& [i, r] : held) want[i].push_back({g.priority, key, r.ToString()});
@@ -189,6 +190,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
   for (int i = 0; i < s.node_count(); ++i) {
     EXPECT_EQ(s.used(i), used[i]) << s.node(i).name;
     EXPECT_EQ(s.Free(i), s.node(i).allocatable - used[i]) << s.node(i).name;
+    EXPECT_EQ(s.Planned(i), planned[i]) << s.node(i).name;
     std::sort(want[i].begin(), want[i].end());
     std::vector<std::tuple<int32_t, std::string, std::string>> got;
     for (const ClusterSnapshot::Occupant& o : s.Occupants(i)) {
@@ -211,7 +213,8 @@ std::string Fingerprint(const ClusterSnapshot& s) {
   std::sort(pods.begin(), pods.end());
   std::string out = absl::StrJoin(pods, "\n");
   for (int i = 0; i < s.node_count(); ++i) {
-    absl::StrAppend(&out, "\n", s.node(i).name, " used ", s.used(i).ToString());
+    absl::StrAppend(&out, "\n", s.node(i).name, " used ", s.used(i).ToString(), " planned ",
+                    s.Planned(i).ToString());
     for (const ClusterSnapshot::Occupant& o : s.Occupants(i)) {
       absl::StrAppend(&out, " ", o.gang->key, "/", o.gang->priority, "/", o.held.ToString());
     }
@@ -268,12 +271,17 @@ TEST(SnapshotTest, IndexesAgreeWithRecomputationAfterRandomUpdates) {
         }
       }
       if (step % 7 == 0) {
-        built.push_back(b.Build());
-        shown.push_back(Fingerprint(*built.back()));
-        ExpectAgreesWithRecomputation(*built.back());
+        std::shared_ptr<const ClusterSnapshot> snap = b.Build();
+        ExpectAgreesWithRecomputation(*snap);
+        // Half are let go at once: the builder then changes in place what only it still holds.
+        if (pick(2)) {
+          built.push_back(std::move(snap));
+          shown.push_back(Fingerprint(*built.back()));
+        }
       }
     }
-    // Later updates left every earlier snapshot as it was.
+    ExpectAgreesWithRecomputation(*b.Build());
+    // Later updates left every earlier snapshot still held as it was.
     for (size_t i = 0; i < built.size(); ++i) {
       EXPECT_EQ(Fingerprint(*built[i]), shown[i]) << "snapshot " << i;
       ExpectAgreesWithRecomputation(*built[i]);
