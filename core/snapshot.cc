@@ -13,10 +13,16 @@ namespace {
 // The entry in `slot`, safe to change: copied first unless this builder copied it since its last
 // Build, or nothing else refers to it (every snapshot that shared it is gone: a snapshot refers to
 // its entries for as long as it lives, so none can come to share it but through this builder).
+// Under ThreadSanitizer, which does not model the fence, entries are always copied.
 template <typename T>
 T* CopyOnWrite(std::shared_ptr<const T>& slot, absl::flat_hash_set<const void*>& owned) {
   if (!owned.contains(slot.get())) {
-    if (slot.use_count() == 1) {
+#ifdef __SANITIZE_THREAD__
+    constexpr bool kInPlace = false;
+#else
+    constexpr bool kInPlace = true;
+#endif
+    if (kInPlace && slot.use_count() == 1) {
       // Pairs with the release of the last other owner's reference: its reads come first.
       std::atomic_thread_fence(std::memory_order_acquire);
     } else {
@@ -242,12 +248,14 @@ void SnapshotBuilder::AttachAllTo(int node_index) {
   ClusterSnapshot::NodeEntry* entry = MutableNode(node_index);
   entry->used = Resources();
   entry->planned = Resources();
+  entry->marked = 0;
   entry->pods.clear();
   entry->occupants.clear();
   next_->ForEachPod([&](const PodInfo& p) {
     if (p.HoldsCapacity() && p.AssignedNode() == entry->node.name) {
       entry->used += p.requests;
       if (p.node.empty()) entry->planned += p.requests;
+      if (p.preempt_requested) ++entry->marked;
       entry->pods.push_back(next_->pods_[ClusterSnapshot::ShardOf(p.uid)]->at(p.uid));
     }
   });
@@ -275,6 +283,7 @@ void SnapshotBuilder::Attach(const ClusterSnapshot::PodPtr& pod) {
   ClusterSnapshot::NodeEntry* e = MutableNode(*i);
   e->used += pod->requests;
   if (pod->node.empty()) e->planned += pod->requests;
+  if (pod->preempt_requested) ++e->marked;
   Recount(e);
   e->pods.insert(std::lower_bound(e->pods.begin(), e->pods.end(), pod, UidLess), pod);
 }
@@ -289,6 +298,7 @@ void SnapshotBuilder::Detach(const ClusterSnapshot::PodPtr& pod) {
   e->pods.erase(it);
   e->used -= pod->requests;
   if (pod->node.empty()) e->planned -= pod->requests;
+  if (pod->preempt_requested) --e->marked;
   Recount(e);
 }
 

@@ -39,6 +39,7 @@ class ClusterSnapshot {
     Resources used;                   // Requests of the pods holding capacity here.
     Resources free;                   // node.allocatable - used, kept up to date by the builder.
     Resources planned;                // Of `used`, what pods planned here and not bound hold.
+    int marked = 0;                   // Of those pods, the ones marked for preemption.
     std::vector<PodPtr> pods;         // Those pods, sorted by uid.
     std::vector<Occupant> occupants;  // Preemptible gangs among them, by priority, then key.
   };
@@ -61,6 +62,8 @@ class ClusterSnapshot {
   const Resources& Free(int i) const { return nodes_[i]->free; }
   // What pods planned on node `i` (phalanx.io/placement) and not bound there yet hold.
   const Resources& Planned(int i) const { return nodes_[i]->planned; }
+  // How many pods holding capacity on node `i` are marked for preemption (phalanx.io/preempt).
+  int MarkedOn(int i) const { return nodes_[i]->marked; }
   // Preemptible gangs holding capacity on node `i`, lowest priority first (see Occupant).
   const std::vector<Occupant>& Occupants(int i) const { return nodes_[i]->occupants; }
   // Index of the node called `name` (nodes are sorted by name).
@@ -105,6 +108,11 @@ class ClusterSnapshot {
 class SnapshotBuilder {
  public:
   explicit SnapshotBuilder(std::shared_ptr<const ClusterSnapshot> base = ClusterSnapshot::Empty());
+  // A copy would share what it may change in place.
+  SnapshotBuilder(const SnapshotBuilder&) = delete;
+  SnapshotBuilder& operator=(const SnapshotBuilder&) = delete;
+  SnapshotBuilder(SnapshotBuilder&&) = default;
+  SnapshotBuilder& operator=(SnapshotBuilder&&) = default;
 
   void UpsertNode(Node node);
   void RemoveNode(absl::string_view name);

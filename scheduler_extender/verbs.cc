@@ -238,17 +238,19 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
     const core::Resources& free = FreeAfterReservations(snap, index[k], n, reserved, scratch);
     if (pod.requests.FitsIn(free)) {
       best.Offer(n, slots_.SlotsOf(free) - need, out.passed);
-    } else if (snap.Planned(index[k]).IsZero() && !reserved.contains(n)) {
+    } else if (snap.Planned(index[k]).IsZero() && snap.MarkedOn(index[k]) == 0 &&
+               !reserved.contains(n)) {
       disputed.emplace_back(n, Shortfall(pod.requests, free));
     } else {
       out.failed.Add(n, Shortfall(pod.requests, free));
     }
   }
   // kube-scheduler offers a node only once its own NodeResourcesFit passed. Where nothing of
-  // phalanx's (a pod planned and not bound, a reservation) is in the way, the two disagree only on
-  // bound pods, which kube-scheduler counts as recently as this cache or more (it binds them, and
-  // sees its preemption's victims go first: failing the node there left its preemptor waiting for
-  // another event, minutes). Such nodes pass when none fits by this cache, else fail as before.
+  // phalanx's (a pod planned and not bound, a reservation, a victim leaving for a waiting gang) is
+  // in the way, the two disagree only on bound pods, which kube-scheduler counts as recently as
+  // this cache or more (it binds them, and sees its preemption's victims go first: failing the
+  // node there left its preemptor waiting for another event, minutes). Such nodes pass when none
+  // fits by this cache, else fail as before.
   const bool none_fits = out.passed.empty();
   for (auto& [n, shortfall] : disputed) {
     if (none_fits) {

@@ -11,7 +11,7 @@
 //   listing hundreds of them with reasons cost kube-scheduler more than the narrowing saves.
 //   Packing needs no more, and kube-scheduler then scores only those few nodes. When no node fits
 //   by the cache, the offered nodes where only bound pods are in the way (no pod planned and not
-//   bound, no reservation) pass: kube-scheduler offered them after its own NodeResourcesFit, and
+//   bound, none marked for preemption, no reservation) pass: kube-scheduler offered them after its own NodeResourcesFit, and
 //   counts bound pods as recently as the cache or more.
 // - Prioritize: 10 on a pod's planned or reserved node, else a best-fit packing score 0..10: the
 //   share of the node's slots (CPU when it has none) in use once the pod is placed.

@@ -156,6 +156,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
   std::vector<std::string> pending, marked, placing;
   std::vector<std::vector<std::tuple<int32_t, std::string, std::string>>> want(s.node_count());
   std::vector<Resources> used(s.node_count()), planned(s.node_count());
+  std::vector<int> marked_on(s.node_count(), 0);
   for (const auto& [key, pods] : by_gang) {
     Gang g = SummarizeGang(key, pods);
     std::optional<Gang> found = s.FindGang(key);
@@ -175,6 +176,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
       if (!i) continue;
       used[*i] += p->requests;
       if (p->node.empty()) planned[*i] += p->requests;
+      if (p->preempt_requested) ++marked_on[*i];
       if (preemptible) held[*i] += p->requests;
     }
     for (const auto& [i, r] : held) want[i].push_back({g.priority, key, r.ToString()});
@@ -191,6 +193,7 @@ void ExpectAgreesWithRecomputation(const ClusterSnapshot& s) {
     EXPECT_EQ(s.used(i), used[i]) << s.node(i).name;
     EXPECT_EQ(s.Free(i), s.node(i).allocatable - used[i]) << s.node(i).name;
     EXPECT_EQ(s.Planned(i), planned[i]) << s.node(i).name;
+    EXPECT_EQ(s.MarkedOn(i), marked_on[i]) << s.node(i).name;
     std::sort(want[i].begin(), want[i].end());
     std::vector<std::tuple<int32_t, std::string, std::string>> got;
     for (const ClusterSnapshot::Occupant& o : s.Occupants(i)) {

@@ -54,8 +54,8 @@ TEST(VerbsTest, APodWithUnreadableLabelsPassesNowhere) {
 // but where this cache counts no room: a node where only bound pods are in the way passes when no
 // node fits by the cache (kube-scheduler counts bound pods as recently as the cache or more: a
 // victim of its preemption leaves its cache first), and is reported failed when one does. A node
-// where a planned, unbound pod is in the way (phalanx's, which kube-scheduler does not count) never
-// passes.
+// where a planned, unbound pod is in the way (phalanx's, which kube-scheduler does not count), or a
+// victim marked for a waiting gang, never passes.
 TEST(VerbsTest, UnreservedNodesAreKubeSchedulersToJudge) {
   ReservationBook book;
   Verbs verbs(gang::SlotPolicy{}, 30'000, &book);
@@ -79,6 +79,15 @@ TEST(VerbsTest, UnreservedNodesAreKubeSchedulersToJudge) {
   EXPECT_EQ(b.Build()->Planned(0), core::Resources());
   out = verbs.Filter(*b.Build(), pod, {"gpu-node-01"}, 0);
   EXPECT_EQ(out.passed, std::vector<std::string>{"gpu-node-01"});
+  // A victim marked for a waiting gang: what it frees is that gang's, whichever cache sees it go
+  // first.
+  core::PodInfo victim = RunningPod("low-a-0", "low-a", 2, "gpu-node-02", 6, true);
+  victim.preempt_requested = true;
+  victim.preempted_by = "ml/head";
+  b.UpsertPod(victim);
+  out = verbs.Filter(*b.Build(), pod, {"gpu-node-02"}, 0);
+  EXPECT_TRUE(out.passed.empty());
+  ASSERT_NE(out.failed.Find("gpu-node-02"), nullptr);
 }
 
 TEST(VerbsTest, PlacedPodPassesOnlyOnItsNode) {
