@@ -228,7 +228,7 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
   const std::vector<int> index = snap.NodeIndices(nodes);
   core::Resources scratch;
   BestFits best(best_fit_candidates_);
-  std::vector<std::pair<std::string, absl::string_view>> disputed;  // Node, its shortfall.
+  std::vector<std::pair<size_t, absl::string_view>> disputed;  // Node's place, its shortfall.
   for (size_t k = 0; k < nodes.size(); ++k) {
     const std::string& n = nodes[k];
     if (index[k] < 0) {
@@ -240,7 +240,7 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
       best.Offer(n, slots_.SlotsOf(free) - need, out.passed);
     } else if (snap.Planned(index[k]).IsZero() && snap.MarkedOn(index[k]) == 0 &&
                !reserved.contains(n)) {
-      disputed.emplace_back(n, Shortfall(pod.requests, free));
+      disputed.emplace_back(k, Shortfall(pod.requests, free));
     } else {
       out.failed.Add(n, Shortfall(pod.requests, free));
     }
@@ -252,11 +252,11 @@ FilterOutcome Verbs::Filter(const core::ClusterSnapshot& snap, const core::PodIn
   // node there left its preemptor waiting for another event, minutes). Such nodes pass when none
   // fits by this cache, else fail as before.
   const bool none_fits = out.passed.empty();
-  for (auto& [n, shortfall] : disputed) {
+  for (const auto& [k, shortfall] : disputed) {
     if (none_fits) {
-      out.passed.push_back(std::move(n));
+      out.passed.push_back(nodes[k]);
     } else {
-      out.failed.Add(n, shortfall);
+      out.failed.Add(nodes[k], shortfall);
     }
   }
   return out;

@@ -1,7 +1,6 @@
 // JobManager: the extender's forecast of a waiting job, read from its pods' annotations
 // (phalanx.io/eta, phalanx.io/what-if, phalanx.io/expected-runtime-basis; see job_manager.h).
 // The texts are the extender's; a text that does not read is left out, never an error.
-#include <algorithm>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -53,11 +52,7 @@ void JobManager::OutlookLocked(const PodState& pod, QueueEntry& entry) {
   // A pool is named only when it is one of this master's, other than the job's own.
   if (const auto pool = w.find("pool"); pool != w.end() && pool->is_string()) {
     const std::string& name = pool->get_ref<const std::string&>();
-    if (name != entry.job.resource_pool &&
-        std::any_of(config_.resource_pools.begin(), config_.resource_pools.end(),
-                    [&](const ResourcePoolConfig& c) { return c.name == name; })) {
-      answer.pool = name;
-    }
+    if (name != entry.job.resource_pool && config_.FindPool(name) != nullptr) answer.pool = name;
   }
   for (auto [key, refs] :
        {std::pair{"victims", &answer.victims}, std::pair{"ahead", &answer.ahead}}) {
