@@ -37,8 +37,9 @@ class Forecaster {
       const int64_t next = events_.begin()->first;
       const int64_t step =
           std::max<int64_t>(opt_.step_ms, static_cast<int64_t>(opt_.step_fraction * (next - now_)));
-      t = next + step;
       if (next - now_ > opt_.horizon_ms) break;
+      batch_start_ = next;
+      t = std::max(t, next + step);
       applied = ApplyUntil(t);
     }
     for (GangEta& e : result_.gangs) {
@@ -97,6 +98,7 @@ class Forecaster {
     std::vector<std::string> applied;
     absl::flat_hash_set<std::string> done;
     while (!events_.empty() && events_.begin()->first <= t) {
+      const int64_t at = events_.begin()->first;
       const Event e = events_.begin()->second;
       events_.erase(events_.begin());
       std::optional<core::Gang> g = builder_.Current().FindGang(e.gang);
@@ -107,6 +109,9 @@ class Forecaster {
       members.reserve(g->members.size());
       for (const core::PodInfo* p : g->members) members.push_back(*p);
       for (core::PodInfo& p : members) {
+        if (std::optional<int> n = builder_.Current().NodeIndex(p.AssignedNode())) {
+          freed_at_[*n] = std::max(freed_at_[*n], at);
+        }
         if (e.kind == Kind::kEnd) {
           builder_.RemovePod(p.uid);
         } else {
@@ -130,9 +135,10 @@ class Forecaster {
       GangEta* eta = it == index_.end() ? nullptr : &result_.gangs[it->second];
       if (eta != nullptr && result_.rounds == 1) eta->position = d.position;
       if (d.verdict == Verdict::kAdmit || d.verdict == Verdict::kBackfill) {
-        Start(*snap, d, t);
+        const int64_t start = StartOf(*snap, d, t);
+        Start(*snap, d, start);
         if (eta != nullptr && !eta->start_ms) {
-          eta->start_ms = t;
+          eta->start_ms = start;
           eta->after = applied;
           --open_;
         }
@@ -143,6 +149,20 @@ class Forecaster {
       }
       for (const std::string& victim : d.victims) Mark(*snap, victim, d.gang, t);
     }
+  }
+
+  // When a gang the round at `t` starts could have started: once the last event of the step freed
+  // its plan's nodes, not before the step's first event (nor before the forecast's start). So
+  // coarse steps do not make each gang of a chain start, and end, a step late.
+  int64_t StartOf(const core::ClusterSnapshot& snap, const preemption::GangDecision& d,
+                  int64_t t) const {
+    int64_t start = std::max(now_, std::min(batch_start_, t));
+    for (const preemption::Assignment& a : d.plan) {
+      if (std::optional<int> n = snap.NodeIndex(a.node)) {
+        if (auto f = freed_at_.find(*n); f != freed_at_.end()) start = std::max(start, f->second);
+      }
+    }
+    return std::min(start, t);
   }
 
   void Start(const core::ClusterSnapshot& snap, const preemption::GangDecision& d, int64_t t) {
@@ -203,6 +223,9 @@ class Forecaster {
   absl::flat_hash_map<std::string, size_t> index_;  // Waiting gang -> its entry.
   int open_ = 0;                                    // Waiting gangs still without an outcome.
   std::multimap<int64_t, Event> events_;
+  int64_t batch_start_ = 0;  // The first event the current step applied.
+  // Per node index, the latest event that freed capacity on it.
+  absl::flat_hash_map<int, int64_t> freed_at_;
   // Work left once a victim reruns (absent: unknown), replacing the model's figure.
   absl::flat_hash_map<std::string, std::optional<int64_t>> remaining_;
 };

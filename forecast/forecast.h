@@ -6,15 +6,17 @@
 // remaining time; gangs already marked for preemption leave `preempt_exit_ms` from now and come
 // back gated, as the master recreates them. Then, repeatedly:
 //   1. One admission round (preemption/admission.h) at time t. A gang it admits or backfills starts
-//      at t: that is its estimate. Its pods are bound on the plan's nodes and it ends at t + its
-//      expected duration. Victims it marks leave `preempt_exit_ms` later, and rerun their remaining
-//      work, the work since their last checkpoint and the restart overhead.
+//      at s <= t (step 2): that is its estimate. Its pods are bound on the plan's nodes and it ends
+//      at s + its expected duration. Victims it marks leave `preempt_exit_ms` after t, and rerun
+//      their remaining work, the work since their last checkpoint and the restart overhead.
 //   2. t moves to the next end or exit e, and every other event up to e + max(step_ms,
-//      step_fraction x (e - now)) is applied with it, at that later time: a start it frees comes
-//      late by at most that step, and the number of rounds grows with the logarithm of the
-//      horizon. Along a chain of gangs that wait for one another the lateness adds up (each starts
-//      late, so ends late), which on a deep queue can reach several times the wait (measured in
-//      the trace replay, bench/RESULTS.md); exact steps (both 0) have none.
+//      step_fraction x (e - now)) is applied with it, so the number of rounds grows with the
+//      logarithm of the horizon. A gang the round then starts gets s = the latest of those events
+//      that freed one of its plan's nodes, and at least e: the time its nodes were free, which
+//      keeps the step's error from adding up along a chain of gangs that wait for one another
+//      (each would start late, so end late). A gang that could not start before the step's events
+//      were all applied may come early, and one that started with the first of them late, by at
+//      most the step; exact steps (both 0) have no error.
 // It stops when every waiting gang has an estimate, when nothing is left to end (the rest wait on
 // work whose end is unknown), past the horizon, or after max_rounds rounds.
 // Gangs without a known runtime hold their capacity for the rest of the forecast, so whatever

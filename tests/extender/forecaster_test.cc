@@ -90,8 +90,8 @@ TEST(ForecasterTest, OutlookDueOnlyWhenItMovedEnough) {
 }
 
 // The outlook of one forecast on the pods, in /debug/queue and in the gauges: `waiting` starts
-// when `running` ends, in 20 minutes, and `unknown` 20 minutes after it; the default steps put
-// each a step later (forecast.h): 20 + max(1, 20 / 20) = 21 minutes, then 41 + 41 / 20 = 43.05.
+// when `running` ends, in 20 minutes, and `unknown` 20 minutes after it; the default steps apply
+// each end a step later, but a gang starts when the end that freed its node happened (forecast.h).
 // What-if: fewer slots cannot help; a higher priority preempts `running`.
 TEST(ForecasterTest, OutlookReachesPodsQueueAndGauges) {
   std::shared_ptr<const core::ClusterSnapshot> snap = Example();
@@ -105,14 +105,14 @@ TEST(ForecasterTest, OutlookReachesPodsQueueAndGauges) {
   forecaster.RunOnce(snap);
   std::shared_ptr<const Outlook> o = forecaster.Latest();
   ASSERT_NE(o, nullptr);
-  EXPECT_EQ(o->gangs.at("default/waiting").eta.start_ms, kNow + 21 * kMin);
-  EXPECT_EQ(o->gangs.at("default/unknown").eta.start_ms, kNow + 2583'000);
+  EXPECT_EQ(o->gangs.at("default/waiting").eta.start_ms, kNow + 20 * kMin);
+  EXPECT_EQ(o->gangs.at("default/unknown").eta.start_ms, kNow + 40 * kMin);
   ASSERT_TRUE(o->gangs.at("default/waiting").what_if);
   EXPECT_FALSE(o->gangs.at("default/waiting").what_if->slots_now);
   EXPECT_EQ(o->gangs.at("default/waiting").what_if->priority_now, 51);
   const std::string exposition = metrics.Serialize();
   EXPECT_TRUE(absl::StrContains(
-      exposition, R"(phalanx_extender_forecast_queue_delay_seconds{pool="",priority="50"} 2583)"))
+      exposition, R"(phalanx_extender_forecast_queue_delay_seconds{pool="",priority="50"} 2400)"))
       << exposition;
   EXPECT_TRUE(
       absl::StrContains(exposition, R"(phalanx_extender_forecast_gangs{estimate="yes"} 2)"));
@@ -132,11 +132,11 @@ TEST(ForecasterTest, OutlookReachesPodsQueueAndGauges) {
   for (const ScriptedRequest& r : server.requests()) {
     if (absl::StrContains(r.target, "/pods/waiting-0")) waiting_patch = r.body;
   }
-  EXPECT_TRUE(absl::StrContains(waiting_patch, R"("phalanx.io/eta":"2026-11-29T12:21:00Z")"))
+  EXPECT_TRUE(absl::StrContains(waiting_patch, R"("phalanx.io/eta":"2026-11-29T12:20:00Z")"))
       << waiting_patch;
   EXPECT_TRUE(absl::StrContains(waiting_patch, R"("phalanx.io/what-if":"{\"priority\":51)"))
       << waiting_patch;
-  EXPECT_TRUE(absl::StrContains(loop.DebugQueueJson(), R"("eta":"2026-11-29T12:43:03Z")"))
+  EXPECT_TRUE(absl::StrContains(loop.DebugQueueJson(), R"("eta":"2026-11-29T12:40:00Z")"))
       << loop.DebugQueueJson();
 }
 

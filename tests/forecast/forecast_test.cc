@@ -127,11 +127,12 @@ TEST(ForecastTest, AVictimEndingBeforeItsExitDoesNotComeBack) {
   o.admission.now_ms = c.now_ms;
   const ForecastResult r = Forecast(c.snapshot(), o, model);
   ASSERT_TRUE(EtaOf(r, "default/head").start_ms);
-  EXPECT_EQ(*EtaOf(r, "default/head").start_ms - c.now_ms, 70'000);
+  // The step applies the victim's end at 1:10, but head starts when that end freed its node.
+  EXPECT_EQ(*EtaOf(r, "default/head").start_ms - c.now_ms, 10'000);
   EXPECT_EQ(EtaOf(r, "default/head").after, std::vector<std::string>{"default/victim"});
-  // head ends at 61:10; the step there is 5% of it: 64.2 minutes. (A victim back in the queue,
-  // ahead of `next`, would run first and push it to 67.)
-  EXPECT_EQ(MinutesTo(r, "default/next", c.now_ms), 64);
+  // head ends at 60:10, and next starts then. (A victim back in the queue, ahead of `next`, would
+  // run first and push it to 61.)
+  EXPECT_EQ(MinutesTo(r, "default/next", c.now_ms), 60);
 }
 
 // A running gang without a runtime holds its GPUs for good: what needs them gets no estimate,
@@ -180,10 +181,12 @@ TEST(ForecastTest, HorizonAndRoundBudget) {
   EXPECT_EQ(EtaOf(r, "default/job-2").none, NoEstimate::kHorizon);
 }
 
-// Coarse steps err late, by at most the step at that distance, on one-GPU jobs (no packing
-// anomalies): 200 random queues against the exact forecast.
-TEST(ForecastTest, CoarseStepsErrLateByAtMostTheStep) {
+// Coarse steps err, either way, by at most a few steps at that distance, on one-GPU jobs (no
+// packing anomalies): 200 random queues against the exact forecast.
+TEST(ForecastTest, CoarseStepsErrByAtMostTheStepsAlongTheWay) {
   std::mt19937_64 rng(7);
+  double relative = 0;
+  int gangs = 0;
   for (int trial = 0; trial < 200; ++trial) {
     Cluster c;
     const int nodes = 1 + static_cast<int>(rng() % 3);
@@ -208,12 +211,37 @@ TEST(ForecastTest, CoarseStepsErrLateByAtMostTheStep) {
     for (size_t i = 0; i < a.gangs.size(); ++i) {
       ASSERT_TRUE(a.gangs[i].start_ms && b.gangs[i].start_ms) << a.gangs[i].gang;
       const int64_t wait = *a.gangs[i].start_ms - c.now_ms;
-      EXPECT_GE(*b.gangs[i].start_ms, *a.gangs[i].start_ms) << a.gangs[i].gang;
-      // Each step adds at most max(step_ms, fraction x distance); errors compound over steps.
-      EXPECT_LE(*b.gangs[i].start_ms - *a.gangs[i].start_ms,
-                std::max<int64_t>(coarse.step_ms, wait * 0.25) + coarse.step_ms * 4)
+      const int64_t error = std::abs(*b.gangs[i].start_ms - *a.gangs[i].start_ms);
+      EXPECT_LE(error, std::max<int64_t>(coarse.step_ms, wait * 0.25) + coarse.step_ms * 4)
           << a.gangs[i].gang << " trial " << trial;
+      relative += static_cast<double>(error) / std::max<int64_t>(wait, kMin);
+      ++gangs;
     }
+  }
+  // Starts taken from the events that freed the plan's nodes keep errors from adding up along
+  // chains: 0.7% on average here, where starting at the step's end gave 6.5%.
+  EXPECT_LT(relative / gangs, 0.02);
+}
+
+// One node, a chain of gangs each waiting for the one before: every start comes from the end that
+// freed the node, so coarse steps give the exact starts, however long the chain.
+TEST(ForecastTest, ChainsOfWaitingGangsKeepExactStarts) {
+  Cluster c;
+  c.AddNode(GpuNode("node-a", 4));
+  RuntimeModel model;
+  for (int j = 0; j < 12; ++j) {
+    const std::string name = "job-" + std::to_string(j);
+    c.Submit({.name = name, .gpus_per_pod = 4, .created_ms = 10 + j});
+    model["default/" + name] = 100 * kMin;
+  }
+  c.Step(Exact(4).admission);
+  ForecastOptions o = Exact(4);
+  o.step_ms = ForecastOptions().step_ms;
+  o.step_fraction = ForecastOptions().step_fraction;
+  o.admission.now_ms = c.now_ms;
+  const ForecastResult r = Forecast(c.snapshot(), o, model);
+  for (int j = 1; j < 12; ++j) {
+    EXPECT_EQ(MinutesTo(r, "default/job-" + std::to_string(j), c.now_ms), 100 * j) << j;
   }
 }
 

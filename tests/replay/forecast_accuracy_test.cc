@@ -67,10 +67,11 @@ TEST(ForecastAccuracy, ByHand) {
   // A's 90 s left, off by its factor; nothing known: no estimate.
   EXPECT_EQ(b.start_ms[kNoisy], 10000 + std::llround(90000 * NoiseFactor(1, 0)));
   EXPECT_EQ(b.start_ms[kNone], -1);
-  // The forecast's default steps: A's end at 100 s is applied 60 s late.
+  // The forecast's default steps apply A's end at 100 s with the round at 160 s, and B starts
+  // when that end freed its node.
   SimOptions coarse;
   coarse.forecast_every = 1;
-  EXPECT_EQ(Replay(s, Policy::kPhalanx, coarse).forecasts[1].start_ms[kExact], 160000);
+  EXPECT_EQ(Replay(s, Policy::kPhalanx, coarse).forecasts[1].start_ms[kExact], 100000);
 
   const std::array<ForecastError, kForecastModels> e = ForecastErrors(s.jobs, r);
   EXPECT_EQ(e[kExact].sampled, 2);
