@@ -26,6 +26,7 @@
 #include "bench/replay/report.h"
 #include "bench/replay/synthetic.h"
 #include "core/pod.h"
+#include "forecast/forecast.h"
 #include "preemption/rules.h"
 
 namespace {
@@ -70,6 +71,9 @@ ABSL_FLAG(int64_t, forecast_every, 0,
           "phalanx only: at the submission of one accepted job in N, forecast its start with "
           "exact, noisy (x0.5-2, seeded by --seed) and no durations, and report the error (0: "
           "never)");
+ABSL_FLAG(double, forecast_step_fraction, phalanx::forecast::ForecastOptions{}.step_fraction,
+          "the forecast's steps: events within this fraction of their distance from now (and at "
+          "least a minute) are applied together, 0 to 1");
 ABSL_FLAG(int64_t, progress_rounds, 0, "print a progress line every N rounds (0: never)");
 ABSL_FLAG(std::string, name, "",
           "label of the run and prefix of output files (default: trace stem, or synthetic)");
@@ -165,6 +169,10 @@ absl::Status Main() {
   o.forecast_every = absl::GetFlag(FLAGS_forecast_every);
   if (o.forecast_every < 0) return absl::InvalidArgumentError("--forecast_every must be >= 0");
   o.forecast_seed = setup.seed;
+  o.forecast_step_fraction = absl::GetFlag(FLAGS_forecast_step_fraction);
+  if (!(o.forecast_step_fraction >= 0 && o.forecast_step_fraction <= 1)) {
+    return absl::InvalidArgumentError("--forecast_step_fraction must be within 0 to 1");
+  }
   const std::string priority_source = absl::GetFlag(FLAGS_priority_source);
   if (priority_source == "seeded") {
     for (TraceJob& j : trace->jobs) j.priority.reset();
