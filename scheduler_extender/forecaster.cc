@@ -113,13 +113,20 @@ void Forecaster::RunOnce(std::shared_ptr<const core::ClusterSnapshot> snap) {
   latest_ = std::move(out);
 }
 
+int64_t NextForecastMs(int64_t finished_ms, int64_t interval_ms, int64_t took_ms) {
+  return finished_ms + std::max(interval_ms, kForecastRestFactor * std::max<int64_t>(took_ms, 0));
+}
+
 void Forecaster::Run(const std::atomic<bool>& stop) {
   int64_t next = 0;
   while (!stop.load()) {
     if (deps_.now_ms() >= next) {
+      const auto started = std::chrono::steady_clock::now();
       std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
       if (snap != nullptr) RunOnce(std::move(snap));
-      next = deps_.now_ms() + interval_ms_;
+      const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - started);
+      next = NextForecastMs(deps_.now_ms(), interval_ms_, took.count());
     }
     absl::SleepFor(absl::Milliseconds(std::min<int64_t>(200, interval_ms_)));
   }

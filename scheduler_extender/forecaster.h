@@ -65,6 +65,12 @@ inline constexpr int64_t kOutlookIntervalMs = 60'000;
 std::optional<WrittenOutlook> OutlookDue(const WrittenOutlook& last, const GangOutlook& now,
                                          int64_t now_ms, bool force);
 
+// When the next refresh starts, one that took `took_ms` having finished at `finished_ms`: an
+// interval later, and never sooner than 3 times its own time, so that the forecaster takes at most
+// a quarter of a core from the admission loop and kube-scheduler's calls on a large cluster.
+inline constexpr int64_t kForecastRestFactor = 3;
+int64_t NextForecastMs(int64_t finished_ms, int64_t interval_ms, int64_t took_ms);
+
 struct ForecasterDeps {
   std::function<std::shared_ptr<const core::ClusterSnapshot>()> snapshot;
   std::function<int64_t()> now_ms;

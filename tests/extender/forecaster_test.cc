@@ -57,6 +57,14 @@ TEST(ForecasterTest, RuntimesFromThePods) {
   EXPECT_FALSE(RuntimesOf(*Example(), kNow + 21 * kMin).contains("default/running"));
 }
 
+// A refresh waits its interval, or three times what the last one took when that is longer.
+TEST(ForecasterTest, RefreshesRestThreeTimesTheirOwnTime) {
+  EXPECT_EQ(NextForecastMs(100'000, 15'000, 40), 115'000);
+  EXPECT_EQ(NextForecastMs(100'000, 15'000, 5'000), 115'000);
+  EXPECT_EQ(NextForecastMs(100'000, 15'000, 20'000), 160'000);
+  EXPECT_EQ(NextForecastMs(100'000, 1'000, -5), 101'000);  // A clock that stepped back.
+}
+
 TEST(ForecasterTest, Texts) {
   forecast::GangEta eta{.start_ms = kNow + 90'500};
   EXPECT_EQ(EtaText(eta), "2026-11-29T12:01:30Z");
