@@ -12,7 +12,7 @@ namespace {
 
 using preemption::Verdict;
 
-enum class Kind { kEnd, kExit };
+enum class Kind { kEnd, kExit, kWake };  // kWake: a waiting gang's patience ends (rules.h).
 
 struct Event {
   Kind kind;
@@ -101,6 +101,7 @@ class Forecaster {
       const int64_t at = events_.begin()->first;
       const Event e = events_.begin()->second;
       events_.erase(events_.begin());
+      if (e.kind == Kind::kWake) continue;  // Only the round it brings.
       std::optional<core::Gang> g = builder_.Current().FindGang(e.gang);
       if (!g || !done.insert(e.gang).second) continue;
       if (applied.size() < kMaxAfter) applied.push_back(e.gang);
@@ -148,6 +149,9 @@ class Forecaster {
         --open_;
       }
       for (const std::string& victim : d.victims) Mark(*snap, victim, d.gang, t);
+      if (d.patient_until_ms > t && wakes_.insert(d.gang).second) {
+        Schedule(d.patient_until_ms, Kind::kWake, d.gang);
+      }
     }
   }
 
@@ -224,6 +228,7 @@ class Forecaster {
   int open_ = 0;                                    // Waiting gangs still without an outcome.
   std::multimap<int64_t, Event> events_;
   int64_t batch_start_ = 0;  // The first event the current step applied.
+  absl::flat_hash_set<std::string> wakes_;  // Gangs whose patience's end is an event.
   // Per node index, the latest event that freed capacity on it.
   absl::flat_hash_map<int, int64_t> freed_at_;
   // Work left once a victim reruns (absent: unknown), replacing the model's figure.

@@ -8,7 +8,9 @@
 //   1. One admission round (preemption/admission.h) at time t. A gang it admits or backfills starts
 //      at s <= t (step 2): that is its estimate. Its pods are bound on the plan's nodes and it ends
 //      at s + its expected duration. Victims it marks leave `preempt_exit_ms` after t, and rerun
-//      their remaining work, the work since their last checkpoint and the restart overhead.
+//      their remaining work, the work since their last checkpoint and the restart overhead. A
+//      gang that waits because it is patient with dear victims (preemption/rules.h) makes the
+//      end of its patience an event.
 //   2. t moves to the next end or exit e, and every other event up to e + max(step_ms,
 //      step_fraction x (e - now)) is applied with it, so the number of rounds grows with the
 //      logarithm of the horizon. A gang the round then starts gets s = the latest of those events

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
@@ -102,6 +103,7 @@ class Round {
     }
     if (!plan.placed()) {
       d.reason = plan.reason;
+      d.patient_until_ms = std::exchange(patient_until_ms_, 0);
       AddBlock(g);
       if (opt_.backfill) Hold(g);
       return d;
@@ -181,10 +183,29 @@ class Round {
       absl::StrAppend(&plan.reason, "; no set of lower-priority preemptible gangs frees enough");
       return plan;
     }
+    if (const int64_t loss = DearestLoss(g, choice->victims);
+        WaitsToPreempt(g, loss, opt_.rules, opt_.now_ms)) {
+      absl::StrAppend(&plan.reason, "; preempting now would lose ", MinutesText(loss),
+                      " of a run's work: it waits for capacity or a checkpoint, until ",
+                      MinutesText(opt_.rules.patience_ms), " after its creation");
+      patient_until_ms_ = g.creation_ms + opt_.rules.patience_ms;
+      return plan;
+    }
     for (const auto& [n, r] : choice->freed) cap[n] += r;
     victims = std::move(choice->victims);
     return choice->plan;
   }
+
+  // The most work one of `victims` loses, those backfilled behind `g` left out (rules.h).
+  int64_t DearestLoss(const Gang& g, const std::vector<const Gang*>& victims) const {
+    int64_t loss = 0;
+    for (const Gang* v : victims) {
+      if (v->backfilled_behind != g.key) loss = std::max(loss, LostWorkMs(*v, opt_.now_ms));
+    }
+    return loss;
+  }
+
+  static std::string MinutesText(int64_t ms) { return absl::StrCat(ms / 60'000, " min"); }
 
   void Commit(const Gang& g, const GangPlan& plan, const Capacity& cap,
               const std::vector<const Gang*>& victims, GangDecision& d) {
@@ -409,6 +430,7 @@ class Round {
   // Keys of the gangs that running gangs were backfilled behind (their victim search differs).
   absl::flat_hash_set<std::string> reclaims_;
   const Block* backfill_ahead_ = nullptr;
+  int64_t patient_until_ms_ = 0;  // Set by PlanWithPreemption when the gang waits on patience.
 };
 
 }  // namespace

@@ -14,7 +14,8 @@
 //      G may backfill provisionally (with backfill and preemption on, rules.h
 //      MayBackfillProvisionally) on `free`, the held nodes included, as the holder's to take back;
 //      if that fails too and preemption is on, victims are chosen (victims.h, rules.h) and
-//      marked: PREEMPT.
+//      marked: PREEMPT, unless G is still patient with them (rules.h WaitsToPreempt): then G
+//      waits until patient_until_ms at most, and its shape is not taken to fail.
 //   3. A plan is allowed only if, for every gang B that waits ahead of G and may use one of the
 //      plan's nodes where G takes what B is short of (rules.h MayPassOn), backfill is on and either
 //      B has G's priority or B could later reclaim G (preemption on, G preemptible). Such a plan on
@@ -70,6 +71,8 @@ struct GangDecision {
   std::vector<Assignment> plan;      // For admit, backfill and preempt (the reserved nodes).
   std::vector<std::string> victims;  // Gang keys newly marked for preemption.
   std::string backfilled_behind;     // BACKFILL on nodes this blocked gang holds (rules.h).
+  // WAIT because it is patient with its victims (rules.h WaitsToPreempt): when its patience ends.
+  int64_t patient_until_ms = 0;
   std::string reason;
 };
 

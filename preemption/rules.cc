@@ -12,10 +12,9 @@ bool Reclaimable(const core::Gang& victim, const core::Gang& by) {
 
 VictimCost CostOf(const core::Gang& g, const gang::SlotPolicy& slots, const PreemptionRules& r,
                   int64_t now_ms) {
-  const int64_t since = std::max(g.start_ms, g.checkpoint_ms);
-  const int64_t lost_ms = g.start_ms > 0 && now_ms > since ? now_ms - since : 0;
   return {.not_backfilled = !g.backfilled,
-          .lost_slot_s = slots.SlotsOf(g.total) * ((lost_ms + r.restart_overhead_ms) / 1000),
+          .lost_slot_s =
+              slots.SlotsOf(g.total) * ((LostWorkMs(g, now_ms) + r.restart_overhead_ms) / 1000),
           .priority = g.priority,
           .minus_creation_ms = -g.creation_ms,
           .key = g.key};
@@ -42,6 +41,16 @@ int ProtectionTier(const core::Gang& victim, const core::Gang& by, const Preempt
   if (!victim.backfilled_behind.empty() && victim.backfilled_behind == by.key) return 0;
   const bool young = victim.start_ms > 0 && now_ms - victim.start_ms < r.min_run_ms;
   return young || Thrashed(victim, r, now_ms) ? 1 : 0;
+}
+
+int64_t LostWorkMs(const core::Gang& victim, int64_t now_ms) {
+  const int64_t since = std::max(victim.start_ms, victim.checkpoint_ms);
+  return victim.start_ms > 0 && now_ms > since ? now_ms - since : 0;
+}
+
+bool WaitsToPreempt(const core::Gang& by, int64_t dearest_loss_ms, const PreemptionRules& r,
+                    int64_t now_ms) {
+  return now_ms - by.creation_ms < r.patience_ms && dearest_loss_ms > r.patience_loss_ms;
 }
 
 bool MayBackfillProvisionally(const core::Gang& g, const PreemptionRules& r, int64_t now_ms) {

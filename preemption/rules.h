@@ -15,6 +15,12 @@
 //     max_preemptions times only to start a gang nothing else could make room for. A Thrashed
 //     gang is not backfilled on nodes held for a blocked gang, and one at the limit does not pass
 //     a blocked gang of higher priority (admission.cc), since neither could be taken back freely.
+//   - WaitsToPreempt (patience): a gang younger than patience_ms (since its creation) does not
+//     take victims of which one, other than those backfilled behind it, would lose more than
+//     patience_loss_ms of work (LostWorkMs: since its run started or its last checkpoint); it waits
+//     as a blocked gang, holding nodes as they drain, for capacity to free or the victims to
+//     checkpoint. Once that old, it preempts as without the rule. So a preemptor waits at most
+//     patience_ms for its dear victims, and is never kept from taking back what passed it.
 //   - MayPassOn: may a gang take `takes` on a node where a waiting head needs `unit` per member
 //     and `free` is left? Yes when it takes nothing of a resource the head is short of there (free
 //     below one member's request) and leaves at least one member's request of every other
@@ -39,6 +45,8 @@ struct PreemptionRules {
   int32_t max_preemptions = 3;           // Then a last resort; 0: no such tier.
   int32_t preemption_limit = 5;          // Then never a victim; 0: no limit.
   int64_t window_ms = 0;                 // Where both count; 0: the job's whole life.
+  int64_t patience_ms = 30 * 60'000;     // Waits this long before dear victims; 0: never.
+  int64_t patience_loss_ms = 5 * 60'000;  // Victims losing more work are dear.
 };
 
 bool Reclaimable(const core::Gang& victim, const core::Gang& by);
@@ -63,6 +71,13 @@ bool AtPreemptionLimit(const core::Gang& g, const PreemptionRules& r, int64_t no
 inline constexpr int kNeverVictim = 2;
 int ProtectionTier(const core::Gang& victim, const core::Gang& by, const PreemptionRules& r,
                    int64_t now_ms);
+// Work `victim` loses if preempted at `now_ms`: the time since its run started or, if later, since
+// its last checkpoint; 0 for a gang that has not started.
+int64_t LostWorkMs(const core::Gang& victim, int64_t now_ms);
+// Whether `by`, younger than patience_ms, waits rather than take victims of which the dearest
+// (those backfilled behind it left out) loses `dearest_loss_ms`.
+bool WaitsToPreempt(const core::Gang& by, int64_t dearest_loss_ms, const PreemptionRules& r,
+                    int64_t now_ms);
 bool MayBackfillProvisionally(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);
 
 bool MayPassOn(const core::Resources& takes, const core::Resources& unit,

@@ -282,6 +282,14 @@ const std::map<std::string, Setting, std::less<>>& Settings() {
       RuleDurationEntry("preemption_window_ms", 0, &ExtenderConfig::preemption_window_ms,
                         "MS up to 30 days: the window max_preemptions and preemption_limit count "
                         "over (0: the job's whole life)"),
+      RuleDurationEntry("preemption_patience_ms", 0, &ExtenderConfig::preemption_patience_ms,
+                        "MS up to 30 days: a gang younger than this does not take victims that "
+                        "would lose more than preemption_patience_loss_ms of work; it waits for "
+                        "capacity or their checkpoints (0: it never waits)"),
+      RuleDurationEntry("preemption_patience_loss_ms", 0,
+                        &ExtenderConfig::preemption_patience_loss_ms,
+                        "MS up to 30 days: work since a run's start or last checkpoint beyond "
+                        "which a victim is taken only once its preemptor's patience is over"),
       IntEntry("reservation_ttl_ms", 1, &ExtenderConfig::reservation_ttl_ms,
                "MS >= 1: a filter-time reservation lives this long after its last use"),
       IntEntry("refused_placement_timeout_ms", 0, &ExtenderConfig::refused_placement_timeout_ms,

@@ -45,6 +45,8 @@ struct ExtenderConfig {
   int64_t max_preemptions = preemption::PreemptionRules{}.max_preemptions;
   int64_t preemption_limit = preemption::PreemptionRules{}.preemption_limit;
   int64_t preemption_window_ms = preemption::PreemptionRules{}.window_ms;
+  int64_t preemption_patience_ms = preemption::PreemptionRules{}.patience_ms;
+  int64_t preemption_patience_loss_ms = preemption::PreemptionRules{}.patience_loss_ms;
   int64_t reservation_ttl_ms = 30'000;  // Filter-time reservations of foreign gangs.
   int64_t resync_ms = 1'000;            // Admission rounds run at least this often.
   // See refusals.h: how long kube-scheduler may refuse a placed member where it fits by phalanx's

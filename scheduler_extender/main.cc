@@ -91,7 +91,9 @@ int Main(int argc, char** argv) {
                 .min_run_ms = config->min_run_before_preemption_ms,
                 .max_preemptions = static_cast<int32_t>(config->max_preemptions),
                 .preemption_limit = static_cast<int32_t>(config->preemption_limit),
-                .window_ms = config->preemption_window_ms}};
+                .window_ms = config->preemption_window_ms,
+                .patience_ms = config->preemption_patience_ms,
+                .patience_loss_ms = config->preemption_patience_loss_ms}};
   Forecaster forecaster(
       admission, config->forecast_interval_ms, static_cast<int>(config->what_if_gangs),
       ForecasterDeps{.snapshot = [&] { return leads() ? informer.Snapshot() : nullptr; },

@@ -62,6 +62,11 @@ ABSL_FLAG(int32_t, preemption_limit, kDefaultRules.preemption_limit,
 ABSL_FLAG(double, preemption_window_h, kDefaultRules.window_ms / 3'600'000.0,
           "engine rule: the window of --max_preemptions and --preemption_limit, hours (0: the "
           "job's whole life)");
+ABSL_FLAG(double, preemption_patience_min, kDefaultRules.patience_ms / 60'000.0,
+          "engine rule: a job younger than this does not take victims that would lose more than "
+          "--preemption_patience_loss_min of work (0: it never waits)");
+ABSL_FLAG(double, preemption_patience_loss_min, kDefaultRules.patience_loss_ms / 60'000.0,
+          "engine rule: see --preemption_patience_min");
 ABSL_FLAG(int64_t, deadlock_timeout_min, 60, "greedy: minutes before a deadlock is broken");
 ABSL_FLAG(int64_t, bucket_min, 60, "time-series bucket, minutes");
 ABSL_FLAG(std::string, priority_source, "trace",
@@ -123,6 +128,16 @@ absl::StatusOr<preemption::PreemptionRules> Rules() {
     return absl::InvalidArgumentError("--min_run_before_preemption_s must be >= 0");
   }
   if (!(window_h >= 0)) return absl::InvalidArgumentError("--preemption_window_h must be >= 0");
+  const double patience_min = absl::GetFlag(FLAGS_preemption_patience_min);
+  const double patience_loss_min = absl::GetFlag(FLAGS_preemption_patience_loss_min);
+  if (!(patience_min >= 0 && patience_min <= 43'200)) {
+    return absl::InvalidArgumentError(
+        "--preemption_patience_min must be from 0 to 43200 (30 days)");
+  }
+  if (!(patience_loss_min >= 0 && patience_loss_min <= 43'200)) {
+    return absl::InvalidArgumentError(
+        "--preemption_patience_loss_min must be from 0 to 43200 (30 days)");
+  }
   r.max_preemptions = absl::GetFlag(FLAGS_max_preemptions);
   r.preemption_limit = absl::GetFlag(FLAGS_preemption_limit);
   for (int32_t n : {r.max_preemptions, r.preemption_limit}) {
@@ -134,6 +149,8 @@ absl::StatusOr<preemption::PreemptionRules> Rules() {
   r.restart_overhead_ms = std::llround(restart_s * 1000);
   r.min_run_ms = std::llround(min_run_s * 1000);
   r.window_ms = std::llround(window_h * 3'600'000);
+  r.patience_ms = std::llround(patience_min * 60'000);
+  r.patience_loss_ms = std::llround(patience_loss_min * 60'000);
   return r;
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 using preemption::Verdict;
 
-enum class Kind { kComplete = 0, kExit = 1, kRequeue = 2, kRelease = 3 };
+enum class Kind { kComplete = 0, kExit = 1, kRequeue = 2, kWake = 3, kRelease = 4 };
 
 struct Event {
   int64_t t;
@@ -182,6 +182,8 @@ class Simulator {
         return Exit(e, t);
       case Kind::kRequeue:
         return Requeue(e);
+      case Kind::kWake:  // Its patience with dear victims ends (rules.h): a round, if it waits.
+        return state_[e.job].phase == Phase::kPending;
       case Kind::kRelease:
         return Release(e, t);
     }
@@ -310,6 +312,9 @@ class Simulator {
         head_gpus = jobs_[j].gpus();
       }
       for (const std::string& victim : d.victims) Mark(*snap, JobIndexOf(victim), d.gang, t);
+      if (d.patient_until_ms > Clock(t) && patience_ends_.insert({j, d.patient_until_ms}).second) {
+        events_.push({d.patient_until_ms - kClockOriginMs, Kind::kWake, j, state_[j].epoch});
+      }
     }
     cluster_.fragmented = head_gpus < 0 ? 0 : result_.cluster_gpus - cluster_.allocated;
   }
@@ -433,6 +438,7 @@ class Simulator {
   core::SnapshotBuilder builder_;
   preemption::AdmissionOptions admission_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::set<std::pair<int, int64_t>> patience_ends_;  // (job, engine time) made events.
   // Running jobs' next checkpoints (tracks_checkpoints), applied lazily before rounds.
   std::priority_queue<Checkpoint, std::vector<Checkpoint>, std::greater<Checkpoint>> checkpoints_;
   ClusterState cluster_;

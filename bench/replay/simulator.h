@@ -1,25 +1,25 @@
 // A deterministic discrete-event simulator that replays a job trace through the same engine the
 // extender runs: RunAdmissionRound over a ClusterSnapshot kept up to date with SnapshotBuilder.
 //
-// Algorithm: events are arrivals (trace submit times), completions, victim exits and requeues, and
-// deadlock releases, in order of (time, kind: completion < exit < requeue < arrival < release,
-// job). All events of one timestamp are applied, then ONE round runs if any of them changed the
-// cluster, and its decisions are applied as the extender and master would: admitted and
-// backfilled gangs bind and run for their remaining work; victims are marked (preempt_requested,
-// preempted_by) and exit after `preempt_exit_ms`, still holding their GPUs; then their pods go and
-// come back gated with their creation time `requeue_ms` later (the master recreating them: rounds
-// in between do not see the victim).
-// Preemption costs the victim the work done since its last checkpoint: a run started at s and
-// marked at m keeps floor((m - s) / checkpoint) checkpoints of progress; the rest, the exit time
-// and the restart overhead (added to its remaining work: pods recreated, checkpoint reloaded) are
-// lost GPU time. A victim that finishes before its exit simply completes.
-// The engine sees what it would see in a cluster: running pods carry checkpoint_ms, the latest
-// checkpoint of their run (s + k x checkpoint, k >= 1; a rerun keeps its previous run's until its
-// first new one, as the trial's annotation would), refreshed before each round for the jobs that
-// passed a checkpoint since the last refresh (a checkpoint triggers no round of its own), and only
-// where the policy preempts (nothing else reads it); recreated pods carry their preemption history
-// (core::Requeued); the engine's rules (preemption/rules.h) are SimOptions::rules, whose restart
-// overhead is the one charged here.
+// Algorithm: events are arrivals (trace submit times), completions, victim exits and requeues, the
+// end of the patience of a job the engine kept waiting for it (preemption/rules.h: a round if it
+// still waits), and deadlock releases, in order of (time, kind: completion < exit < requeue <
+// patience < arrival < release, job). All events of one timestamp are applied, then ONE round runs
+// if any of them changed the cluster, and its decisions are applied as the extender and master
+// would: admitted and backfilled gangs bind and run for their remaining work; victims are marked
+// (preempt_requested, preempted_by) and exit after `preempt_exit_ms`, still holding their GPUs;
+// then their pods go and come back gated with their creation time `requeue_ms` later (the master
+// recreating them: rounds in between do not see the victim). Preemption costs the victim the work
+// done since its last checkpoint: a run started at s and marked at m keeps floor((m - s) /
+// checkpoint) checkpoints of progress; the rest, the exit time and the restart overhead (added to
+// its remaining work: pods recreated, checkpoint reloaded) are lost GPU time. A victim that
+// finishes before its exit simply completes. The engine sees what it would see in a cluster:
+// running pods carry checkpoint_ms, the latest checkpoint of their run (s + k x checkpoint, k >= 1;
+// a rerun keeps its previous run's until its first new one, as the trial's annotation would),
+// refreshed before each round for the jobs that passed a checkpoint since the last refresh (a
+// checkpoint triggers no round of its own), and only where the policy preempts (nothing else reads
+// it); recreated pods carry their preemption history (core::Requeued); the engine's rules
+// (preemption/rules.h) are SimOptions::rules, whose restart overhead is the one charged here.
 //
 // Policies: `phalanx` (preemption and backfill on), `fifo-gang` (both off), `priority-no-backfill`
 // (preemption on, backfill off): the admission round with those switches. `greedy`: see greedy.h.

@@ -79,7 +79,9 @@ TEST(ForecastTest, SevenStepExampleWaitingTrialsAndNotebook) {
 
 // Step 2: the priority-1 distributed experiment (4 slots) preempts four trials; it starts when
 // they have exited (30 s), and the four trials rerun their work plus the restart overhead, queued
-// ahead of the trials that never ran (same priority, earlier creation).
+// ahead of the trials that never ran (same priority, earlier creation). The trials have run ten
+// minutes: with patience (preemption/rules.h, the default) dist-1 takes them only 30 minutes
+// after its creation, a time the forecast wakes up for.
 TEST(ForecastTest, SevenStepExamplePreemptorStartsWhenItsVictimsExit) {
   Cluster c;
   c.AddNode(GpuNode("node-a", 4));
@@ -96,6 +98,10 @@ TEST(ForecastTest, SevenStepExamplePreemptorStartsWhenItsVictimsExit) {
   ForecastOptions o = Exact(4);
   o.admission.now_ms = c.now_ms;
   o.admission.rules.restart_overhead_ms = kMin;
+  const ForecastResult patient = Forecast(c.snapshot(), o, model);
+  ASSERT_TRUE(EtaOf(patient, "default/dist-1").start_ms);
+  EXPECT_EQ(*EtaOf(patient, "default/dist-1").start_ms, 200 + 30 * kMin + o.preempt_exit_ms);
+  o.admission.rules.patience_ms = 0;
   const ForecastResult r = Forecast(c.snapshot(), o, model);
   const GangEta& dist = EtaOf(r, "default/dist-1");
   ASSERT_TRUE(dist.start_ms);

@@ -474,6 +474,82 @@ TEST(AdmissionTest, APreemptorWaitingForItsVictimsNamesThem) {
             "waiting for preempted gangs default/a, default/b to exit; their capacity is reserved");
 }
 
+// A 4-GPU run on node a, started at `start_ms`, checkpointed at `checkpoint_ms` (0: never).
+core::PodInfo RunOnA(const testing::GangSpec& spec, int64_t start_ms, int64_t checkpoint_ms,
+                     const std::string& behind) {
+  core::PodInfo p = testing::GatedGang(spec)[0];
+  p.gated = false;
+  p.node = p.placement = "a";
+  p.phase = core::PodPhase::kRunning;
+  p.start_ms = start_ms;
+  p.checkpoint_ms = checkpoint_ms;
+  p.backfilled = !behind.empty();
+  p.backfilled_behind = behind;
+  return p;
+}
+
+// Patience (rules.h, defaults: 30 and 5 minutes): head, created a minute ago, takes at once a
+// victim that lost less than 5 minutes of work, or one backfilled behind it; it waits for a dearer
+// one until 30 minutes after its creation.
+TEST(AdmissionTest, AYoungGangIsPatientWithDearVictims) {
+  constexpr int64_t kMin = 60'000;
+  constexpr int64_t kNow = 100 * kMin;
+  struct Row {
+    std::string name;
+    int64_t start_ms;
+    int64_t checkpoint_ms = 0;
+    std::string behind;
+    int64_t now_ms = kNow;
+    int64_t patience_ms = preemption::PreemptionRules{}.patience_ms;
+    Verdict want = Verdict::kPreempt;
+  };
+  for (const Row& row : std::vector<Row>{
+           {.name = "lost 4 minutes", .start_ms = kNow - 4 * kMin},
+           {.name = "lost 20 minutes", .start_ms = kNow - 20 * kMin, .want = Verdict::kWait},
+           {.name = "checkpointed 2 minutes ago",
+           .start_ms = kNow - 20 * kMin,
+           .checkpoint_ms = kNow - 2 * kMin},
+           {.name = "29 minutes old",
+           .start_ms = kNow - 20 * kMin,
+           .now_ms = kNow + 28 * kMin,
+           .want = Verdict::kWait},
+           {.name = "30 minutes old", .start_ms = kNow - 20 * kMin, .now_ms = kNow + 29 * kMin},
+           {.name = "backfilled behind it", .start_ms = kNow - 20 * kMin, .behind = "default/head"},
+           {.name = "patience off", .start_ms = kNow - 20 * kMin, .patience_ms = 0}}) {
+    core::SnapshotBuilder b;
+    b.UpsertNode(GpuNode("a", 4));
+    const int32_t priority = row.behind.empty() ? 40 : 60;
+    b.UpsertPod(RunOnA({.name = "victim", .gpus_per_pod = 4, .priority = priority}, row.start_ms,
+                       row.checkpoint_ms, row.behind));
+    b.UpsertPod(testing::GatedGang(
+        {.name = "head", .gpus_per_pod = 4, .priority = 60, .created_ms = kNow - kMin})[0]);
+    AdmissionOptions o;
+    o.now_ms = row.now_ms;
+    o.rules.patience_ms = row.patience_ms;
+    const RoundResult r = RunAdmissionRound(*b.Build(), o);
+    const GangDecision* head = FindDecision(r, "default/head");
+    EXPECT_EQ(head->verdict, row.want) << row.name << ": " << head->reason;
+    if (row.want == Verdict::kPreempt) {
+      EXPECT_EQ(head->victims, std::vector<std::string>{"default/victim"}) << row.name;
+    } else {
+      EXPECT_TRUE(head->victims.empty()) << row.name;
+      EXPECT_NE(head->reason.find("preempting now would lose "), std::string::npos) << head->reason;
+    }
+  }
+  core::SnapshotBuilder b;
+  b.UpsertNode(GpuNode("a", 4));
+  b.UpsertPod(
+      RunOnA({.name = "victim", .gpus_per_pod = 4, .priority = 40}, kNow - 20 * kMin, 0, ""));
+  b.UpsertPod(testing::GatedGang(
+      {.name = "head", .gpus_per_pod = 4, .priority = 60, .created_ms = kNow - kMin})[0]);
+  AdmissionOptions o;
+  o.now_ms = kNow;
+  EXPECT_EQ(FindDecision(RunAdmissionRound(*b.Build(), o), "default/head")->reason,
+            "needs 4 GPUs on 1 node; no node has room for one of its pods; preempting now would "
+            "lose 20 min of a run's work: it waits for capacity or a checkpoint, until 30 min "
+            "after its creation");
+}
+
 TEST(AdmissionTest, IncompleteGangsWait) {
   std::vector<core::PodInfo> pods = testing::GatedGang({.name = "g", .pods = 3});
   core::SnapshotBuilder b;

@@ -64,6 +64,7 @@ struct GangView {
   std::string marked_by;    // Set when marked for preemption.
   std::string backfilled_behind;
   int64_t start_ms = 0;
+  int64_t checkpoint_ms = 0;
   size_t recent_preemptions = 0;
   const std::vector<bool>* eligible = nullptr;  // Per node index.
 
@@ -119,6 +120,7 @@ class RoundChecker {
     if (p.preempt_requested) g.marked_by = p.preempted_by;
     if (!p.backfilled_behind.empty()) g.backfilled_behind = p.backfilled_behind;
     g.start_ms = p.start_ms;
+    g.checkpoint_ms = std::max(g.checkpoint_ms, p.checkpoint_ms);
     g.recent_preemptions =
         std::count_if(p.preempted_ms.begin(), p.preempted_ms.end(), [&](int64_t t) {
           return t <= opts_.now_ms &&
@@ -335,6 +337,11 @@ class RoundChecker {
         const GangView& victim = it->second;
         EXPECT_TRUE(victim.Running() && !victim.Marked()) << "(d) " << v << " for " << d.gang;
         EXPECT_TRUE(MayTake(g, victim)) << "(d) " << v << " may not be taken by " << d.gang;
+        if (Young(g) && victim.backfilled_behind != d.gang) {
+          ++seen_.patient_preempts;
+          EXPECT_LE(Lost(victim), opts_.rules.patience_loss_ms)
+              << "(i) " << d.gang << ", still patient, takes " << v << ", which loses more";
+        }
         seen_.reclaimed += victim.backfilled_behind == d.gang;
         EXPECT_TRUE(std::any_of(
             victim.pods.begin(), victim.pods.end(),
@@ -386,6 +393,15 @@ class RoundChecker {
     }
     const bool can = opts_.preemption && Fits(g, all);
     seen_.at_limit_spared += opts_.preemption && SparesOneAtLimit(g);
+    if (can && d.verdict == Verdict::kWait) {
+      ++seen_.patient_waits;
+      const bool dear = std::any_of(candidates.begin(), candidates.end(), [&](const auto* c) {
+        return c->backfilled_behind != g.key && Lost(*c) > opts_.rules.patience_loss_ms;
+      });
+      EXPECT_TRUE(Young(g) && dear) << "(i) " << what << "; it may preempt and is not patient";
+      EXPECT_EQ(d.patient_until_ms, g.created + opts_.rules.patience_ms) << what;
+      return;
+    }
     ++(can ? seen_.first_preempts : seen_.first_waits);
     EXPECT_EQ(d.verdict, can ? Verdict::kPreempt : Verdict::kWait) << what << "; it may preempt";
     if (d.verdict != Verdict::kPreempt) return;
@@ -402,6 +418,14 @@ class RoundChecker {
       }
       EXPECT_FALSE(Fits(g, rest)) << what << "; it fits without victim " << v;
     }
+  }
+
+  // Patience, restated: younger than patience_ms, and the work a victim loses, since its run
+  // started or, if later, it checkpointed.
+  bool Young(const GangView& g) const { return opts_.now_ms - g.created < opts_.rules.patience_ms; }
+  int64_t Lost(const GangView& v) const {
+    const int64_t since = std::max(v.start_ms, v.checkpoint_ms);
+    return v.start_ms > 0 && opts_.now_ms > since ? opts_.now_ms - since : 0;
   }
 
   bool Uses(const GangDecision& d, const std::vector<bool>& nodes) const {
@@ -525,6 +549,8 @@ Coverage& Coverage::operator+=(const Coverage& o) {
   protected_spared += o.protected_spared;
   protected_taken += o.protected_taken;
   at_limit_spared += o.at_limit_spared;
+  patient_waits += o.patient_waits;
+  patient_preempts += o.patient_preempts;
   return *this;
 }
 
@@ -533,7 +559,9 @@ PreemptionRules PropertyRules() {
           .min_run_ms = 5'000,
           .max_preemptions = 2,
           .preemption_limit = 3,
-          .window_ms = 3'600'000};
+          .window_ms = 3'600'000,
+          .patience_ms = 20'000,  // Young in the first two rounds (property_test.cc).
+          .patience_loss_ms = 4'000};
 }
 
 Coverage CheckRound(const core::ClusterSnapshot& snap, const AdmissionOptions& opts,

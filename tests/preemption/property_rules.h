@@ -46,7 +46,11 @@ bool Eligible(const core::PodInfo& pod, const core::Node& node);
 //    than max_preemptions times in a window but to start a gang nothing else can make room for;
 //  - (h) preemption limit: a gang preempted preemption_limit times in the window is no victim
 //    (checked with (d): the first gang to run waits when only such gangs could free enough), and
-//    does not pass a waiting gang of higher priority (checked with (c)).
+//    does not pass a waiting gang of higher priority (checked with (c));
+//  - (i) patience: a gang younger than patience_ms takes no victim that would lose more than
+//    patience_loss_ms (backfilled behind it: any); the first gang to run that could preempt
+//    waits only when it is that young and such a victim is among those it may take, and says
+//    until when.
 // A waiting gang is a complete, feasible gang that neither starts nor preempts.
 // Returns how often the round met the cases the checks are about.
 struct Coverage {
@@ -63,6 +67,9 @@ struct Coverage {
   int protected_spared = 0;  // (g) First gangs that preempt while protected victims run,
   int protected_taken = 0;   // and those that take one.
   int at_limit_spared = 0;   // (h) First gangs to run beside a gang at its preemption limit.
+  int patient_waits = 0;     // (i) First gangs to run that wait on their patience,
+  int patient_preempts = 0;  // and victims of young preemptors.
+
   Coverage& operator+=(const Coverage& o);
 };
 // The rules' settings the random worlds are drawn against (property_world.h).

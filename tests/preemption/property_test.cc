@@ -28,6 +28,7 @@ AdmissionOptions OptionsFor(int seed, Setting s) {
   opts.backfill = s.backfill;
   opts.preemption = s.preemption;
   opts.rules = PropertyRules();
+  if (seed % 2 == 0) opts.rules.patience_ms = 0;  // Half the seeds without patience.
   return opts;
 }
 
@@ -127,6 +128,8 @@ TEST(PropertyCoverageTest, EveryCheckMeetsItsCase) {
     EXPECT_EQ(seen.protected_spared > 0, s.preemption);
     EXPECT_EQ(seen.protected_taken > 0, s.preemption);
     EXPECT_EQ(seen.at_limit_spared > 0, s.preemption);
+    EXPECT_EQ(seen.patient_waits > 0, s.preemption);
+    EXPECT_EQ(seen.patient_preempts > 0, s.preemption);
   }
 }
 

@@ -156,6 +156,7 @@ TEST(Simulator, MinimumRunReachesTheEngine) {
                     "500,50,4,90\n");
   SimOptions o;
   o.checkpoint_interval_ms = 0;
+  o.rules.patience_ms = 0;  // Both victims would lose minutes: H would wait for its patience.
   SimResult protect = Replay(s, Policy::kPhalanx, o);
   EXPECT_EQ(protect.jobs[0].preemptions, 1);
   EXPECT_EQ(protect.jobs[1].preemptions, 0);
@@ -163,6 +164,26 @@ TEST(Simulator, MinimumRunReachesTheEngine) {
   SimResult young = Replay(s, Policy::kPhalanx, o);
   EXPECT_EQ(young.jobs[0].preemptions, 0);
   EXPECT_EQ(young.jobs[1].preemptions, 1);
+}
+
+// One 4-GPU node, victims exit 5 s after the mark. L (low, 4 GPUs, 10000 s) at 0, H (high, 4
+// GPUs, 50 s) at 600. With checkpoints every 500 s, L has lost 100 s of work: H takes it at once.
+// Without, L would lose 600 s, more than the 5 minutes a young preemptor spares: H waits for its
+// patience, 30 minutes from its submission, and only its end brings the round that takes L.
+TEST(Simulator, PatienceReachesTheEngine) {
+  Scenario s = Make("1x4",
+                    "submit_time,duration,num_gpus,priority\n"
+                    "0,10000,4,10\n"
+                    "600,50,4,90\n");
+  SimOptions o;
+  o.preempt_exit_ms = 5000;
+  o.checkpoint_interval_ms = 500'000;
+  SimResult saved = Replay(s, Policy::kPhalanx, o);
+  EXPECT_EQ(saved.jobs[1].first_start_ms, 605'000);
+  o.checkpoint_interval_ms = 0;
+  SimResult unsaved = Replay(s, Policy::kPhalanx, o);
+  EXPECT_EQ(unsaved.jobs[0].preemptions, 1);
+  EXPECT_EQ(unsaved.jobs[1].first_start_ms, 600'000 + 1'800'000 + 5'000);
 }
 
 // One 4-GPU node, no checkpoints, victims exit 5 s after the mark, reruns cost 60 s more. L (low,
@@ -179,6 +200,7 @@ TEST(Simulator, JobPreemptedThreeTimes) {
   o.checkpoint_interval_ms = 0;
   o.preempt_exit_ms = 5000;
   o.rules.restart_overhead_ms = 60000;
+  o.rules.patience_ms = 0;  // L loses minutes each time: each H would wait for its patience.
   Seen seen;
   SimResult r = ReplaySeeing(s, Policy::kPhalanx, o, "replay/j0-0", seen);
   EXPECT_EQ(r.jobs[0].preemptions, 3);
