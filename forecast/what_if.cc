@@ -77,6 +77,7 @@ class Asker {
       p.gang = gang;
       p.gang_size = pods;
       p.priority = priority;
+      p.creation_ms = opt_.now_ms;  // The master recreates the pods (rules.h: patience restarts).
       p.requests.Set(opt_.slots.gpu_resource, per_pod);
       if (placed_like != nullptr) {
         p.pool = placed_like->pool;

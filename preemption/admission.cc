@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "gang/planner.h"
 #include "preemption/holds.h"
 #include "preemption/queue.h"
@@ -183,12 +184,13 @@ class Round {
       absl::StrAppend(&plan.reason, "; no set of lower-priority preemptible gangs frees enough");
       return plan;
     }
-    if (const int64_t loss = DearestLoss(g, choice->victims);
-        WaitsToPreempt(g, loss, opt_.rules, opt_.now_ms)) {
-      absl::StrAppend(&plan.reason, "; preempting now would lose ", MinutesText(loss),
+    if (const int64_t loss = DearestLoss(choice->victims);
+        WaitsToPreempt(g, loss, opt_.rules, opt_.now_ms) && !CheaperChoice(g, cap, *choice)) {
+      absl::StrAppend(&plan.reason, "; preempting now would lose ", DurationText(loss),
                       " of a run's work: it waits for capacity or a checkpoint, until ",
-                      MinutesText(opt_.rules.patience_ms), " after its creation");
+                      DurationText(opt_.rules.patience_ms), " after its creation");
       patient_until_ms_ = g.creation_ms + opt_.rules.patience_ms;
+      claimed_.insert(choice->victims.begin(), choice->victims.end());  // Spared for `g`.
       return plan;
     }
     for (const auto& [n, r] : choice->freed) cap[n] += r;
@@ -196,16 +198,48 @@ class Round {
     return choice->plan;
   }
 
-  // The most work one of `victims` loses, those backfilled behind `g` left out (rules.h).
-  int64_t DearestLoss(const Gang& g, const std::vector<const Gang*>& victims) const {
+  // The most work one of `victims` loses, backfilled gangs left out (rules.h WaitsToPreempt).
+  int64_t DearestLoss(const std::vector<const Gang*>& victims) const {
     int64_t loss = 0;
     for (const Gang* v : victims) {
-      if (v->backfilled_behind != g.key) loss = std::max(loss, LostWorkMs(*v, opt_.now_ms));
+      if (!v->backfilled) loss = std::max(loss, LostWorkMs(*v, opt_.now_ms));
     }
     return loss;
   }
 
-  static std::string MinutesText(int64_t ms) { return absl::StrCat(ms / 60'000, " min"); }
+  // A set of victims `g` takes while patient, searched for with the dear victims of `choice` and
+  // of each set found left out, kCheaperSearches times at most; replaces `choice` when found. It
+  // takes no protected victim (rules.h ProtectionTier): waiting spares those too.
+  static constexpr int kCheaperSearches = 2;
+  bool CheaperChoice(const Gang& g, const Capacity& cap, VictimChoice& choice) const {
+    absl::flat_hash_set<const Gang*> left_out = claimed_;
+    const VictimChoice* last = &choice;
+    std::optional<VictimChoice> found;
+    for (int i = 0; i < kCheaperSearches; ++i) {
+      for (const Gang* v : last->victims) {
+        if (!v->backfilled && LostWorkMs(*v, opt_.now_ms) > opt_.rules.patience_loss_ms) {
+          left_out.insert(v);
+        }
+      }
+      found = ChooseVictims(planner_, g, cap, left_out, opt_.rules, opt_.now_ms,
+                            level_held_.empty() ? nullptr : &level_held_);
+      if (!found) return false;
+      const bool spares_protected = std::none_of(
+          found->victims.begin(), found->victims.end(),
+          [&](const Gang* v) { return ProtectionTier(*v, g, opt_.rules, opt_.now_ms) > 0; });
+      if (spares_protected &&
+          !WaitsToPreempt(g, DearestLoss(found->victims), opt_.rules, opt_.now_ms)) {
+        choice = *std::move(found);
+        return true;
+      }
+      last = &*found;
+    }
+    return false;
+  }
+
+  static std::string DurationText(int64_t ms) {
+    return absl::FormatDuration(absl::Seconds(ms / 1000));
+  }
 
   void Commit(const Gang& g, const GangPlan& plan, const Capacity& cap,
               const std::vector<const Gang*>& victims, GangDecision& d) {

@@ -14,8 +14,9 @@
 //      G may backfill provisionally (with backfill and preemption on, rules.h
 //      MayBackfillProvisionally) on `free`, the held nodes included, as the holder's to take back;
 //      if that fails too and preemption is on, victims are chosen (victims.h, rules.h) and
-//      marked: PREEMPT, unless G is still patient with them (rules.h WaitsToPreempt): then G
-//      waits until patient_until_ms at most, and its shape is not taken to fail.
+//      marked: PREEMPT, unless G is still patient with them (rules.h WaitsToPreempt) and no set
+//      without dear victims frees enough either: then G waits until patient_until_ms at most, its
+//      shape is not taken to fail, and the victims it would take are not taken by later gangs.
 //   3. A plan is allowed only if, for every gang B that waits ahead of G and may use one of the
 //      plan's nodes where G takes what B is short of (rules.h MayPassOn), backfill is on and either
 //      B has G's priority or B could later reclaim G (preemption on, G preemptible). Such a plan on

@@ -106,6 +106,7 @@ TEST(ForecasterTest, OutlookReachesPodsQueueAndGauges) {
   Metrics metrics;
   preemption::AdmissionOptions admission;
   admission.slots.max_slots_per_pod = 4;
+  admission.rules.patience_ms = 0;  // `running` has lost 10 minutes: a patient gang would wait.
   Forecaster forecaster(
       admission, 15'000, 16,
       ForecasterDeps{

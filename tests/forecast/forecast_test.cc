@@ -19,9 +19,11 @@ using testing::GpuNode;
 constexpr int64_t kMin = 60'000;
 constexpr int32_t kP1 = 60, kP2 = 50, kP3 = 40;  // The seeds' priorities 1, 2, 3.
 
+// Exact steps, and preemption at once (no patience: preemption/rules.h), as the seeds describe.
 ForecastOptions Exact(int32_t max_slots_per_pod) {
   ForecastOptions o;
   o.admission.slots.max_slots_per_pod = max_slots_per_pod;
+  o.admission.rules.patience_ms = 0;
   o.step_ms = 0;
   o.step_fraction = 0;
   return o;
@@ -98,6 +100,7 @@ TEST(ForecastTest, SevenStepExamplePreemptorStartsWhenItsVictimsExit) {
   ForecastOptions o = Exact(4);
   o.admission.now_ms = c.now_ms;
   o.admission.rules.restart_overhead_ms = kMin;
+  o.admission.rules.patience_ms = preemption::PreemptionRules().patience_ms;
   const ForecastResult patient = Forecast(c.snapshot(), o, model);
   ASSERT_TRUE(EtaOf(patient, "default/dist-1").start_ms);
   EXPECT_EQ(*EtaOf(patient, "default/dist-1").start_ms, 200 + 30 * kMin + o.preempt_exit_ms);

@@ -44,6 +44,22 @@ TEST(WhatIfTest, FewerSlotsAndHigherPriority) {
   EXPECT_EQ(w->ahead, std::vector<std::string>{"default/head"});
 }
 
+// The master recreates the pods of a changed gang, so its patience (preemption/rules.h) starts
+// again: 20 minutes into `full`'s and `half`'s runs, a higher priority would not start `big` now,
+// unless patience is off.
+TEST(WhatIfTest, AHigherPriorityIsPatientAsRecreatedPodsAre) {
+  Cluster c = Example();
+  preemption::AdmissionOptions o = Options();
+  o.now_ms = c.now_ms + 20 * 60'000;
+  absl::StatusOr<WhatIf> w = AskWhatIf(c.snapshot(), o, "default/big");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_FALSE(w->priority_now);
+  o.rules.patience_ms = 0;
+  w = AskWhatIf(c.snapshot(), o, "default/big");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->priority_now, 51);
+}
+
 // The checks are bounded: with one, only 4 slots is tried (and fails), so nothing is answered.
 TEST(WhatIfTest, BoundedChecks) {
   Cluster c = Example();
