@@ -184,7 +184,7 @@ class Round {
       absl::StrAppend(&plan.reason, "; no set of lower-priority preemptible gangs frees enough");
       return plan;
     }
-    if (const int64_t loss = DearestLoss(choice->victims);
+    if (const int64_t loss = DearestLoss(g, choice->victims);
         WaitsToPreempt(g, loss, opt_.rules, opt_.now_ms) && !CheaperChoice(g, cap, *choice)) {
       absl::StrAppend(&plan.reason, "; preempting now would lose ", DurationText(loss),
                       " of a run's work: it waits for capacity or a checkpoint, until ",
@@ -198,11 +198,12 @@ class Round {
     return choice->plan;
   }
 
-  // The most work one of `victims` loses, backfilled gangs left out (rules.h WaitsToPreempt).
-  int64_t DearestLoss(const std::vector<const Gang*>& victims) const {
+  // The most work one of `victims` loses, those backfilled behind `g` left out (rules.h
+  // WaitsToPreempt).
+  int64_t DearestLoss(const Gang& g, const std::vector<const Gang*>& victims) const {
     int64_t loss = 0;
     for (const Gang* v : victims) {
-      if (!v->backfilled) loss = std::max(loss, LostWorkMs(*v, opt_.now_ms));
+      if (v->backfilled_behind != g.key) loss = std::max(loss, LostWorkMs(*v, opt_.now_ms));
     }
     return loss;
   }
@@ -217,7 +218,8 @@ class Round {
     std::optional<VictimChoice> found;
     for (int i = 0; i < kCheaperSearches; ++i) {
       for (const Gang* v : last->victims) {
-        if (!v->backfilled && LostWorkMs(*v, opt_.now_ms) > opt_.rules.patience_loss_ms) {
+        if (v->backfilled_behind != g.key &&
+            LostWorkMs(*v, opt_.now_ms) > opt_.rules.patience_loss_ms) {
           left_out.insert(v);
         }
       }
@@ -228,7 +230,7 @@ class Round {
           found->victims.begin(), found->victims.end(),
           [&](const Gang* v) { return ProtectionTier(*v, g, opt_.rules, opt_.now_ms) > 0; });
       if (spares_protected &&
-          !WaitsToPreempt(g, DearestLoss(found->victims), opt_.rules, opt_.now_ms)) {
+          !WaitsToPreempt(g, DearestLoss(g, found->victims), opt_.rules, opt_.now_ms)) {
         choice = *std::move(found);
         return true;
       }

@@ -16,7 +16,8 @@
 //     gang is not backfilled on nodes held for a blocked gang, and one at the limit does not pass
 //     a blocked gang of higher priority (admission.cc), since neither could be taken back freely.
 //   - WaitsToPreempt (patience): a gang younger than patience_ms (since its creation) does not
-//     take victims of which one, backfilled gangs left out, would lose more than patience_loss_ms
+//     take victims of which one, those backfilled behind it left out, would lose more than
+//     patience_loss_ms
 //     of work (LostWorkMs: since its run started or its last checkpoint). It looks for a set
 //     without such victims, and without protected ones (admission.cc); failing that, it waits as a
 //     blocked gang, for capacity to free or the victims to checkpoint, and the victims it would
@@ -77,7 +78,7 @@ int ProtectionTier(const core::Gang& victim, const core::Gang& by, const Preempt
 // its last checkpoint; 0 for a gang that has not started.
 int64_t LostWorkMs(const core::Gang& victim, int64_t now_ms);
 // Whether `by`, younger than patience_ms, waits rather than take victims of which the dearest
-// (backfilled ones left out) loses `dearest_loss_ms`.
+// (those backfilled behind it left out) loses `dearest_loss_ms`.
 bool WaitsToPreempt(const core::Gang& by, int64_t dearest_loss_ms, const PreemptionRules& r,
                     int64_t now_ms);
 bool MayBackfillProvisionally(const core::Gang& g, const PreemptionRules& r, int64_t now_ms);

@@ -63,7 +63,6 @@ struct GangView {
   bool all_holding = true;  // Every pod does.
   std::string marked_by;    // Set when marked for preemption.
   std::string backfilled_behind;
-  bool backfilled = false;
   int64_t start_ms = 0;
   int64_t checkpoint_ms = 0;
   size_t recent_preemptions = 0;
@@ -120,7 +119,6 @@ class RoundChecker {
     g.all_holding &= holds;
     if (p.preempt_requested) g.marked_by = p.preempted_by;
     if (!p.backfilled_behind.empty()) g.backfilled_behind = p.backfilled_behind;
-    g.backfilled |= p.backfilled;
     g.start_ms = p.start_ms;
     g.checkpoint_ms = std::max(g.checkpoint_ms, p.checkpoint_ms);
     g.recent_preemptions =
@@ -342,7 +340,7 @@ class RoundChecker {
         const GangView& victim = it->second;
         EXPECT_TRUE(victim.Running() && !victim.Marked()) << "(d) " << v << " for " << d.gang;
         EXPECT_TRUE(MayTake(g, victim)) << "(d) " << v << " may not be taken by " << d.gang;
-        if (Young(g) && !victim.backfilled) {
+        if (Young(g) && victim.backfilled_behind != d.gang) {
           ++seen_.patient_preempts;
           EXPECT_LE(Lost(victim), opts_.rules.patience_loss_ms)
               << "(i) " << d.gang << ", still patient, takes " << v << ", which loses more";
@@ -401,7 +399,7 @@ class RoundChecker {
     if (can && d.verdict == Verdict::kWait) {
       ++seen_.patient_waits;
       const bool dear = std::any_of(candidates.begin(), candidates.end(), [&](const auto* c) {
-        return !c->backfilled && Lost(*c) > opts_.rules.patience_loss_ms;
+        return c->backfilled_behind != g.key && Lost(*c) > opts_.rules.patience_loss_ms;
       });
       EXPECT_TRUE(Young(g) && dear) << "(i) " << what << "; it may preempt and is not patient";
       EXPECT_EQ(d.patient_until_ms, g.created + opts_.rules.patience_ms) << what;

@@ -48,8 +48,8 @@ bool Eligible(const core::PodInfo& pod, const core::Node& node);
 //    (checked with (d): the first gang to run waits when only such gangs could free enough), and
 //    does not pass a waiting gang of higher priority (checked with (c));
 //  - (i) patience: a gang younger than patience_ms takes no victim that would lose more than
-//    patience_loss_ms (backfilled ones: any); the first gang to run that could preempt waits only
-//    when it is that young and such a victim is among those it may take, and says until when;
+//    patience_loss_ms (backfilled behind it: any); the first gang to run that could preempt waits
+//    only when it is that young and such a victim is among those it may take, and says until when;
 //    no other decision names such a time.
 // A waiting gang is a complete, feasible gang that neither starts nor preempts.
 // Returns how often the round met the cases the checks are about.
