@@ -96,6 +96,11 @@ InformerCounters Informer::counters() const {
   return c;
 }
 
+std::string Informer::pods_resource_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pods_resource_version_;
+}
+
 void Informer::Changed() {
   dirty_ = true;
   ++version_;
@@ -157,6 +162,7 @@ absl::StatusOr<std::string> Informer::Relist(Kind kind) {
   for (core::PodInfo& p : pod_infos) builder_.UpsertPod(std::move(p));
   for (core::Node& n : nodes) builder_.UpsertNode(std::move(n));
   cached = std::move(listed);
+  if (pods) pods_resource_version_ = *version;
   synced_[static_cast<int>(kind)] = true;
   Changed();
   return version;
@@ -168,6 +174,7 @@ void Informer::ApplyEvent(Kind kind, EventType type, simdjson::dom::element obje
     std::string key = MetaString(object, pods ? "uid" : "name");
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.events;
+    if (pods) pods_resource_version_ = MetaString(object, "resourceVersion");
     if (pods && pod_uids_.erase(key) > 0) {
       builder_.RemovePod(key);
       Changed();
@@ -183,6 +190,7 @@ void Informer::ApplyEvent(Kind kind, EventType type, simdjson::dom::element obje
                               : (node = DecodeNode(object)).status();
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.events;
+  if (pods) pods_resource_version_ = MetaString(object, "resourceVersion");
   if (!decoded.ok()) {
     // The last good version (if any) stays: it is the best estimate of what the object holds.
     ++counters_.decode_errors;

@@ -66,6 +66,9 @@ class Informer {
   bool HasSynced() const;
   bool WaitForSync(absl::Duration timeout) const;
   InformerCounters counters() const;
+  // The resourceVersion of the last pod list or event applied ("" before the first list): every
+  // pod change up to it is in the next Snapshot(). Read it before the snapshot it stands for.
+  std::string pods_resource_version() const;
   // Ends the open watches; each resumes from its last resourceVersion.
   void RestartWatches();
 
@@ -95,6 +98,7 @@ class Informer {
   absl::flat_hash_set<std::string> node_names_;
   absl::flat_hash_set<std::string> pod_uids_;
   InformerCounters counters_;
+  std::string pods_resource_version_;
   std::thread threads_[2];
 };
 

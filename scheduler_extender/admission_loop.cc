@@ -363,7 +363,8 @@ bool AdmissionLoop::AwaitingWrites(const core::ClusterSnapshot& snap) {
   return false;
 }
 
-preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap) {
+preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap,
+                                               absl::string_view seen_version) {
   Recover(snap, Replan(snap));
   // The wait for writes runs from when the last one was sent (sending them may take long).
   awaited_since_ms_ = deps_.now_ms();
@@ -377,7 +378,7 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
   preemption::RoundResult r = preemption::RunAdmissionRound(snap, opts);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   // Published before the writes, so /debug/queue never lags what the pods' annotations show.
-  Publish(r, took.count());
+  Publish(r, took.count(), seen_version);
   const absl::flat_hash_set<std::string> avoiding = NoteAvoidedNodes(snap);
   for (const GangDecision& d : r.decisions) {
     if (!Leads()) break;
@@ -418,9 +419,10 @@ void AdmissionLoop::Run(const std::atomic<bool>& stop) {
     }
     led = true;
     version = deps_.wait_for_change(version, resync_ms_);
+    const std::string seen = deps_.cache_version ? deps_.cache_version() : "";
     std::shared_ptr<const core::ClusterSnapshot> snap = deps_.snapshot();
     if (snap == nullptr || !Leads() || AwaitingWrites(*snap)) continue;
-    RunOnce(*snap);
+    RunOnce(*snap, seen);
   }
 }
 
@@ -432,7 +434,8 @@ void AdmissionLoop::Follow() {
   queue_json_ = R"({"leading":false,"gangs":[]})";
 }
 
-void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
+void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds,
+                            absl::string_view seen_version) {
   std::vector<std::string> gangs;
   absl::flat_hash_map<std::string, double> counts;
   for (const GangDecision& d : r.decisions) {
@@ -455,7 +458,10 @@ void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
     deps_.metrics->SetGangs("infeasible", counts["INFEASIBLE"]);
   }
   absl::MutexLock lock(&mu_);
-  queue_json_ = absl::StrCat("{\"gangs\":[", absl::StrJoin(gangs, ","), "]}");
+  const std::string seen = seen_version.empty()
+                               ? ""
+                               : absl::StrCat(",\"seen_version\":", EncodeJsonString(seen_version));
+  queue_json_ = absl::StrCat("{\"gangs\":[", absl::StrJoin(gangs, ","), "]", seen, "}");
 }
 
 std::string AdmissionLoop::DebugQueueJson() {

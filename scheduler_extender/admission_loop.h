@@ -37,6 +37,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/snapshot.h"
 #include "kube/client.h"
@@ -64,6 +65,9 @@ struct LoopDeps {
   // Whether this replica leads (leadership.h); null: always. A follower runs no round, and a
   // round stops writing once it no longer leads.
   std::function<bool()> leads;
+  // The cache's pods resourceVersion (Informer::pods_resource_version), read before each
+  // snapshot: /debug/queue says which cluster state its round saw. Null: not said.
+  std::function<std::string()> cache_version;
 };
 
 class AdmissionLoop {
@@ -75,11 +79,14 @@ class AdmissionLoop {
         deps_(std::move(deps)),
         refusals_(std::move(refusals)) {}
 
-  // Recovers half-done admissions, runs one round on `snap` and applies it.
-  preemption::RoundResult RunOnce(const core::ClusterSnapshot& snap);
+  // Recovers half-done admissions, runs one round on `snap` and applies it. `seen_version`: the
+  // pods resourceVersion `snap` holds every change up to, shown in DebugQueueJson ("" if unknown).
+  preemption::RoundResult RunOnce(const core::ClusterSnapshot& snap,
+                                  absl::string_view seen_version = "");
   // Rounds until `stop` is set, while this replica leads.
   void Run(const std::atomic<bool>& stop);
-  // The last round as JSON: queue order, each gang's state, position, reason and nodes.
+  // The last round as JSON: queue order, each gang's state, position, reason and nodes, and the
+  // pods resourceVersion its snapshot holds every change up to ("seen_version", when known).
   std::string DebugQueueJson();
 
  private:
@@ -135,7 +142,7 @@ class AdmissionLoop {
   absl::Status MergePatch(const core::PodInfo& pod, const std::string& patch);
   // True while a write of the last round is not yet visible in `snap` (and not timed out).
   bool AwaitingWrites(const core::ClusterSnapshot& snap);
-  void Publish(const preemption::RoundResult& r, double seconds);
+  void Publish(const preemption::RoundResult& r, double seconds, absl::string_view seen_version);
   bool Leads() const { return !deps_.leads || deps_.leads(); }
   // Aborted once this replica no longer leads: every write checks it first, so a round that
   // loses the lead stops at its next write (a half-done gang is recovered from pod state).

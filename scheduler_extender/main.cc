@@ -111,7 +111,8 @@ int Main(int argc, char** argv) {
                                   },
                               .now_ms = NowMs,
                               .outlook = [&] { return forecaster.Latest(); },
-                              .leads = leads},
+                              .leads = leads,
+                              .cache_version = [&] { return informer.pods_resource_version(); }},
                      Refusals(config->refused_placement_timeout_ms, config->avoid_node_memory_ms));
   ServerDeps deps{
       .verbs = &verbs,

@@ -1,6 +1,6 @@
 // AdmissionLoop against a scripted API server: a gang whose planned capacity a foreign gang
 // reserves (at filter time) while the round's writes are in flight is not written; it waits for
-// the next round.
+// the next round. /debug/queue says which pods resourceVersion its round saw.
 #include "scheduler_extender/admission_loop.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +62,25 @@ TEST(AdmissionLoopTest, AGangWhoseCapacityWasReservedMeanwhileWaits) {
   }
   EXPECT_FALSE(book.NodeFor("default/second", "default/second-0", 0).has_value());
   EXPECT_TRUE(book.NodeFor("default/first", "default/first-0", 0).has_value());
+}
+
+TEST(AdmissionLoopTest, TheQueueSaysWhichCacheVersionItsRoundSaw) {
+  core::SnapshotBuilder b;
+  b.UpsertNode(testing::GpuNode("n", 8));
+  std::shared_ptr<const core::ClusterSnapshot> snap = b.Build();
+  ScriptedServer server([](const ScriptedRequest&) {
+    return ScriptedResponse{200, {R"({"kind":"Pod"})"}};
+  });
+  kube::Client client(kube::Config{.server = server.url()});
+  AdmissionLoop loop(
+      preemption::AdmissionOptions{}, /*resync_ms=*/1000,
+      LoopDeps{
+          .client = &client, .snapshot = [&] { return snap; }, .now_ms = [] { return int64_t{0}; }},
+      Refusals(0, 60'000));
+  loop.RunOnce(*snap, "4711");
+  EXPECT_EQ(loop.DebugQueueJson(), R"({"gangs":[],"seen_version":"4711"})");
+  loop.RunOnce(*snap);
+  EXPECT_EQ(loop.DebugQueueJson(), R"({"gangs":[]})");
 }
 
 }  // namespace

@@ -470,6 +470,7 @@ void ExtenderE2eTest::Settle() {
   bool settled = WaitUntil(
       [&] {
         if (absl::Now() - watcher_->last_event() < absl::Seconds(3)) return false;
+        if (!ExtenderSaw(watcher_->last_version())) return false;
         for (const PodState& p : Pods()) {
           if (!p.Live()) continue;
           if (!p.info.gated && p.info.node.empty()) return false;
@@ -480,7 +481,27 @@ void ExtenderE2eTest::Settle() {
         return true;
       },
       absl::Seconds(120));
-  EXPECT_TRUE(settled) << "pods did not settle in 120 s";
+  if (settled) return;
+  long code = 0;
+  const std::string queue = ExtenderGet("/debug/queue", &code).substr(0, 400);
+  ADD_FAILURE() << "pods did not settle in 120 s; the test saw pods up to version "
+                << watcher_->last_version() << ", the extender's /debug/queue (" << code
+                << "): " << queue;
+}
+
+bool ExtenderE2eTest::ExtenderSaw(uint64_t version) {
+  if (extender_ <= 0) return true;
+  long code = 0;
+  const std::string body = ExtenderGet("/debug/queue", &code);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (code != 200 || parser.parse(body).get(doc) != simdjson::SUCCESS) return false;
+  bool leading = true;
+  if (doc["leading"].get(leading) == simdjson::SUCCESS && !leading) return true;
+  std::string_view seen;
+  uint64_t seen_version = 0;
+  return doc["seen_version"].get(seen) == simdjson::SUCCESS &&
+         absl::SimpleAtoi(std::string(seen), &seen_version) && seen_version >= version;
 }
 
 void ExtenderE2eTest::Holds(const std::string& what, const std::function<bool()>& pred,

@@ -113,8 +113,13 @@ class ExtenderE2eTest : public ::testing::Test {
   // Polls Pods() until `pred` holds; false after `timeout`.
   bool WaitUntil(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(90));
   // Waits until the extender's decisions have landed: no pod is ungated and unbound, every gated
-  // pod has a pending reason and no placement, and no pod of the namespace changed for 3 s.
+  // pod has a pending reason and no placement, no pod of the namespace changed for 3 s, and the
+  // leading extender's last round saw every change the test saw (a stalled round or a lagging
+  // cache cannot pass for a settled cluster).
   void Settle();
+  // Whether the running extender's last round saw pod changes up to `version`; true when none
+  // runs here or it follows.
+  bool ExtenderSaw(uint64_t version);
   // Fails the test if `pred` stops holding within `period`.
   void Holds(const std::string& what, const std::function<bool()>& pred, absl::Duration period);
   QueueEntry Queued(const std::string& gang);

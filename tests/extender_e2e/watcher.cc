@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kube/decode.h"
@@ -230,6 +231,10 @@ void Watcher::Run(std::string resource_version) {
 
 void Watcher::Apply(bool deleted, const PodState& pod) {
   last_event_ = absl::Now();
+  uint64_t version = 0;
+  if (absl::SimpleAtoi(pod.resource_version, &version)) {
+    last_version_ = std::max(last_version_, version);
+  }
   auto it = pods_.find(pod.info.uid);
   const PodState* before = it == pods_.end() ? nullptr : &it->second;
   if (deleted) {
@@ -323,6 +328,11 @@ int64_t Watcher::placements() {
 absl::Time Watcher::last_event() {
   absl::MutexLock lock(&mu_);
   return last_event_;
+}
+
+uint64_t Watcher::last_version() {
+  absl::MutexLock lock(&mu_);
+  return last_version_;
 }
 
 }  // namespace phalanx::e2e

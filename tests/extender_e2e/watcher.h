@@ -77,6 +77,8 @@ class Watcher {
   int64_t bindings();    // Pods seen getting spec.nodeName.
   int64_t placements();  // Pods seen getting phalanx.io/placement.
   absl::Time last_event();
+  // The highest resourceVersion of the pod events seen (0 before the first).
+  uint64_t last_version();
 
  private:
   void Run(std::string resource_version);
@@ -103,6 +105,7 @@ class Watcher {
   int64_t bindings_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t placements_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_event_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  uint64_t last_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::string watch_error_ ABSL_GUARDED_BY(mu_) = "none";  // The last failed watch's.
 };
 

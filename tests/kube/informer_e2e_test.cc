@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -124,16 +125,26 @@ TEST_F(KubeInformerE2eTest, SnapshotFollowsNodesAndPodsThroughForcedWatchRestart
                   ->Patch(kNodes, "", node_, PatchType::kStrategicMerge,
                           R"({"spec":{"unschedulable":false,"taints":[]}})")
                   .ok());
-  ASSERT_TRUE(client_
-                  ->Patch(kPods, "default", pod_, PatchType::kMerge,
-                          R"({"metadata":{"labels":{"phalanx.io/preempt":"requested"}}})")
-                  .ok());
+  absl::StatusOr<std::string> marked =
+      client_->Patch(kPods, "default", pod_, PatchType::kMerge,
+                     R"({"metadata":{"labels":{"phalanx.io/preempt":"requested"}}})");
+  ASSERT_TRUE(marked.ok()) << marked.status();
   ASSERT_TRUE(Eventually(informer, [&](const Snapshot& s) {
     std::optional<int> i = s.NodeIndex(node_);
     const core::PodInfo* p = s.FindPod(uid);
     return i && !s.node(*i).unschedulable && s.node(*i).taints.empty() && p != nullptr &&
            p->preempt_requested;
   }));
+  // The cache's pods resourceVersion is at least the mark's.
+  simdjson::dom::parser parser;
+  std::string_view mark_version;
+  ASSERT_EQ(parser.parse(*marked)["metadata"]["resourceVersion"].get(mark_version),
+            simdjson::SUCCESS);
+  uint64_t mark = 0, seen = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(std::string(mark_version), &mark)) << mark_version;
+  ASSERT_TRUE(absl::SimpleAtoi(informer.pods_resource_version(), &seen))
+      << informer.pods_resource_version();
+  EXPECT_GE(seen, mark);
 
   DeleteOptions now;
   now.grace_period_seconds = 0;
