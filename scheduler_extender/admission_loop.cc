@@ -378,7 +378,7 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
   preemption::RoundResult r = preemption::RunAdmissionRound(snap, opts);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   // Published before the writes, so /debug/queue never lags what the pods' annotations show.
-  Publish(r, took.count(), seen_version);
+  Publish(r, took.count());
   const absl::flat_hash_set<std::string> avoiding = NoteAvoidedNodes(snap);
   for (const GangDecision& d : r.decisions) {
     if (!Leads()) break;
@@ -404,6 +404,8 @@ preemption::RoundResult AdmissionLoop::RunOnce(const core::ClusterSnapshot& snap
   absl::flat_hash_set<absl::string_view> queued;
   for (const GangDecision& d : r.decisions) queued.insert(d.gang);
   absl::erase_if(reasons_, [&](const auto& kv) { return !queued.contains(kv.first); });
+  absl::MutexLock lock(&mu_);
+  applied_version_ = std::string(seen_version);  // Only once the round's writes are sent.
   return r;
 }
 
@@ -432,10 +434,10 @@ void AdmissionLoop::Follow() {
   reasons_.clear();
   absl::MutexLock lock(&mu_);
   queue_json_ = R"({"leading":false,"gangs":[]})";
+  applied_version_.clear();
 }
 
-void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds,
-                            absl::string_view seen_version) {
+void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds) {
   std::vector<std::string> gangs;
   absl::flat_hash_map<std::string, double> counts;
   for (const GangDecision& d : r.decisions) {
@@ -458,15 +460,14 @@ void AdmissionLoop::Publish(const preemption::RoundResult& r, double seconds,
     deps_.metrics->SetGangs("infeasible", counts["INFEASIBLE"]);
   }
   absl::MutexLock lock(&mu_);
-  const std::string seen = seen_version.empty()
-                               ? ""
-                               : absl::StrCat(",\"seen_version\":", EncodeJsonString(seen_version));
-  queue_json_ = absl::StrCat("{\"gangs\":[", absl::StrJoin(gangs, ","), "]", seen, "}");
+  queue_json_ = absl::StrCat("{\"gangs\":[", absl::StrJoin(gangs, ","), "]}");
 }
 
 std::string AdmissionLoop::DebugQueueJson() {
   absl::MutexLock lock(&mu_);
-  return queue_json_;
+  if (applied_version_.empty()) return queue_json_;
+  return absl::StrCat(absl::string_view(queue_json_).substr(0, queue_json_.size() - 1),
+                      ",\"seen_version\":", EncodeJsonString(applied_version_), "}");
 }
 
 }  // namespace phalanx::extender

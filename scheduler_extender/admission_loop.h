@@ -85,8 +85,9 @@ class AdmissionLoop {
                                   absl::string_view seen_version = "");
   // Rounds until `stop` is set, while this replica leads.
   void Run(const std::atomic<bool>& stop);
-  // The last round as JSON: queue order, each gang's state, position, reason and nodes, and the
-  // pods resourceVersion its snapshot holds every change up to ("seen_version", when known).
+  // The last round as JSON: queue order, each gang's state, position, reason and nodes; and
+  // "seen_version", when known: the pods resourceVersion that the last round whose writes were
+  // all sent saw every change up to.
   std::string DebugQueueJson();
 
  private:
@@ -142,7 +143,7 @@ class AdmissionLoop {
   absl::Status MergePatch(const core::PodInfo& pod, const std::string& patch);
   // True while a write of the last round is not yet visible in `snap` (and not timed out).
   bool AwaitingWrites(const core::ClusterSnapshot& snap);
-  void Publish(const preemption::RoundResult& r, double seconds, absl::string_view seen_version);
+  void Publish(const preemption::RoundResult& r, double seconds);
   bool Leads() const { return !deps_.leads || deps_.leads(); }
   // Aborted once this replica no longer leads: every write checks it first, so a round that
   // loses the lead stops at its next write (a half-done gang is recovered from pod state).
@@ -168,6 +169,8 @@ class AdmissionLoop {
   absl::flat_hash_set<std::string> held_;  // Gangs with seats in the book until their writes show.
   absl::Mutex mu_;
   std::string queue_json_ ABSL_GUARDED_BY(mu_) = "{\"gangs\":[]}";
+  // The seen_version of the last round whose writes were all sent.
+  std::string applied_version_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace phalanx::extender

@@ -51,7 +51,7 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
   // Each victim's trial resumes gated under its next run, from the checkpoint it reported.
   for (const std::string& v : victims) {
     const std::string next = v.substr(0, v.rfind("-r")) + "-r2";
-    EXPECT_TRUE(Gated(next)) << next;
+    EXPECT_TRUE(WaitUntil([&] { return Gated(next); })) << next;
     EXPECT_EQ(PodEnv(next, "PHALANX_LATEST_CHECKPOINT"), "ckpt-" + v);
   }
 
@@ -77,8 +77,12 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
       [&] { return Allocations(asha.job_id()).empty() && Allocations(dist1.job_id()).empty(); }));
   Settle();
   ShowQueue("4. ASHA and dist-1 complete; the notebook keeps running");
-  EXPECT_EQ(GetExperiment(asha.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);
-  EXPECT_EQ(GetExperiment(dist1.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);
+  for (int64_t id : {asha.id(), dist1.id()}) {
+    EXPECT_TRUE(WaitUntil([&] {
+      return GetExperiment(id).experiment().state() == v1::EXPERIMENT_STATE_COMPLETED;
+    })) << "experiment "
+        << id;
+  }
   EXPECT_TRUE(Running(notebook.allocation_id()));
 
   const v1::Experiment dist2 =
@@ -94,9 +98,13 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
   Settle();
   ShowQueue("6. priority-2 4-slot experiment: backfills onto the idle 4 GPUs");
   std::map<std::string, v1::JobState> states;
-  for (const v1::Job& j : Jobs()) states[j.job_id()] = j.state();
-  EXPECT_EQ(states[dist3.job_id()], v1::JOB_STATE_SCHEDULED_BACKFILLED);
-  EXPECT_EQ(states[dist2.job_id()], v1::JOB_STATE_QUEUED);
+  EXPECT_TRUE(WaitUntil([&] {  // As the master has seen the pods.
+    for (const v1::Job& j : Jobs()) states[j.job_id()] = j.state();
+    return states[dist3.job_id()] == v1::JOB_STATE_SCHEDULED_BACKFILLED &&
+           states[dist2.job_id()] == v1::JOB_STATE_QUEUED;
+  })) << "dist-3 "
+      << v1::JobState_Name(states[dist3.job_id()]) << ", dist-2 "
+      << v1::JobState_Name(states[dist2.job_id()]);
 
   KillTask(notebook.id());
   const std::vector<std::string> dist3_victims = CheckpointVictims(dist3.job_id(), 1);
@@ -109,7 +117,9 @@ TEST_F(MasterSevenStepE2e, SevenStepPriorityExample) {
   ShowQueue("7. ... dist-2 completes; dist-3 restarts from its checkpoint");
   const std::string resumed = RunningAllocations(dist3.job_id()).at(0);
   EXPECT_EQ(PodEnv(resumed, "PHALANX_LATEST_CHECKPOINT"), "ckpt-" + dist3_victims.at(0));
-  EXPECT_EQ(GetExperiment(dist2.id()).experiment().state(), v1::EXPERIMENT_STATE_COMPLETED);
+  EXPECT_TRUE(WaitUntil([&] {
+    return GetExperiment(dist2.id()).experiment().state() == v1::EXPERIMENT_STATE_COMPLETED;
+  }));
 }
 
 using MasterPriorityE2e = MasterE2eTest;
@@ -128,6 +138,11 @@ TEST_F(MasterPriorityE2e, AnyPriorityRunsUnderAClassOfItsOwnValue) {
   EXPECT_EQ(pods[0].info.priority, 70);
   EXPECT_EQ(Jobs().at(0).priority(), 70);
   EXPECT_TRUE(Jobs().at(0).running_priorities().empty());
+  // Once the master has seen it run: a change to a still-pending run recreates its pods.
+  ASSERT_TRUE(WaitUntil([&] {
+    const std::vector<v1::Job> jobs = Jobs();
+    return jobs.size() == 1 && jobs[0].state() == v1::JOB_STATE_SCHEDULED;
+  }));
 
   // The running trial keeps the priority its pods carry; the queue says so.
   SetExperimentPriority(e.id(), 80);

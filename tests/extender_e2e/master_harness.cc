@@ -300,7 +300,7 @@ std::unique_ptr<grpc::ClientContext> MasterE2eTest::AllocationCtx(const std::str
 bool MasterE2eTest::PreemptionSignalled(const std::string& allocation) {
   v1::WatchPreemptionRequest req;
   req.set_allocation_id(allocation);
-  req.set_timeout_seconds(1);
+  req.set_timeout_seconds(20);  // Returns as soon as it is signalled.
   v1::WatchPreemptionResponse resp;
   grpc::Status s = allocations_->WatchPreemption(AllocationCtx(allocation).get(), req, &resp);
   EXPECT_TRUE(s.ok()) << allocation << ": " << s.error_message();

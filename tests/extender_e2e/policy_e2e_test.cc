@@ -115,7 +115,11 @@ TEST_F(PolicyE2e, CheckpointedRunIsTheCheaperVictim) {
           .priority = 40,
           .position = 2,
           .affinity_host = NodeName("n", 0)});
-  ASSERT_TRUE(WaitUntil([&] { return Running("unsaved"); }));
+  // Once kwok has written each run's start, so that it cannot overwrite the one set below.
+  ASSERT_TRUE(WaitUntil([&] {
+    return Running("unsaved") && RunAge("saved") > absl::ZeroDuration() &&
+           RunAge("unsaved") > absl::ZeroDuration();
+  }));
   const absl::Time now = absl::Now();
   ASSERT_NO_FATAL_FAILURE(SetStartTime("saved", now - absl::Minutes(10)));
   ASSERT_NO_FATAL_FAILURE(SetStartTime("unsaved", now - absl::Minutes(10)));
@@ -137,18 +141,19 @@ TEST_F(PolicyE2e, CheckpointedRunIsTheCheaperVictim) {
   EXPECT_TRUE(Running("unsaved"));
 }
 
-// With min_run_before_preemption_ms at 15 s: "old" has run longer than that when "fresh" starts;
+// With min_run_before_preemption_ms at 2 min: "old" has run 3 min (the test reports it started
+// then, as its kubelet would; less than the 5 min patience allows losing) when "fresh" starts;
 // fresh has lost less work, yet the head takes old, which frees enough. A second head of the same
 // priority then finds only fresh to take back, and takes it while it is still young.
 TEST_F(PolicyE2e, FreshRunIsAVictimOnlyWhenNoOlderOneFreesEnough) {
-  constexpr absl::Duration kMinRun = absl::Seconds(15);
+  constexpr absl::Duration kMinRun = absl::Minutes(2);
   AddNodes("n", 2, 4);
   StartExtender(
       4, {absl::StrCat("--min-run-before-preemption-ms=", absl::ToInt64Milliseconds(kMinRun))});
   Submit({.name = "old", .gpus = 4, .priority = 40, .position = 1});
   ASSERT_TRUE(WaitUntil([&] { return Running("old") && RunAge("old") > absl::ZeroDuration(); }));
   const Nodes old_node = BoundNodes("old");
-  absl::SleepFor(kMinRun + absl::Seconds(1) - RunAge("old"));
+  ASSERT_NO_FATAL_FAILURE(SetStartTime("old", absl::Now() - kMinRun - absl::Minutes(1)));
   Submit({.name = "fresh", .gpus = 4, .priority = 40, .position = 2});
   ASSERT_TRUE(
       WaitUntil([&] { return Running("fresh") && RunAge("fresh") > absl::ZeroDuration(); }));

@@ -57,12 +57,12 @@ TEST_F(PreemptionE2e, WholeVictimGangIsMarkedAndHeadRunsOnReservedNode) {
   EXPECT_EQ(Queued("low").state, "WAIT");
 }
 
-// Victims that take 5 s to terminate, as under a kubelet with a grace period: their nodes stay
+// Victims that take 10 s to terminate, as under a kubelet with a grace period: their nodes stay
 // full until they are gone (the Watcher counts terminating pods against their nodes, as the engine
 // does), so the preemptor stays gated and unplaced meanwhile, and runs once they are gone.
 TEST_F(PreemptionE2e, PreemptorWaitsWhileVictimsTerminate) {
   AddNodes("n", 2, 4);
-  Submit({.name = "low", .pods = 2, .gpus = 4, .priority = 40, .position = 1, .exit_seconds = 5});
+  Submit({.name = "low", .pods = 2, .gpus = 4, .priority = 40, .position = 1, .exit_seconds = 10});
   StartExtender(4);
   ASSERT_TRUE(WaitUntil([&] { return Running("low"); }));
   Submit({.name = "high", .pods = 2, .gpus = 4, .priority = 60, .position = 2});
